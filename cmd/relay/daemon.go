@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+	"relay/internal/pipeline"
+	"relay/internal/telemetry"
+	"relay/internal/txn"
+)
+
+// runDaemon is `relay run`.
+func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ []string, stderr io.Writer) int {
+	cfg, ok := loadConfig(lookup, environ, stderr)
+	if !ok {
+		return exitUsage
+	}
+	log := newLogger(cfg, stderr)
+	for _, name := range config.Unknown(environ) {
+		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
+	}
+
+	consumer, err := kafka.NewConsumer(consumerConfig(cfg))
+	if err != nil {
+		return clientConfigError(cfg, "consumer", err, stderr)
+	}
+	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(producerConfig(cfg)) }
+	// Build one producer up front only to validate its configuration
+	// before anything connects for real.
+	if p, err := kafka.NewProducer(producerConfig(cfg)); err != nil {
+		_ = consumer.Close()
+		return clientConfigError(cfg, "producer", err, stderr)
+	} else {
+		p.Close()
+	}
+
+	metrics, err := telemetry.New()
+	if err != nil {
+		log.Error("metrics", "err", err)
+		_ = consumer.Close()
+		return exitFailure
+	}
+	defer func() { _ = metrics.Close(context.Background()) }()
+	if cfg.HTTPAddr != "" {
+		srv, err := telemetry.Listen(cfg.HTTPAddr, metrics)
+		if err != nil {
+			log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
+			_ = consumer.Close()
+			return exitFailure
+		}
+		defer func() {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Close(c)
+		}()
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	forced := make(chan struct{})
+	defer close(forced)
+	go watchShutdown(ctx, cfg.ShutdownTimeout, log, forced)
+
+	if err := preflight(ctx, consumer, cfg, log); err != nil {
+		_ = consumer.Close()
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		log.Error("preflight failed; relay does not start", "err", err)
+		return exitFailure
+	}
+
+	loop := txn.New(txn.Settings{
+		Topics:          cfg.SourceTopics,
+		CommitInterval:  cfg.CommitInterval,
+		MaxRecords:      cfg.MaxRecordsPerTxn,
+		OpTimeout:       cfg.OpTimeout,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	}, consumer, newProducer, pipeline.Passthrough{OutputTopic: cfg.OutputTopicFor}, log, metrics)
+
+	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID)
+	if err := loop.Run(ctx); err != nil {
+		if errors.Is(err, txn.ErrFatal) {
+			log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
+				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
+		} else {
+			log.Error("relay stopped", "err", err)
+		}
+		return exitFailure
+	}
+	log.Info("relay stopped gracefully")
+	return exitOK
+}
+
+// watchShutdown bounds a graceful stop: after the first signal the process
+// has ShutdownTimeout to finish; a second signal, or the bound, exits at once.
+// Exiting here is safe for the contract: nothing uncommitted is ever
+// acknowledged, so an open transaction is simply aborted by the broker.
+func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, done <-chan struct{}) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(again)
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-done:
+	case s := <-again:
+		log.Warn("second signal; exiting at once", "signal", s.String())
+		os.Exit(exitFailure)
+	case <-t.C:
+		log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
+		os.Exit(exitFailure)
+	}
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Properties that only one client understands; librdkafka warns when the
+// other is given them, so they are kept apart.
+var consumerOnly = map[string]bool{
+	"auto.offset.reset": true, "max.poll.interval.ms": true, "session.timeout.ms": true,
+	"heartbeat.interval.ms": true, "partition.assignment.strategy": true, "group.instance.id": true,
+	"group.protocol": true, "group.remote.assignor": true, "fetch.min.bytes": true, "fetch.max.bytes": true,
+	"fetch.wait.max.ms": true, "max.partition.fetch.bytes": true, "queued.min.messages": true,
+	"queued.max.messages.kbytes": true, "auto.commit.interval.ms": true, "check.crcs": true,
+}
+
+var producerOnly = map[string]bool{
+	"transaction.timeout.ms": true, "linger.ms": true, "queue.buffering.max.ms": true,
+	"queue.buffering.max.messages": true, "queue.buffering.max.kbytes": true, "batch.num.messages": true,
+	"batch.size": true, "compression.type": true, "compression.codec": true, "compression.level": true,
+	"acks": true, "request.required.acks": true, "message.timeout.ms": true, "delivery.timeout.ms": true,
+	"partitioner": true, "sticky.partitioning.linger.ms": true, "retries": true, "message.send.max.retries": true,
+}
+
+func consumerConfig(cfg *config.Config) *kafka.ConfigMap {
+	m := kafka.ConfigMap{}
+	for k, v := range cfg.Kafka {
+		if !producerOnly[k] {
+			m[k] = v
+		}
+	}
+	m["group.id"] = cfg.GroupID
+	m["enable.auto.commit"] = false
+	m["enable.auto.offset.store"] = false
+	// Read only committed records: what an aborted transaction wrote
+	// upstream never reaches relay's outputs.
+	m["isolation.level"] = "read_committed"
+	return &m
+}
+
+func producerConfig(cfg *config.Config) *kafka.ConfigMap {
+	m := kafka.ConfigMap{}
+	for k, v := range cfg.Kafka {
+		if !consumerOnly[k] {
+			m[k] = v
+		}
+	}
+	m["transactional.id"] = cfg.TransactionalID
+	// No per-message delivery reports: the commit says whether every
+	// message of the transaction was written, and aborts otherwise.
+	m["go.delivery.reports"] = false
+	return &m
+}
+
+var propInMessage = regexp.MustCompile(`property:? "([^"]+)"`)
+
+// clientConfigError turns librdkafka's rejection of a property into a
+// configuration error naming the variable.
+func clientConfigError(cfg *config.Config, client string, err error, stderr io.Writer) int {
+	name := "RELAY_KAFKA_*"
+	if m := propInMessage.FindStringSubmatch(err.Error()); m != nil {
+		name = cfg.VarForProperty(m[1])
+	}
+	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %s: rejected by librdkafka (%s): %v\n", name, client, err)
+	return exitUsage
+}
+
+// preflight checks that every source topic exists and that its output topic
+// has at least as many partitions: outputs keep the source partition number,
+// and writing to a partition that does not exist would abort every
+// transaction (the seed's field report lost records to exactly this). It
+// waits for the broker while it is unreachable.
+func preflight(ctx context.Context, c *kafka.Consumer, cfg *config.Config, log *slog.Logger) error {
+	backoff := time.Second
+	for {
+		md, err := c.GetMetadata(nil, true, int(cfg.OpTimeout/time.Millisecond))
+		if err == nil {
+			return checkTopics(md, cfg)
+		}
+		log.Warn("cannot read cluster metadata yet; retrying", "err", err, "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func checkTopics(md *kafka.Metadata, cfg *config.Config) error {
+	var errs []error
+	for _, src := range cfg.SourceTopics {
+		s, ok := md.Topics[src]
+		if !ok || s.Error.Code() == kafka.ErrUnknownTopicOrPart {
+			errs = append(errs, fmt.Errorf("source topic %q does not exist", src))
+			continue
+		}
+		dst := cfg.OutputTopicFor(src)
+		d, ok := md.Topics[dst]
+		switch {
+		case !ok || d.Error.Code() == kafka.ErrUnknownTopicOrPart:
+			errs = append(errs, fmt.Errorf("output topic %q (for source %q) does not exist; create it with at least %d partitions", dst, src, len(s.Partitions)))
+		case len(d.Partitions) < len(s.Partitions):
+			errs = append(errs, fmt.Errorf("output topic %q has %d partitions, fewer than source %q's %d: records keep their partition number, so it needs at least %d",
+				dst, len(d.Partitions), src, len(s.Partitions), len(s.Partitions)))
+		}
+	}
+	return errors.Join(errs...)
+}

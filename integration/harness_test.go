@@ -1,0 +1,461 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
+)
+
+var (
+	bootstrap = envOr("RELAY_TEST_BOOTSTRAP", "127.0.0.1:9092")
+	relayBin  string // built once in TestMain
+	repoRoot  string
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Dir(wd)
+	conn, err := net.DialTimeout("tcp", bootstrap, 2*time.Second)
+	if err != nil {
+		if os.Getenv("RELAY_TEST_REQUIRE_BROKER") == "1" {
+			fmt.Fprintf(os.Stderr, "integration: no broker at %s (%v); start it with scripts/stack/up.sh\n", bootstrap, err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "integration: no broker at %s; skipping (set RELAY_TEST_REQUIRE_BROKER=1 to fail instead)\n", bootstrap)
+		return 0
+	}
+	_ = conn.Close()
+	dir, err := os.MkdirTemp("", "relay-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	relayBin = filepath.Join(dir, "relay")
+	build := exec.Command("go", "build", "-o", relayBin, "./cmd/relay")
+	build.Dir = repoRoot
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: build relay:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// uniq makes names unique per test run, so tests never share topics, groups
+// or transactional ids.
+func uniq(t *testing.T, what string) string {
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
+	return fmt.Sprintf("it-%s-%s-%d", strings.ToLower(name), what, time.Now().UnixNano()%1e9)
+}
+
+func admin(t *testing.T) *kafka.AdminClient {
+	t.Helper()
+	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+func createTopics(t *testing.T, partitions int, names ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	specs := make([]kafka.TopicSpecification, len(names))
+	for i, n := range names {
+		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
+	}
+	res, err := admin(t).CreateTopics(ctx, specs, kafka.SetAdminOperationTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError && r.Error.Code() != kafka.ErrTopicAlreadyExists {
+			t.Fatalf("create topic %s: %v", r.Topic, r.Error)
+		}
+	}
+}
+
+// source is what a test produced: id (topic/partition/offset) → value.
+type source struct {
+	mu     sync.Mutex
+	topic  string
+	values map[string]string
+}
+
+func newSource(topic string) *source { return &source{topic: topic, values: map[string]string{}} }
+
+// produce writes n records with distinct values and keys over 64 key values,
+// synchronously, and records where each landed.
+func (s *source) produce(t *testing.T, n int) {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr := make(chan kafka.Event, n)
+	s.mu.Lock()
+	base := len(s.values)
+	s.mu.Unlock()
+	for i := range n {
+		v := fmt.Sprintf("v-%07d-%s", base+i, strings.Repeat("x", 100))
+		err := p.Produce(&kafka.Message{
+			TopicPartition: kafka.TopicPartition{Topic: &s.topic, Partition: kafka.PartitionAny},
+			Key:            []byte(fmt.Sprintf("k-%02d", (base+i)%64)),
+			Value:          []byte(v),
+			Headers:        []kafka.Header{{Key: "origin", Value: []byte("it")}},
+		}, dr)
+		if err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	for range n {
+		m := (<-dr).(*kafka.Message)
+		if m.TopicPartition.Error != nil {
+			t.Fatalf("delivery: %v", m.TopicPartition.Error)
+		}
+		s.mu.Lock()
+		s.values[envelope.ID(s.topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))] = string(m.Value)
+		s.mu.Unlock()
+	}
+}
+
+func (s *source) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values)
+}
+
+// relay is one relay subprocess.
+type relay struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startRelay runs relay with the test defaults and env on top.
+func startRelay(t *testing.T, name string, env map[string]string) *relay {
+	t.Helper()
+	cmd := exec.Command(relayBin, "run")
+	base := map[string]string{
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+		"RELAY_HTTP_ADDR":               "",
+		"RELAY_LOG_LEVEL":               "info",
+		// The broker's minimum: a killed member is noticed in seconds.
+		"RELAY_KAFKA_SESSION_TIMEOUT_MS":    "6000",
+		"RELAY_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+	}
+	for k, v := range env {
+		base[k] = v
+	}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range base {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	r := &relay{t: t, name: name, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = r.stderr
+	cmd.Stdout = r.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = cmd.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-r.done
+		if t.Failed() {
+			t.Logf("--- %s stderr (tail) ---\n%s", name, tail(r.stderr.String(), 40))
+		}
+	})
+	return r
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (r *relay) signal(s syscall.Signal) { _ = r.cmd.Process.Signal(s) }
+
+// wait waits up to d for exit and returns the exit code (-1 if killed by a
+// signal), failing the test on timeout.
+func (r *relay) wait(d time.Duration) int {
+	r.t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(d):
+		r.t.Fatalf("%s did not exit within %s", r.name, d)
+	}
+	return r.cmd.ProcessState.ExitCode()
+}
+
+func (r *relay) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitLog waits until relay's stderr contains s.
+func (r *relay) waitLog(s string, d time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(r.stderr.String(), s) {
+		if time.Now().After(deadline) || r.exited() {
+			r.t.Fatalf("%s: no %q in its log within %s", r.name, s, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// endOffsets returns the high watermark of each partition of topic.
+func endOffsets(t *testing.T, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	c := plainConsumer(t)
+	out := map[int32]int64{}
+	for p := range int32(partitions) {
+		_, hi, err := c.QueryWatermarkOffsets(topic, p, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = hi
+	}
+	return out
+}
+
+func plainConsumer(t *testing.T) *kafka.Consumer {
+	t.Helper()
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+		"bootstrap.servers": bootstrap, "group.id": "it-reader", "enable.auto.commit": false,
+		"isolation.level": "read_committed", "enable.partition.eof": true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// committed returns the group's committed offsets for topic.
+func committed(t *testing.T, group, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tps := make([]kafka.TopicPartition, partitions)
+	for p := range partitions {
+		tps[p] = kafka.TopicPartition{Topic: &topic, Partition: int32(p)}
+	}
+	res, err := admin(t).ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}},
+		kafka.SetAdminRequireStableOffsets(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for _, tp := range res.ConsumerGroupsTopicPartitions[0].Partitions {
+		out[tp.Partition] = int64(tp.Offset)
+	}
+	return out
+}
+
+// waitCaughtUp waits until the group's committed offsets reach the source's
+// end offsets: every source record is in a committed transaction.
+func waitCaughtUp(t *testing.T, group, topic string, partitions int, d time.Duration) {
+	t.Helper()
+	want := endOffsets(t, topic, partitions)
+	deadline := time.Now().Add(d)
+	for {
+		got := committed(t, group, topic, partitions)
+		if equalOffsets(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not catch up on %s within %s: committed %v, end %v", group, topic, d, got, want)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func equalOffsets(a, b map[int32]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, o := range a {
+		if b[p] != o {
+			return false
+		}
+	}
+	return true
+}
+
+// readCommitted reads every committed record of topic, from the start to the
+// end of each partition, as an independent read_committed consumer.
+func readCommitted(t *testing.T, topic string, partitions int) []*kafka.Message {
+	t.Helper()
+	c := plainConsumer(t)
+	tps := make([]kafka.TopicPartition, partitions)
+	for p := range partitions {
+		tps[p] = kafka.TopicPartition{Topic: &topic, Partition: int32(p), Offset: kafka.OffsetBeginning}
+	}
+	if err := c.Assign(tps); err != nil {
+		t.Fatal(err)
+	}
+	var out []*kafka.Message
+	eof := map[int32]bool{}
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(eof) < partitions {
+		if time.Now().After(deadline) {
+			t.Fatalf("reading %s: reached the end of only %d of %d partitions", topic, len(eof), partitions)
+		}
+		switch e := c.Poll(200).(type) {
+		case *kafka.Message:
+			out = append(out, e)
+			delete(eof, e.TopicPartition.Partition)
+		case kafka.PartitionEOF:
+			eof[e.Partition] = true
+		case kafka.Error:
+			t.Logf("reader: %v", e)
+		}
+	}
+	return out
+}
+
+// assertExactlyOnce checks the whole-run invariant: every source record is
+// in the output exactly once, with its value, key order kept per partition,
+// and the group's committed offsets equal the source's end offsets.
+func assertExactlyOnce(t *testing.T, src *source, output, group string, partitions int) {
+	t.Helper()
+	waitCaughtUp(t, group, src.topic, partitions, 2*time.Minute)
+	outs := readCommitted(t, output, partitions)
+	seen := map[string]int{}
+	lastOffset := map[int32]int64{}
+	for _, m := range outs {
+		var id string
+		for _, h := range m.Headers {
+			if h.Key == envelope.MessageID {
+				id = string(h.Value)
+			}
+		}
+		seen[id]++
+		if seen[id] == 2 {
+			t.Errorf("saw %s twice in %s (duplicate)", id, output)
+		}
+		want, ok := src.values[id]
+		switch {
+		case !ok:
+			t.Errorf("output record %q has no source record", id)
+		case want != string(m.Value):
+			t.Errorf("output %s has value %q, source had %q", id, m.Value, want)
+		}
+		// Partition order: the source offsets of a partition's outputs rise.
+		var p int32
+		var off int64
+		if _, err := fmt.Sscanf(id[len(src.topic)+1:], "%d/%d", &p, &off); err == nil {
+			if p != m.TopicPartition.Partition {
+				t.Errorf("%s written to partition %d", id, m.TopicPartition.Partition)
+			}
+			if last, ok := lastOffset[p]; ok && off <= last {
+				t.Errorf("partition %d order broken: %s after offset %d", p, id, last)
+			}
+			lastOffset[p] = off
+		}
+	}
+	missing := 0
+	for id := range src.values {
+		if seen[id] == 0 {
+			missing++
+			if missing <= 5 {
+				t.Errorf("source record %s is missing from %s", id, output)
+			}
+		}
+	}
+	if missing > 0 || len(outs) != src.len() {
+		t.Fatalf("%d source records, %d outputs, %d missing", src.len(), len(outs), missing)
+	}
+	t.Logf("exactly once: %d source records, %d outputs", src.len(), len(outs))
+}
+
+// scenario is one test's topics, group and relay environment.
+type scenario struct {
+	src        *source
+	output     string
+	group      string
+	partitions int
+}
+
+func newScenario(t *testing.T, partitions int) *scenario {
+	t.Helper()
+	in, out := uniq(t, "src"), ""
+	out = in + ".valid"
+	createTopics(t, partitions, in, out)
+	return &scenario{src: newSource(in), output: out, group: uniq(t, "grp"), partitions: partitions}
+}
+
+func (s *scenario) env(txnID string, extra ...string) map[string]string {
+	env := map[string]string{
+		"RELAY_SOURCE_TOPICS":    s.src.topic,
+		"RELAY_GROUP_ID":         s.group,
+		"RELAY_TRANSACTIONAL_ID": txnID,
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return env
+}
+
+func jitter(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rand.Int64N(int64(hi-lo)))
+}

@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// TestCrashExactlyOnce kills relay with SIGKILL at random moments, most of
+// them inside an open transaction, restarting it each time while records
+// keep arriving. An independent read_committed consumer then finds every
+// source record in the output exactly once.
+func TestCrashExactlyOnce(t *testing.T) {
+	const kills, perCycle, partitions = 10, 2000, 3
+	s := newScenario(t, partitions)
+	txnID := uniq(t, "txn")
+	pending := 0
+	for i := range kills {
+		s.src.produce(t, perCycle)
+		env := s.env(txnID, "RELAY_KAFKA_GROUP_INSTANCE_ID", txnID)
+		if i%2 == 1 {
+			// Long transactions: a kill lands inside one for sure.
+			env["RELAY_COMMIT_INTERVAL"] = "1500ms"
+			env["RELAY_MAX_RECORDS_PER_TXN"] = "100000"
+		}
+		r := startRelay(t, fmt.Sprintf("relay-%d", i), env)
+		r.waitLog("partitions assigned", 60*time.Second)
+		time.Sleep(jitter(200*time.Millisecond, 1200*time.Millisecond))
+		r.signal(syscall.SIGKILL)
+		r.wait(10 * time.Second)
+		if !equalOffsets(committed(t, s.group, s.src.topic, partitions), endOffsets(t, s.src.topic, partitions)) {
+			pending++
+		}
+	}
+	t.Logf("%d of %d kills left records uncommitted", pending, kills)
+	if pending < 3 {
+		t.Fatalf("only %d kills hit uncommitted work: the test did not exercise crashes mid-transaction", pending)
+	}
+	final := startRelay(t, "relay-final", s.env(txnID, "RELAY_KAFKA_GROUP_INSTANCE_ID", txnID))
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	final.signal(syscall.SIGTERM)
+	if code := final.wait(40 * time.Second); code != 0 {
+		t.Fatalf("final relay exit code %d", code)
+	}
+}
+
+// TestZombieFenced starts a second process with the same transactional id.
+// The older one is fenced: it exits non-zero, and the output has no
+// duplicate.
+func TestZombieFenced(t *testing.T) {
+	const partitions = 2
+	s := newScenario(t, partitions)
+	txnID := uniq(t, "txn")
+	s.src.produce(t, 3000)
+	old := startRelay(t, "old", s.env(txnID))
+	old.waitLog("partitions assigned", 60*time.Second)
+	waitCaughtUp(t, s.group, s.src.topic, partitions, time.Minute)
+
+	zombieMaker := startRelay(t, "new", s.env(txnID))
+	zombieMaker.waitLog("relay starting", 60*time.Second)
+	// Keep records coming so the old instance must use its producer.
+	for range 10 {
+		if old.exited() {
+			break
+		}
+		s.src.produce(t, 500)
+		time.Sleep(300 * time.Millisecond)
+	}
+	if code := old.wait(90 * time.Second); code == 0 {
+		t.Fatalf("fenced instance exited 0, want non-zero")
+	}
+	if !strings.Contains(strings.ToLower(old.stderr.String()), "fenced") {
+		t.Errorf("fenced instance did not say it was fenced:\n%s", tail(old.stderr.String(), 10))
+	}
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	zombieMaker.signal(syscall.SIGTERM)
+	if code := zombieMaker.wait(40 * time.Second); code != 0 {
+		t.Fatalf("new instance exit code %d", code)
+	}
+}
+
+// TestRebalanceExactlyOnce has instances with distinct transactional ids
+// join and leave (gracefully and by SIGKILL) while records arrive.
+func TestRebalanceExactlyOnce(t *testing.T) {
+	const partitions = 6
+	s := newScenario(t, partitions)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 15 {
+			s.src.produce(t, 1000)
+			time.Sleep(400 * time.Millisecond)
+		}
+	}()
+	start := func(n int) *relay {
+		return startRelay(t, fmt.Sprintf("r%d", n), s.env(uniq(t, fmt.Sprintf("txn%d", n))))
+	}
+	r1 := start(1)
+	r1.waitLog("partitions assigned", 60*time.Second)
+	r2 := start(2)
+	time.Sleep(jitter(time.Second, 2*time.Second))
+	r3 := start(3)
+	r3.waitLog("partitions assigned", 60*time.Second)
+	r2.signal(syscall.SIGTERM)
+	if code := r2.wait(40 * time.Second); code != 0 {
+		t.Fatalf("r2 exit code %d after SIGTERM", code)
+	}
+	r4 := start(4)
+	time.Sleep(jitter(time.Second, 2*time.Second))
+	r1.signal(syscall.SIGKILL)
+	r1.wait(10 * time.Second)
+	wg.Wait()
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	for _, r := range []*relay{r3, r4} {
+		r.signal(syscall.SIGTERM)
+		if code := r.wait(40 * time.Second); code != 0 {
+			t.Fatalf("%s exit code %d", r.name, code)
+		}
+	}
+}
+
+// TestGracefulShutdown sends SIGTERM while transactions are open and records
+// keep arriving: relay exits 0 within RELAY_SHUTDOWN_TIMEOUT and leaves no
+// transaction open (the output's last stable offset equals its end).
+func TestGracefulShutdown(t *testing.T) {
+	const partitions = 3
+	s := newScenario(t, partitions)
+	txnID := uniq(t, "txn")
+	s.src.produce(t, 5000)
+	r := startRelay(t, "relay", s.env(txnID, "RELAY_SHUTDOWN_TIMEOUT", "10s", "RELAY_COMMIT_INTERVAL", "1s"))
+	r.waitLog("partitions assigned", 60*time.Second)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.src.produce(t, 200)
+			}
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	begin := time.Now()
+	r.signal(syscall.SIGTERM)
+	code := r.wait(15 * time.Second)
+	took := time.Since(begin)
+	close(stop)
+	<-done
+	if code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("graceful stop took %s, bound is 10s", took)
+	}
+	t.Logf("graceful stop took %s", took)
+	assertNoOpenTransaction(t, s.output, partitions)
+	// The rest is picked up by a new instance, exactly once overall.
+	r2 := startRelay(t, "relay-2", s.env(txnID))
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	r2.signal(syscall.SIGTERM)
+	r2.wait(40 * time.Second)
+}
+
+// assertNoOpenTransaction checks that the last stable offset of every
+// partition reaches its end: an open transaction would hold it back until
+// the broker's transaction timeout. Markers are written just after a commit
+// returns, so a short wait is allowed.
+func assertNoOpenTransaction(t *testing.T, topic string, partitions int) {
+	t.Helper()
+	a := admin(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lso := listOffsets(t, a, topic, partitions, kafka.IsolationLevelReadCommitted)
+		hw := listOffsets(t, a, topic, partitions, kafka.IsolationLevelReadUncommitted)
+		if equalOffsets(lso, hw) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: last stable offsets %v behind end offsets %v: a transaction was left open", topic, lso, hw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func listOffsets(t *testing.T, a *kafka.AdminClient, topic string, partitions int, iso kafka.IsolationLevel) map[int32]int64 {
+	t.Helper()
+	req := map[kafka.TopicPartition]kafka.OffsetSpec{}
+	for p := range partitions {
+		req[kafka.TopicPartition{Topic: &topic, Partition: int32(p)}] = kafka.LatestOffsetSpec
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := a.ListOffsets(ctx, req, kafka.SetAdminIsolationLevel(iso))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for tp, info := range res.ResultInfos {
+		if info.Error.Code() != kafka.ErrNoError {
+			t.Fatalf("list offsets %s[%d]: %v", topic, tp.Partition, info.Error)
+		}
+		out[tp.Partition] = int64(info.Offset)
+	}
+	return out
+}
+
+// TestBrokerRestart restarts the broker under a running relay, which must
+// recover by itself (no exit, no restart) with exactly once overall. It runs
+// last: it takes the shared broker away for a while.
+func TestBrokerRestart(t *testing.T) {
+	const partitions = 3
+	s := newScenario(t, partitions)
+	s.src.produce(t, 4000)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	r.waitLog("partitions assigned", 60*time.Second)
+	time.Sleep(jitter(100*time.Millisecond, 500*time.Millisecond))
+
+	restart := exec.Command("bash", filepath.Join(repoRoot, "scripts/stack/kafka.sh"), "restart")
+	out, err := restart.CombinedOutput()
+	if err != nil {
+		t.Fatalf("broker restart: %v\n%s", err, out)
+	}
+	s.src.produce(t, 4000)
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	if r.exited() {
+		t.Fatalf("relay exited during the broker restart (code %d); it must recover by itself", r.cmd.ProcessState.ExitCode())
+	}
+	r.signal(syscall.SIGTERM)
+	if code := r.wait(40 * time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}

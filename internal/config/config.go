@@ -1,0 +1,356 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is relay's validated configuration. Zero values are never used:
+// Load fills every field from its variable or its documented default.
+type Config struct {
+	SourceTopics     []string
+	GroupID          string
+	TransactionalID  string
+	OutputTopic      string // template with {topic}
+	CommitInterval   time.Duration
+	MaxRecordsPerTxn int
+	ShutdownTimeout  time.Duration
+	OpTimeout        time.Duration
+	HTTPAddr         string // "" disables the HTTP endpoint
+	LogLevel         slog.Level
+	LogFormat        string
+
+	// Kafka holds the librdkafka properties from RELAY_KAFKA_*, with relay's
+	// defaults applied (auto.offset.reset=earliest).
+	Kafka map[string]string
+	// kafkaVar maps a librdkafka property back to the variable that set it,
+	// so errors reported by librdkafka can name the variable.
+	kafkaVar map[string]string
+
+	// TransactionTimeout and MaxPollInterval are read from the passthrough
+	// (or librdkafka's defaults) because relay's own bounds depend on them.
+	TransactionTimeout time.Duration
+	MaxPollInterval    time.Duration
+}
+
+// Error is one bad variable. Load returns all of them joined.
+type Error struct {
+	Var     string
+	Problem string
+}
+
+func (e *Error) Error() string { return e.Var + ": " + e.Problem }
+
+// librdkafka defaults that relay's validation depends on.
+const (
+	defaultTransactionTimeout = 60 * time.Second
+	defaultMaxPollInterval    = 300 * time.Second
+	maxRecordsPerTxnLimit     = 1_000_000
+)
+
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// Load reads the configuration through lookup (os.LookupEnv in production)
+// and environ (os.Environ, for the RELAY_KAFKA_* passthrough). It returns
+// every problem found, each as an *Error naming its variable.
+func Load(lookup func(string) (string, bool), environ []string) (*Config, error) {
+	p := parser{lookup: lookup}
+	c := &Config{
+		SourceTopics:     p.list(EnvSourceTopics),
+		GroupID:          p.str(EnvGroupID),
+		TransactionalID:  p.str(EnvTransactionalID),
+		OutputTopic:      p.str(EnvOutputTopic),
+		CommitInterval:   p.duration(EnvCommitInterval),
+		MaxRecordsPerTxn: p.intRange(EnvMaxRecordsPerTxn, 1, maxRecordsPerTxnLimit),
+		ShutdownTimeout:  p.duration(EnvShutdownTimeout),
+		OpTimeout:        p.duration(EnvOpTimeout),
+		HTTPAddr:         p.str(EnvHTTPAddr),
+		LogFormat:        p.enum(EnvLogFormat, "json", "text"),
+	}
+	c.LogLevel = p.level(EnvLogLevel)
+	c.Kafka, c.kafkaVar = p.kafka(environ)
+	c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
+	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
+	p.validate(c)
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+// OutputTopicFor expands the output template for one source topic.
+func (c *Config) OutputTopicFor(source string) string {
+	return strings.ReplaceAll(c.OutputTopic, "{topic}", source)
+}
+
+// VarForProperty names the variable that set a librdkafka property, for
+// error messages from librdkafka's own validation.
+func (c *Config) VarForProperty(prop string) string {
+	if v, ok := c.kafkaVar[prop]; ok {
+		return v
+	}
+	for alias, canonical := range propAliases {
+		if v, ok := c.kafkaVar[alias]; ok && canonical == prop {
+			return v
+		}
+	}
+	return KafkaPrefix + strings.ToUpper(strings.ReplaceAll(prop, ".", "_"))
+}
+
+// propAliases maps librdkafka's alias properties to the names its error
+// messages use.
+var propAliases = map[string]string{
+	"linger.ms":           "queue.buffering.max.ms",
+	"retries":             "message.send.max.retries",
+	"acks":                "request.required.acks",
+	"compression.type":    "compression.codec",
+	"delivery.timeout.ms": "message.timeout.ms",
+}
+
+type parser struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Var: name, Problem: fmt.Sprintf(format, args...)})
+}
+
+// raw returns the variable's value, or its documented default when unset.
+// A variable set to the empty string counts as set: RELAY_HTTP_ADDR= turns
+// the endpoint off.
+func (p *parser) raw(name string) string {
+	if v, ok := p.lookup(name); ok {
+		return strings.TrimSpace(v)
+	}
+	for _, v := range Vars {
+		if v.Name == name {
+			if v.Required {
+				p.fail(name, "required but not set")
+			}
+			return v.Default
+		}
+	}
+	return ""
+}
+
+func (p *parser) str(name string) string { return p.raw(name) }
+
+func (p *parser) list(name string) []string {
+	var out []string
+	for _, s := range strings.Split(p.raw(name), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *parser) duration(name string) time.Duration {
+	s := p.raw(name)
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.fail(name, "%q is not a duration (examples: 100ms, 2s, 1m)", s)
+	case d <= 0:
+		p.fail(name, "%q must be positive", s)
+	}
+	return d
+}
+
+func (p *parser) intRange(name string, lo, hi int) int {
+	s := p.raw(name)
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, "%q is not a whole number from %d to %d", s, lo, hi)
+	}
+	return n
+}
+
+func (p *parser) enum(name string, allowed ...string) string {
+	s := strings.ToLower(p.raw(name))
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	p.fail(name, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	return allowed[0]
+}
+
+func (p *parser) level(name string) slog.Level {
+	var l slog.Level
+	s := p.enum(name, "debug", "info", "warn", "error")
+	_ = l.UnmarshalText([]byte(s)) // s is one of the four names slog knows
+	return l
+}
+
+// kafka collects RELAY_KAFKA_* into librdkafka properties.
+func (p *parser) kafka(environ []string) (props, vars map[string]string) {
+	props, vars = map[string]string{}, map[string]string{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, KafkaPrefix) || len(name) == len(KafkaPrefix) {
+			continue
+		}
+		prop := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, KafkaPrefix), "_", "."))
+		if why, managed := managedProps[prop]; managed {
+			p.fail(name, "%s is managed by relay: %s", prop, why)
+			continue
+		}
+		props[prop], vars[prop] = strings.TrimSpace(val), name
+	}
+	if _, ok := props["auto.offset.reset"]; !ok {
+		props["auto.offset.reset"] = "earliest"
+	}
+	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
+		p.fail(EnvBootstrapServers, "required but not set")
+	}
+	return props, vars
+}
+
+func (p *parser) kafkaMillis(c *Config, prop string, def time.Duration) time.Duration {
+	s, ok := c.Kafka[prop]
+	if !ok {
+		return def
+	}
+	ms, err := strconv.Atoi(s)
+	if err != nil || ms <= 0 {
+		p.fail(c.VarForProperty(prop), "%q is not a positive number of milliseconds", s)
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// validate checks the rules that span several variables.
+func (p *parser) validate(c *Config) {
+	if len(c.SourceTopics) == 0 {
+		if _, set := p.lookup(EnvSourceTopics); set {
+			p.fail(EnvSourceTopics, "names no topic")
+		}
+	}
+	sources := map[string]bool{}
+	for _, t := range c.SourceTopics {
+		if !topicName.MatchString(t) {
+			p.fail(EnvSourceTopics, "%q is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)", t)
+		}
+		sources[t] = true
+	}
+	if !strings.Contains(c.OutputTopic, "{topic}") && len(c.SourceTopics) > 1 {
+		// One fixed output for several sources would merge partitions of
+		// different topics under one partition number.
+		p.fail(EnvOutputTopic, "%q has no {topic} but %s names %d topics", c.OutputTopic, EnvSourceTopics, len(c.SourceTopics))
+	}
+	for _, t := range c.SourceTopics {
+		out := c.OutputTopicFor(t)
+		switch {
+		case !topicName.MatchString(out):
+			p.fail(EnvOutputTopic, "gives %q for source %q, not a valid topic name", out, t)
+		case sources[out]:
+			p.fail(EnvOutputTopic, "gives %q for source %q, which is itself a source topic: relay would consume its own output", out, t)
+		}
+	}
+	if c.GroupID == "" {
+		p.fail(EnvGroupID, "must not be empty")
+	}
+	if _, set := p.lookup(EnvTransactionalID); set && c.TransactionalID == "" {
+		p.fail(EnvTransactionalID, "must not be empty")
+	}
+	if strings.ContainsAny(c.TransactionalID, " \t") {
+		p.fail(EnvTransactionalID, "%q contains white space", c.TransactionalID)
+	}
+	if c.HTTPAddr != "" {
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			p.fail(EnvHTTPAddr, "%q is not host:port", c.HTTPAddr)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			p.fail(EnvHTTPAddr, "%q has no valid port", c.HTTPAddr)
+		}
+	}
+	switch c.Kafka["auto.offset.reset"] {
+	case "earliest", "smallest", "beginning", "latest", "largest", "end", "error":
+	default:
+		p.fail(c.VarForProperty("auto.offset.reset"), "%q is not one of earliest, latest, error", c.Kafka["auto.offset.reset"])
+	}
+	// A transaction must be able to end (commit interval plus one commit
+	// call) before the broker aborts it, and before the group evicts us.
+	if c.CommitInterval > 0 && c.CommitInterval+c.OpTimeout >= c.TransactionTimeout {
+		p.fail(EnvCommitInterval, "%s plus %s (%s) must be shorter than transaction.timeout.ms (%s, %s)",
+			c.CommitInterval, EnvOpTimeout, c.OpTimeout, c.TransactionTimeout, c.VarForProperty("transaction.timeout.ms"))
+	}
+	if c.CommitInterval > 0 && c.CommitInterval+c.OpTimeout >= c.MaxPollInterval {
+		p.fail(EnvCommitInterval, "%s plus %s (%s) must be shorter than max.poll.interval.ms (%s, %s)",
+			c.CommitInterval, EnvOpTimeout, c.OpTimeout, c.MaxPollInterval, c.VarForProperty("max.poll.interval.ms"))
+	}
+}
+
+// secretProp reports whether a librdkafka property holds a secret.
+func secretProp(prop string) bool {
+	for _, s := range []string{"password", "secret", "jaas", "token", "ssl.key", "oauthbearer.config", "credential", ".pem"} {
+		if strings.Contains(prop, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Effective lists the configuration as NAME=value lines, secrets masked, in
+// the order of Vars and then the passthrough properties sorted by name.
+func (c *Config) Effective() []string {
+	vals := map[string]string{
+		EnvSourceTopics:     strings.Join(c.SourceTopics, ","),
+		EnvGroupID:          c.GroupID,
+		EnvTransactionalID:  c.TransactionalID,
+		EnvOutputTopic:      c.OutputTopic,
+		EnvCommitInterval:   c.CommitInterval.String(),
+		EnvMaxRecordsPerTxn: strconv.Itoa(c.MaxRecordsPerTxn),
+		EnvShutdownTimeout:  c.ShutdownTimeout.String(),
+		EnvOpTimeout:        c.OpTimeout.String(),
+		EnvHTTPAddr:         c.HTTPAddr,
+		EnvLogLevel:         strings.ToLower(c.LogLevel.String()),
+		EnvLogFormat:        c.LogFormat,
+	}
+	var out []string
+	for _, v := range Vars {
+		if val, ok := vals[v.Name]; ok {
+			out = append(out, v.Name+"="+val)
+		}
+	}
+	props := make([]string, 0, len(c.Kafka))
+	for p := range c.Kafka {
+		props = append(props, p)
+	}
+	sort.Strings(props)
+	for _, p := range props {
+		val := c.Kafka[p]
+		if secretProp(p) {
+			val = "****"
+		}
+		out = append(out, c.VarForProperty(p)+"="+val)
+	}
+	return out
+}
+
+// Unknown lists RELAY_* variables in environ that relay does not know, so a
+// typo is reported instead of silently ignored.
+func Unknown(environ []string) []string {
+	known := map[string]bool{}
+	for _, v := range Vars {
+		known[v.Name] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "RELAY_") && !strings.HasPrefix(name, KafkaPrefix) && !strings.HasPrefix(name, "RELAY_STACK_") && !known[name] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,543 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Settings bound the loop. Every field must be set (see config.Config).
+type Settings struct {
+	Topics         []string
+	CommitInterval time.Duration // longest a transaction stays open
+	MaxRecords     int           // source records per transaction at most
+	OpTimeout      time.Duration // deadline of each blocking librdkafka call
+	// ShutdownTimeout bounds the final commit or abort after ctx is done.
+	ShutdownTimeout time.Duration
+}
+
+// opAttempts is how often a retriable transactional call is made before its
+// outcome counts as unknown.
+const opAttempts = 3
+
+// Loop is the transactional consume-transform-produce loop. It is not safe
+// for concurrent use: Run owns it.
+type Loop struct {
+	set         Settings
+	consumer    Consumer
+	newProducer ProducerFactory
+	producer    Producer
+	handler     Handler
+	log         *slog.Logger
+	obs         Observer
+
+	drain sync.WaitGroup // the goroutine reading producer.Events()
+
+	// State of the open transaction.
+	open     bool
+	started  time.Time
+	records  int
+	outputs  int
+	next     map[tpKey]int64 // next offset to commit
+	first    map[tpKey]int64 // first offset handled in this transaction
+	assigned map[tpKey]bool
+
+	// fatal is set by the rebalance callback, which cannot return errors to
+	// Run: librdkafka calls it from inside Poll.
+	fatal   error
+	backoff time.Duration
+}
+
+// New builds a loop. The consumer must be configured with
+// enable.auto.commit=false and isolation.level=read_committed; the factory's
+// producers with the instance's transactional.id.
+func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logger, obs Observer) *Loop {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	return &Loop{
+		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
+		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
+	}
+}
+
+// Run consumes until ctx is done or a fatal error occurs. On ctx done it
+// stops polling, ends the open transaction within ShutdownTimeout and closes
+// both clients; it returns nil. A fatal error (e.g. fenced by a newer
+// instance) is returned wrapped in ErrFatal, after closing the clients.
+func (l *Loop) Run(ctx context.Context) (err error) {
+	defer func() {
+		err = errors.Join(err, l.close())
+	}()
+	if err := l.startProducer(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := l.consumer.SubscribeTopics(l.set.Topics, l.onRebalance); err != nil {
+		return fmt.Errorf("%w: subscribe %v: %w", ErrFatal, l.set.Topics, err)
+	}
+	l.obs.Ready(true)
+	defer l.obs.Ready(false)
+
+	for ctx.Err() == nil && l.fatal == nil {
+		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
+		case *kafka.Message:
+			l.handle(ctx, ev)
+		case kafka.Error:
+			if ev.IsFatal() {
+				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
+			} else {
+				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
+			}
+		}
+		if l.fatal == nil && l.open && l.due() {
+			l.end(ctx, "interval")
+		}
+	}
+	if l.fatal != nil {
+		if ctx.Err() != nil && errors.Is(l.fatal, ctx.Err()) {
+			// Shutdown interrupted a recovery; nothing is open.
+			return nil
+		}
+		return l.fatal
+	}
+	// Graceful stop: the open transaction is ended with a fresh deadline,
+	// not with the cancelled root context.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.ShutdownTimeout)
+	defer cancel()
+	if l.open {
+		l.end(sctx, "shutdown")
+	}
+	return l.fatal
+}
+
+func (l *Loop) due() bool {
+	return l.records >= l.set.MaxRecords || time.Since(l.started) >= l.set.CommitInterval
+}
+
+// pollTimeout is the time left until the open transaction is due, so a quiet
+// partition does not keep a transaction open past the commit interval.
+func (l *Loop) pollTimeout() int {
+	const idle = 100 * time.Millisecond
+	d := idle
+	if l.open {
+		d = l.set.CommitInterval - time.Since(l.started)
+	}
+	return int(min(max(d, time.Millisecond), idle) / time.Millisecond)
+}
+
+// handle runs one source record through the handler and adds its outputs
+// and offset to the open transaction.
+func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
+	if m.TopicPartition.Error != nil {
+		l.log.Warn("consumer message error", "err", m.TopicPartition.Error)
+		return
+	}
+	tp := keyOf(m.TopicPartition)
+	if !l.assigned[tp] {
+		// A message fetched before a revoke is stale: its partition has
+		// gone to another member and the offset must not be committed.
+		return
+	}
+	if !l.open {
+		if err := l.producer.BeginTransaction(); err != nil {
+			l.onTxnError(ctx, "begin", err)
+			return
+		}
+		l.open, l.started = true, time.Now()
+	}
+	rec := toRecord(m)
+	outs, err := l.handler.Handle(ctx, rec)
+	if err != nil {
+		l.log.Error("handler failed; aborting transaction, the record stays in its source",
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+		l.abort(ctx, "handler")
+		return
+	}
+	for i := range outs {
+		if err := l.produce(&outs[i]); err != nil {
+			l.log.Error("produce failed; aborting transaction, the record stays in its source",
+				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
+			l.abort(ctx, "produce")
+			return
+		}
+	}
+	if _, seen := l.first[tp]; !seen {
+		l.first[tp] = int64(m.TopicPartition.Offset)
+	}
+	l.next[tp] = int64(m.TopicPartition.Offset) + 1
+	l.records++
+	l.outputs += len(outs)
+	l.obs.Consumed(1)
+}
+
+// produce enqueues one output. A full local queue is waited out by serving
+// delivery reports, within OpTimeout.
+func (l *Loop) produce(o *Output) error {
+	msg := &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition},
+		Key:            o.Key,
+		Value:          o.Value,
+		Timestamp:      o.Timestamp,
+	}
+	if o.Partition == AnyPartition {
+		msg.TopicPartition.Partition = kafka.PartitionAny
+	}
+	if len(o.Headers) > 0 {
+		msg.Headers = make([]kafka.Header, len(o.Headers))
+		for i, h := range o.Headers {
+			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	deadline := time.Now().Add(l.set.OpTimeout)
+	for {
+		err := l.producer.Produce(msg, nil)
+		var ke kafkaError
+		if err == nil || !errors.As(err, &ke) || ke.Code() != kafka.ErrQueueFull || time.Now().After(deadline) {
+			return err
+		}
+		l.producer.Flush(10)
+	}
+}
+
+// end commits the open transaction: send offsets, then commit. On failure it
+// aborts or re-initialises the producer and rewinds, as the error says.
+func (l *Loop) end(ctx context.Context, why string) {
+	if !l.open {
+		return
+	}
+	start := time.Now()
+	offsets := make([]kafka.TopicPartition, 0, len(l.next))
+	for k, off := range l.next {
+		offsets = append(offsets, k.at(off))
+	}
+	var err error
+	if len(offsets) > 0 {
+		var cgm *kafka.ConsumerGroupMetadata
+		cgm, err = l.consumer.GetConsumerGroupMetadata()
+		if err == nil {
+			err = l.retry(ctx, func(c context.Context) error {
+				return l.producer.SendOffsetsToTransaction(c, offsets, cgm)
+			})
+		}
+	}
+	if err == nil {
+		err = l.retry(ctx, l.producer.CommitTransaction)
+	}
+	if err != nil {
+		l.onTxnError(ctx, "commit ("+why+")", err)
+		return
+	}
+	l.obs.Committed(l.records, l.outputs, time.Since(start))
+	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	l.reset()
+	l.backoff = 0
+}
+
+// retry makes a transactional call, each attempt with its own deadline,
+// again while librdkafka says the error is retriable.
+func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
+	var err error
+	for range opAttempts {
+		// A call in flight is not cut short by shutdown: a commit that
+		// is about to succeed should. Each call has its own deadline.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+		err = call(c)
+		cancel()
+		if classify(err) != kindRetriable || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// onTxnError acts on a failed transactional call.
+func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
+	switch classify(err) {
+	case kindFatal:
+		l.fatal = fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
+	case kindAbort:
+		l.log.Warn("transaction must abort", "op", op, "err", err)
+		l.abort(ctx, op)
+	default:
+		// Retriable errors that outlived their attempts, and errors
+		// librdkafka does not flag: the outcome is unknown, so it is not
+		// guessed at (see reinit).
+		l.log.Warn("transaction outcome unknown; re-initialising producer", "op", op, "err", err)
+		l.reinit(ctx, op)
+	}
+}
+
+// abort aborts the open transaction and rewinds to the committed offsets.
+func (l *Loop) abort(ctx context.Context, why string) {
+	if l.open {
+		err := l.retry(ctx, l.producer.AbortTransaction)
+		switch classify(err) {
+		case kindNone:
+		case kindFatal:
+			l.fatal = fmt.Errorf("%w: abort: %w", ErrFatal, err)
+			return
+		default:
+			l.log.Warn("abort failed; re-initialising producer", "err", err)
+			l.reinit(ctx, why)
+			return
+		}
+	}
+	l.obs.Aborted(why)
+	l.rewind(ctx)
+	l.pause(ctx)
+}
+
+// reinit replaces the producer when a transaction's outcome is unknown.
+// InitTransactions with the same transactional.id makes the coordinator
+// complete or abort whatever the old producer left open, and fences the old
+// epoch so a delayed commit from it cannot land later. The committed offsets
+// fetched afterwards (read_committed consumers ask for stable offsets,
+// KIP-447) then say what happened. This is the client-side defence Jepsen's
+// 2024 Bufstream analysis recommends against delayed transaction markers.
+func (l *Loop) reinit(ctx context.Context, why string) {
+	l.obs.Aborted(why)
+	l.closeProducer()
+	l.open = false
+	if err := l.startProducer(ctx); err != nil {
+		l.fatal = err
+		return
+	}
+	l.rewind(ctx)
+	l.pause(ctx)
+}
+
+// rewind seeks every partition of the ended transaction back to its committed
+// offset, or to the transaction's first offset if nothing was ever committed
+// there, and clears the transaction state.
+func (l *Loop) rewind(ctx context.Context) {
+	defer l.reset()
+	var parts []kafka.TopicPartition
+	for k, off := range l.first {
+		if l.assigned[k] {
+			parts = append(parts, k.at(off))
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	// Without the committed offsets relay cannot tell where to resume, so
+	// it waits for them; consuming on would commit past lost records.
+	var committed []kafka.TopicPartition
+	err := l.persist(ctx, "fetch committed offsets", func() (err error) {
+		committed, err = l.consumer.Committed(parts, int(l.set.OpTimeout/time.Millisecond))
+		return err
+	})
+	if err != nil {
+		l.fatal = err
+		return
+	}
+	for _, c := range committed {
+		k := keyOf(c)
+		target := int64(c.Offset)
+		if target < 0 {
+			target = l.first[k]
+		}
+		if err := l.consumer.Seek(k.at(target), 0); err != nil {
+			l.fatal = fmt.Errorf("%w: rewind %s to %d: %w", ErrFatal, k, target, err)
+			return
+		}
+		l.log.Info("rewound partition", "topic", k.topic, "partition", k.partition, "offset", target)
+	}
+}
+
+// pause backs off after an abort so a persistent cause (a missing topic, a
+// broken handler) does not spin; it stays far below max.poll.interval.ms.
+func (l *Loop) pause(ctx context.Context) {
+	l.backoff = min(max(2*l.backoff, 50*time.Millisecond), 5*time.Second)
+	t := time.NewTimer(l.backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (l *Loop) reset() {
+	l.open, l.records, l.outputs = false, 0, 0
+	clear(l.next)
+	clear(l.first)
+}
+
+// onRebalance ends an open transaction before partitions go: a transaction
+// must not commit offsets for partitions this member no longer owns, and
+// the next owner must see everything this member has committed.
+func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
+	switch e := ev.(type) {
+	case kafka.AssignedPartitions:
+		for _, tp := range e.Partitions {
+			l.assigned[keyOf(tp)] = true
+		}
+		l.log.Info("partitions assigned", "partitions", describe(e.Partitions))
+		l.obs.Assigned(len(l.assigned))
+	case kafka.RevokedPartitions:
+		if l.open && l.fatal == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), l.set.ShutdownTimeout)
+			if l.consumer.AssignmentLost() {
+				// The group already moved on: commit would be refused.
+				l.abort(ctx, "assignment lost")
+			} else {
+				l.end(ctx, "revoke")
+			}
+			cancel()
+		}
+		for _, tp := range e.Partitions {
+			delete(l.assigned, keyOf(tp))
+		}
+		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
+		l.obs.Assigned(len(l.assigned))
+	}
+	return nil
+}
+
+func (l *Loop) startProducer(ctx context.Context) error {
+	p, err := l.newProducer()
+	if err != nil {
+		return fmt.Errorf("%w: create producer: %w", ErrFatal, err)
+	}
+	l.drain.Add(1)
+	go l.drainEvents(p.Events())
+	// After a crash or during a broker outage the coordinator may be
+	// unavailable or still completing the previous epoch: wait for it, as
+	// long as the error is not fatal. Nothing is consumed meanwhile.
+	err = l.persist(ctx, "init transactions", func() error {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+		defer cancel()
+		return p.InitTransactions(c)
+	})
+	if err != nil {
+		_ = p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
+		p.Close()
+		l.drain.Wait()
+		return err
+	}
+	l.producer = p
+	return nil
+}
+
+// persist makes a call again, with backoff, until it succeeds, fails
+// fatally, or ctx ends. It is for calls relay cannot go on without and that
+// a broker outage makes fail for as long as the outage lasts.
+func (l *Loop) persist(ctx context.Context, op string, call func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		if classify(err) == kindFatal {
+			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
+		}
+		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// drainEvents logs client errors (and failed deliveries, should reports be
+// on). It ends when the producer is closed.
+func (l *Loop) drainEvents(ch chan kafka.Event) {
+	defer l.drain.Done()
+	for ev := range ch {
+		switch e := ev.(type) {
+		case *kafka.Message:
+			if e.TopicPartition.Error != nil {
+				l.log.Error("delivery failed", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
+			}
+		case kafka.Error:
+			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
+		}
+	}
+}
+
+func (l *Loop) closeProducer() {
+	if l.producer == nil {
+		return
+	}
+	// Purge so Close does not wait for messages of a transaction that is
+	// being given up anyway.
+	_ = l.producer.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
+	l.producer.Close()
+	l.drain.Wait()
+	l.producer = nil
+}
+
+// close ends both clients; the consumer first, so the group hears of our
+// leaving while the producer's last transaction is already settled.
+func (l *Loop) close() error {
+	err := l.consumer.Close()
+	l.closeProducer()
+	if err != nil {
+		return fmt.Errorf("close consumer: %w", err)
+	}
+	return nil
+}
+
+// tpKey identifies a partition. kafka.TopicPartition cannot be a map key:
+// its Topic is a pointer, different for every message.
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+func keyOf(tp kafka.TopicPartition) tpKey {
+	return tpKey{topic: topicOf(tp), partition: tp.Partition}
+}
+
+func (k tpKey) at(off int64) kafka.TopicPartition {
+	t := k.topic
+	return kafka.TopicPartition{Topic: &t, Partition: k.partition, Offset: kafka.Offset(off)}
+}
+
+func (k tpKey) String() string { return fmt.Sprintf("%s[%d]", k.topic, k.partition) }
+
+func topicOf(tp kafka.TopicPartition) string {
+	if tp.Topic == nil {
+		return ""
+	}
+	return *tp.Topic
+}
+
+func toRecord(m *kafka.Message) *Record {
+	r := &Record{
+		Topic:     topicOf(m.TopicPartition),
+		Partition: m.TopicPartition.Partition,
+		Offset:    int64(m.TopicPartition.Offset),
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
+}
+
+func describe(parts []kafka.TopicPartition) []string {
+	out := make([]string, len(parts))
+	for i, tp := range parts {
+		out[i] = keyOf(tp).String()
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package txn
+
+import (
+	"context"
+	"time"
+)
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one consumed source record, as the Handler sees it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// Output is one record the Handler wants written in the same transaction as
+// its source offset.
+type Output struct {
+	Topic string
+	// Partition is the partition to write to; AnyPartition lets the
+	// producer's partitioner choose by key.
+	Partition int32
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// AnyPartition lets the producer's partitioner choose the partition.
+const AnyPartition int32 = -1
+
+// Handler decides what a source record becomes. It is the seam the failure
+// state machine plugs into.
+//
+// A nil error with outputs means: write these outputs and commit the source
+// offset with them. A non-nil error means relay cannot decide the record's
+// next state now: the transaction is aborted, the record stays in its source
+// and is handled again after a rewind. A Handler must be deterministic enough
+// that handling a record twice (after an abort) is harmless: nothing it does
+// outside the returned outputs is covered by the transaction.
+type Handler interface {
+	Handle(ctx context.Context, rec *Record) ([]Output, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, rec *Record) ([]Output, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, rec *Record) ([]Output, error) { return f(ctx, rec) }

@@ -1,0 +1,221 @@
+# shellcheck shell=bash
+# Shared settings and helpers for the local stack scripts (kafka.sh,
+# registry.sh, up.sh, down.sh). Sourced, never executed directly.
+
+# Everything the stack downloads or writes lives outside the source tree
+# proper, in RELAY_STACK_DIR (default <repo>/.cache), so `git clean` or a
+# purge never touches the scripts themselves.
+STACK_SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+STACK_REPO_DIR="$(cd "$STACK_SCRIPT_DIR/../.." && pwd)"
+
+RELAY_STACK_DIR="${RELAY_STACK_DIR:-$STACK_REPO_DIR/.cache}"
+RELAY_STACK_KAFKA_PORT="${RELAY_STACK_KAFKA_PORT:-9092}"
+RELAY_STACK_CONTROLLER_PORT="${RELAY_STACK_CONTROLLER_PORT:-9093}"
+RELAY_STACK_REGISTRY_PORT="${RELAY_STACK_REGISTRY_PORT:-8081}"
+# Apicurio (Quarkus) always opens a management interface (health/metrics);
+# it is fixed at build time, so we can only move it, not turn it off.
+RELAY_STACK_REGISTRY_MGMT_PORT="${RELAY_STACK_REGISTRY_MGMT_PORT:-9000}"
+
+STACK_LOG_DIR="$RELAY_STACK_DIR/logs"
+STACK_RUN_DIR="$RELAY_STACK_DIR/run"
+
+# Used by the sourcing scripts. KAFKA_VERSION must match pom.xml.
+# shellcheck disable=SC2034
+KAFKA_VERSION=4.1.1
+# shellcheck disable=SC2034
+APICURIO_VERSION=3.3.3
+
+# Single place for the install hint so every "missing tool" error says the same.
+STACK_INSTALL_HINT="install with: apt-get install openjdk-17-jre-headless maven"
+
+die() {
+  printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+  exit 1
+}
+
+log() {
+  printf '[%s] %s\n' "${0##*/}" "$*"
+}
+
+require_java() {
+  command -v java >/dev/null 2>&1 || die "java not found on PATH (Java 17+ required); $STACK_INSTALL_HINT"
+  # Kafka 4.x brokers and Apicurio 3.x both need Java 17+.
+  local ver
+  ver="$(java_major java)"
+  if [[ -n "$ver" && "$ver" -lt 17 ]]; then
+    die "java $ver found, Java 17+ required; $STACK_INSTALL_HINT"
+  fi
+}
+
+# java_major JAVA_BIN: prints the major version (17, 21, 25...) of a java.
+java_major() {
+  "$1" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1
+}
+
+# find_java MIN: prints a java binary of major version MIN or newer. Looks at
+# RELAY_STACK_REGISTRY_JAVA_HOME, JAVA_HOME, `java` on PATH, then the JDKs in
+# /usr/lib/jvm; first one new enough wins. Needed because Apicurio Registry 3.3 is built
+# for Java 21 while the default JDK here (and Kafka's need) is 17.
+find_java() {
+  local min="$1" cand v
+  local -a cands=()
+  [[ -n "${RELAY_STACK_REGISTRY_JAVA_HOME:-}" ]] && cands+=("$RELAY_STACK_REGISTRY_JAVA_HOME/bin/java")
+  [[ -n "${JAVA_HOME:-}" ]] && cands+=("$JAVA_HOME/bin/java")
+  command -v java >/dev/null 2>&1 && cands+=("$(command -v java)")
+  local d
+  for d in /usr/lib/jvm/*/; do
+    [[ -d "$d" ]] && cands+=("${d%/}/bin/java")
+  done
+  for cand in "${cands[@]}"; do
+    [[ -x "$cand" ]] || continue
+    v="$(java_major "$cand")"
+    if [[ -n "$v" && "$v" -ge "$min" ]]; then
+      printf '%s\n' "$cand"
+      return 0
+    fi
+  done
+  return 1
+}
+
+require_mvn() {
+  command -v mvn >/dev/null 2>&1 || die "mvn (Maven) not found on PATH, needed to download the stack jars; $STACK_INSTALL_HINT"
+}
+
+require_curl() {
+  command -v curl >/dev/null 2>&1 || die "curl not found on PATH; install with: apt-get install curl"
+}
+
+ensure_dirs() {
+  mkdir -p "$STACK_LOG_DIR" "$STACK_RUN_DIR"
+}
+
+# port_in_use PORT: true when something accepts TCP connections on
+# 127.0.0.1:PORT. Uses bash's /dev/tcp so no extra tool is needed; a closed
+# local port is refused immediately, the timeout only guards odd firewalls.
+port_in_use() {
+  timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# describe_port PORT: best-effort "who is listening" for error messages.
+describe_port() {
+  if command -v ss >/dev/null 2>&1; then
+    ss -ltnpH "sport = :$1" 2>/dev/null || true
+  fi
+}
+
+pid_file() {
+  printf '%s/%s.pid\n' "$STACK_RUN_DIR" "$1"
+}
+
+# our_pid NAME MARKER: prints the pid recorded for NAME when that process is
+# alive AND its command line contains MARKER. The marker check protects
+# against a recycled pid after a reboot or a crash.
+our_pid() {
+  local file pid
+  file="$(pid_file "$1")"
+  [[ -f "$file" ]] || return 1
+  pid="$(<"$file")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  if [[ -r "/proc/$pid/cmdline" ]]; then
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$2" || return 1
+  fi
+  printf '%s\n' "$pid"
+}
+
+# start_bg NAME LOGFILE CMD...: starts CMD detached (own session, so a Ctrl-C
+# in the calling terminal or the end of a CI step does not kill it), appends
+# its stdout/stderr to LOGFILE and records its pid.
+start_bg() {
+  local name="$1" logfile="$2"
+  shift 2
+  # setsid does not fork here (we are not a process group leader), so $! is
+  # the java process itself.
+  setsid nohup "$@" >>"$logfile" 2>&1 </dev/null &
+  printf '%s\n' "$!" >"$(pid_file "$name")"
+}
+
+# stop_pid NAME MARKER TIMEOUT: SIGTERM, wait up to TIMEOUT seconds for a
+# clean shutdown, then SIGKILL.
+stop_pid() {
+  local name="$1" marker="$2" timeout="$3" pid i
+  if ! pid="$(our_pid "$name" "$marker")"; then
+    rm -f "$(pid_file "$name")"
+    log "$name is not running"
+    return 0
+  fi
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < timeout * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name did not stop within ${timeout}s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_gone "$pid"
+  fi
+  rm -f "$(pid_file "$name")"
+}
+
+# kill_pid NAME MARKER: SIGKILL at once (simulates a crash).
+kill_pid() {
+  local name="$1" marker="$2" pid
+  if ! pid="$(our_pid "$name" "$marker")"; then
+    rm -f "$(pid_file "$name")"
+    log "$name is not running"
+    return 0
+  fi
+  log "killing $name (pid $pid) with SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  wait_gone "$pid"
+  rm -f "$(pid_file "$name")"
+}
+
+# wait_gone PID: the kernel needs a moment to release the process (and its
+# ports) after SIGKILL; restarting before that fails with "port in use".
+wait_gone() {
+  local i
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+
+# wait_for NAME MARKER TIMEOUT LOGFILE CMD...: polls CMD until it succeeds.
+# Fails fast if the process dies, and on any failure prints the tail of the
+# service log so the cause is visible without digging.
+wait_for() {
+  local name="$1" marker="$2" timeout="$3" logfile="$4"
+  shift 4
+  local deadline=$((SECONDS + timeout))
+  while ((SECONDS < deadline)); do
+    if "$@"; then
+      return 0
+    fi
+    if ! our_pid "$name" "$marker" >/dev/null; then
+      wait_failed "$name" "$logfile" "$name is not running (it exited or was never started)"
+    fi
+    sleep 0.5
+  done
+  wait_failed "$name" "$logfile" "$name not ready after ${timeout}s"
+}
+
+wait_failed() {
+  local name="$1" logfile="$2" msg="$3"
+  {
+    printf '%s: error: %s\n' "${0##*/}" "$msg"
+    if [[ -f "$logfile" ]]; then
+      printf -- '--- last 40 lines of %s ---\n' "$logfile"
+      tail -n 40 "$logfile"
+      printf -- '---\n'
+    fi
+  } >&2
+  exit 1
+}
+
+# file_sha FILE: content hash used in install markers so an edited pom or a
+# version bump triggers a reinstall.
+file_sha() {
+  sha256sum "$1" | cut -d' ' -f1
+}

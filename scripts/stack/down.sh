@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Stops the local stack. With --purge also deletes Kafka's data, config,
+# logs and pid files (a fresh cluster next time); the downloaded jars and the
+# Apicurio install are kept so the next up.sh needs no download. The
+# registry keeps its data in memory only, so stopping it already wipes it.
+#
+# usage: down.sh [--purge]
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+purge=false
+case "${1:-}" in
+  "") ;;
+  --purge) purge=true ;;
+  *)
+    echo "usage: ${0##*/} [--purge]" >&2
+    exit 2
+    ;;
+esac
+
+here="$STACK_SCRIPT_DIR"
+
+# Stop both at once: a clean Kafka shutdown takes a few seconds.
+"$here/kafka.sh" stop &
+kafka_stop=$!
+"$here/registry.sh" stop &
+registry_stop=$!
+failed=0
+wait "$kafka_stop" || failed=1
+wait "$registry_stop" || failed=1
+((failed == 0)) || die "could not stop the stack (see errors above)"
+
+if "$purge"; then
+  log "purging Kafka data, config, logs and pid files under $RELAY_STACK_DIR"
+  rm -rf "$RELAY_STACK_DIR/kafka/data" "$RELAY_STACK_DIR/kafka/config" \
+    "$STACK_LOG_DIR" "$STACK_RUN_DIR"
+fi
