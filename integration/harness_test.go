@@ -120,7 +120,8 @@ func (s *source) produce(t *testing.T, n int) {
 		"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5,
 	})
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
 	defer p.Close()
 	dr := make(chan kafka.Event, n)
@@ -136,13 +137,16 @@ func (s *source) produce(t *testing.T, n int) {
 			Headers:        []kafka.Header{{Key: "origin", Value: []byte("it")}},
 		}, dr)
 		if err != nil {
-			t.Fatalf("produce: %v", err)
+			// Errorf, not Fatalf: produce also runs on helper goroutines.
+			t.Errorf("produce: %v", err)
+			return
 		}
 	}
 	for range n {
 		m := (<-dr).(*kafka.Message)
 		if m.TopicPartition.Error != nil {
-			t.Fatalf("delivery: %v", m.TopicPartition.Error)
+			t.Errorf("delivery: %v", m.TopicPartition.Error)
+			return
 		}
 		s.mu.Lock()
 		s.values[envelope.ID(s.topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))] = string(m.Value)

@@ -222,17 +222,27 @@ func listOffsets(t *testing.T, a *kafka.AdminClient, topic string, partitions in
 func TestBrokerRestart(t *testing.T) {
 	const partitions = 3
 	s := newScenario(t, partitions)
-	s.src.produce(t, 4000)
+	s.src.produce(t, 2000)
 	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
 	r.waitLog("partitions assigned", 60*time.Second)
-	time.Sleep(jitter(100*time.Millisecond, 500*time.Millisecond))
-
+	// Records keep arriving before, during and after the restart; the
+	// test producer's own retries carry it over the outage.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			s.src.produce(t, 300)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	time.Sleep(jitter(200*time.Millisecond, 600*time.Millisecond))
 	restart := exec.Command("bash", filepath.Join(repoRoot, "scripts/stack/kafka.sh"), "restart")
 	out, err := restart.CombinedOutput()
 	if err != nil {
 		t.Fatalf("broker restart: %v\n%s", err, out)
 	}
-	s.src.produce(t, 4000)
+	wg.Wait()
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
 	if r.exited() {
 		t.Fatalf("relay exited during the broker restart (code %d); it must recover by itself", r.cmd.ProcessState.ExitCode())

@@ -31,19 +31,14 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
 	}
 
+	if code := validateClients(cfg, stderr); code != exitOK {
+		return code
+	}
 	consumer, err := kafka.NewConsumer(consumerConfig(cfg))
 	if err != nil {
 		return clientConfigError(cfg, "consumer", err, stderr)
 	}
 	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(producerConfig(cfg)) }
-	// Build one producer up front only to validate its configuration
-	// before anything connects for real.
-	if p, err := kafka.NewProducer(producerConfig(cfg)); err != nil {
-		_ = consumer.Close()
-		return clientConfigError(cfg, "producer", err, stderr)
-	} else {
-		p.Close()
-	}
 
 	metrics, err := telemetry.New()
 	if err != nil {
@@ -183,6 +178,32 @@ func producerConfig(cfg *config.Config) *kafka.ConfigMap {
 	// message of the transaction was written, and aborts otherwise.
 	m["go.delivery.reports"] = false
 	return &m
+}
+
+// validateClients lets librdkafka check every passthrough property before
+// anything connects: the clients are built without bootstrap servers, so
+// they cannot reach a broker, and closed again at once.
+func validateClients(cfg *config.Config, stderr io.Writer) int {
+	offline := func(m *kafka.ConfigMap) *kafka.ConfigMap {
+		c := kafka.ConfigMap{}
+		for k, v := range *m {
+			if k != "bootstrap.servers" {
+				c[k] = v
+			}
+		}
+		return &c
+	}
+	c, err := kafka.NewConsumer(offline(consumerConfig(cfg)))
+	if err != nil {
+		return clientConfigError(cfg, "consumer", err, stderr)
+	}
+	_ = c.Close()
+	p, err := kafka.NewProducer(offline(producerConfig(cfg)))
+	if err != nil {
+		return clientConfigError(cfg, "producer", err, stderr)
+	}
+	p.Close()
+	return exitOK
 }
 
 var propInMessage = regexp.MustCompile(`property:? "([^"]+)"`)

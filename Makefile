@@ -1,0 +1,48 @@
+# relay — developer entry points. `make demo` and `make test` are the two
+# commands the README starts with; both bring up the local stack themselves.
+
+GO            ?= go
+GOLANGCI_VER  := v2.15.0
+BIN           := $(CURDIR)/.cache/bin
+GOLANGCI      := $(BIN)/golangci-lint
+
+.PHONY: demo test unit integration bench up down lint build fuzz
+
+## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
+demo:
+	scripts/demo.sh
+
+## test: everything — vet, unit tests, and integration tests against the real broker
+test: up
+	$(GO) vet ./...
+	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
+
+## unit: fast tests that need no broker
+unit:
+	$(GO) test -count=1 ./cmd/... ./internal/...
+
+## integration: only the integration tests (broker required)
+integration: up
+	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m -v ./integration/...
+
+## bench: same-run throughput/latency ratio of relay against a librdkafka passthrough
+bench:
+	scripts/bench.sh
+
+## up / down: the local single-node Kafka (KRaft) and Apicurio Registry
+up:
+	scripts/stack/up.sh
+
+down:
+	scripts/stack/down.sh $(if $(PURGE),--purge,)
+
+build:
+	$(GO) build -o bin/relay ./cmd/relay
+
+## lint: go vet plus golangci-lint (installed into .cache/bin on first use)
+lint: $(GOLANGCI)
+	$(GO) vet ./...
+	$(GOLANGCI) run ./...
+
+$(GOLANGCI):
+	GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VER)

@@ -1,0 +1,141 @@
+// Command relay-bench measures relay against a non-transactional passthrough
+// on the same machine and broker, in one run: throughput of a preloaded
+// backlog, end-to-end latency at a fixed rate, and relay's peak RSS and
+// transaction counters. See docs/PERFORMANCE.md.
+//
+// It asserts nothing about timing: it exits non-zero only when something
+// fails (a client error, relay exiting, records not arriving in time).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	bootstrap   string
+	records     int
+	size        int
+	partitions  int
+	relayBin    string
+	latRate     int
+	latSeconds  int
+	relayEnv    string
+	timeout     time.Duration
+	keepTopics  bool
+	skipBase    bool
+	relayRepeat int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "Kafka bootstrap servers")
+	flag.IntVar(&o.records, "records", 200000, "records preloaded for the throughput phase")
+	flag.IntVar(&o.size, "size", 1024, "value size in bytes")
+	flag.IntVar(&o.partitions, "partitions", 3, "partitions of every source and output topic")
+	flag.StringVar(&o.relayBin, "relay", "bin/relay", "path to the relay binary")
+	flag.IntVar(&o.latRate, "latency-rate", 5000, "records/s produced in the latency phase")
+	flag.IntVar(&o.latSeconds, "latency-seconds", 10, "duration of the latency phase in seconds")
+	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
+	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "relay-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay-bench: FAILED:", err)
+		os.Exit(1)
+	}
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.records <= 0 {
+		errs = append(errs, errors.New("-records must be > 0"))
+	}
+	if o.size <= 0 {
+		errs = append(errs, errors.New("-size must be > 0"))
+	}
+	if o.partitions <= 0 {
+		errs = append(errs, errors.New("-partitions must be > 0"))
+	}
+	if o.latRate <= 0 || o.latSeconds <= 0 {
+		errs = append(errs, errors.New("-latency-rate and -latency-seconds must be > 0"))
+	}
+	if _, err := os.Stat(o.relayBin); err != nil {
+		errs = append(errs, fmt.Errorf("-relay: %w (build it with: go build -o bin/relay ./cmd/relay)", err))
+	}
+	if _, err := parseEnv(o.relayEnv); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// parseEnv parses "K=V,K=V".
+func parseEnv(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "RELAY_") {
+			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value", kv)
+		}
+		out = append(out, kv)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, o options) (err error) {
+	b, err := newBench(o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, b.cleanup())
+	}()
+
+	printMachine(o)
+
+	modes := []modeSpec{
+		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.startBaseline},
+		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
+	}
+	extra, _ := parseEnv(o.relayEnv)
+	if extra != nil {
+		modes = append(modes, modeSpec{name: "c-relay-tuned", label: "(b+) relay, txn, " + strings.Join(extra, " "), start: b.relayStarter(extra)})
+	}
+
+	var results []*result
+	for _, m := range modes {
+		fmt.Printf("== %s\n", m.label)
+		r, err := b.runMode(ctx, m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		results = append(results, r)
+	}
+	printReport(o, results)
+	return nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

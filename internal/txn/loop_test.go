@@ -1,0 +1,331 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// harness runs a Loop over fakes. Each new producer comes from prods in
+// order, so tests can script the producer that replaces a failed one.
+type harness struct {
+	t       *testing.T
+	c       *fakeConsumer
+	prods   []*fakeProducer
+	made    int
+	set     Settings
+	handler Handler
+	obs     *countingObserver
+}
+
+func newHarness(t *testing.T, prods ...*fakeProducer) *harness {
+	if len(prods) == 0 {
+		prods = []*fakeProducer{newFakeProducer()}
+	}
+	return &harness{
+		t:     t,
+		c:     &fakeConsumer{topic: "src", committed: map[int32]kafka.Offset{}},
+		prods: prods,
+		set: Settings{Topics: []string{"src"}, CommitInterval: time.Hour, MaxRecords: 1000,
+			OpTimeout: time.Second, ShutdownTimeout: 5 * time.Second},
+		handler: HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+			return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}}, nil
+		}),
+		obs: &countingObserver{},
+	}
+}
+
+// run plays the script, then stops the loop as SIGTERM would.
+func (h *harness) run(script ...kafka.Event) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.c.script = script
+	h.c.onIdle = cancel
+	factory := func() (Producer, error) {
+		if h.made >= len(h.prods) {
+			h.t.Fatalf("loop made producer #%d, only %d scripted", h.made+1, len(h.prods))
+		}
+		p := h.prods[h.made]
+		h.made++
+		return p, nil
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return New(h.set, h.c, factory, h.handler, log, h.obs).Run(ctx)
+}
+
+type countingObserver struct {
+	NopObserver
+	committed, aborted int
+	reasons            []string
+}
+
+func (o *countingObserver) Committed(int, int, time.Duration) { o.committed++ }
+func (o *countingObserver) Aborted(why string) {
+	o.aborted++
+	o.reasons = append(o.reasons, why)
+}
+
+func offsetsOf(tps []kafka.TopicPartition) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, tp := range tps {
+		out[tp.Partition] = int64(tp.Offset)
+	}
+	return out
+}
+
+func TestCommitsOutputsWithOffsetsOnShutdown(t *testing.T) {
+	h := newHarness(t)
+	c := h.c
+	if err := h.run(c.assign(0, 1), c.msg(0, 10), c.msg(1, 5), c.msg(0, 11)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if p.committedTxns != 1 || len(p.produced) != 3 {
+		t.Fatalf("committed %d txns with %d outputs, want 1 with 3", p.committedTxns, len(p.produced))
+	}
+	// Committed offsets are the next offset to read, per partition.
+	if got, want := offsetsOf(p.sentOffsets[0]), map[int32]int64{0: 12, 1: 6}; !mapsEqual(got, want) {
+		t.Errorf("sent offsets %v, want %v", got, want)
+	}
+	if !c.closed || !p.closed {
+		t.Error("clients not closed")
+	}
+}
+
+func TestMaxRecordsEndsTransaction(t *testing.T) {
+	h := newHarness(t)
+	h.set.MaxRecords = 2
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 0), c.msg(0, 1), c.msg(0, 2), c.msg(0, 3), c.msg(0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.prods[0].committedTxns; got != 3 { // 2 + 2 + 1 at shutdown
+		t.Fatalf("committed %d transactions, want 3", got)
+	}
+}
+
+func TestRetriableCommitIsRetried(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errRetriable}
+	h := newHarness(t, p)
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if p.committedTxns != 1 || p.abortedTxns != 0 || len(c.seeks) != 0 {
+		t.Fatalf("committed=%d aborted=%d seeks=%v, want one commit after a retry", p.committedTxns, p.abortedTxns, c.seeks)
+	}
+	if n := countCalls(p, "commit"); n != 2 {
+		t.Errorf("commit called %d times, want 2", n)
+	}
+}
+
+func TestAbortableCommitAbortsAndRewindsToCommitted(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errAbortable}
+	h := newHarness(t, p)
+	c := h.c
+	c.committed[0] = 7
+	if err := h.run(c.assign(0, 1), c.msg(0, 7), c.msg(0, 8), c.msg(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if p.abortedTxns != 1 || p.committedTxns != 0 {
+		t.Fatalf("aborted=%d committed=%d, want 1/0", p.abortedTxns, p.committedTxns)
+	}
+	// Partition 0 goes back to its committed offset; partition 1 never had
+	// one, so it goes back to the first offset of the aborted transaction.
+	if got, want := offsetsOf(c.seeks), map[int32]int64{0: 7, 1: 3}; !mapsEqual(got, want) {
+		t.Errorf("seeks %v, want %v", got, want)
+	}
+}
+
+func TestFencedIsFatal(t *testing.T) {
+	for name, set := range map[string]func(p *fakeProducer){
+		"commit": func(p *fakeProducer) { p.commitErrs = []error{errFenced} },
+		"send":   func(p *fakeProducer) { p.sendErrs = []error{errFenced} },
+		"init":   func(p *fakeProducer) { p.initErrs = []error{errFenced} },
+		// ErrFenced without the fatal flag still counts as fenced.
+		"unflagged": func(p *fakeProducer) { p.commitErrs = []error{fakeErr{code: kafka.ErrProducerFenced}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newFakeProducer()
+			set(p)
+			h := newHarness(t, p)
+			c := h.c
+			err := h.run(c.assign(0), c.msg(0, 0))
+			if !errors.Is(err, ErrFatal) {
+				t.Fatalf("Run = %v, want ErrFatal", err)
+			}
+			if p.committedTxns != 0 {
+				t.Error("a fenced producer committed")
+			}
+			if !c.closed || !p.closed {
+				t.Error("clients not closed after a fatal error")
+			}
+		})
+	}
+}
+
+// A commit whose outcome stays unknown after its retries is not guessed at:
+// a new producer is initialised (fencing the old epoch) and the consumer
+// rewinds to what the committed offsets then say.
+func TestUnknownCommitOutcomeReinitialisesProducer(t *testing.T) {
+	for name, errs := range map[string][]error{
+		"timeouts":  {errRetriable, errRetriable, errRetriable},
+		"unflagged": {errOdd},
+	} {
+		t.Run(name, func(t *testing.T) {
+			first, second := newFakeProducer(), newFakeProducer()
+			first.commitErrs = errs
+			h := newHarness(t, first, second)
+			c := h.c
+			c.committed[0] = 42 // as if the timed-out commit had landed
+			if err := h.run(c.assign(0), c.msg(0, 40), c.msg(0, 41)); err != nil {
+				t.Fatal(err)
+			}
+			if h.made != 2 || countCalls(second, "init") != 1 {
+				t.Fatalf("made %d producers, second init calls %d; want a re-initialised producer", h.made, countCalls(second, "init"))
+			}
+			if countCalls(first, "abort") != 0 {
+				t.Error("aborted a transaction whose outcome was unknown instead of re-initialising")
+			}
+			if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 42}) {
+				t.Errorf("seeks %v, want partition 0 to the committed 42", got)
+			}
+			if !first.closed {
+				t.Error("old producer not closed")
+			}
+		})
+	}
+}
+
+func TestRevokeCommitsOpenTransactionFirst(t *testing.T) {
+	h := newHarness(t)
+	c := h.c
+	p := h.prods[0]
+	committedAtHandover := -1
+	c.afterRevoke = func() { committedAtHandover = p.committedTxns }
+	// The message after the revoke is stale (fetched before it) and must
+	// be dropped, not committed.
+	if err := h.run(c.assign(0), c.msg(0, 0), c.msg(0, 1), c.revoke(0), c.msg(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if committedAtHandover != 1 {
+		t.Fatalf("%d transactions committed when the partitions were handed over, want 1", committedAtHandover)
+	}
+	if p.committedTxns != 1 || len(p.produced) != 2 {
+		t.Fatalf("committed %d txns with %d outputs, want 1 with 2", p.committedTxns, len(p.produced))
+	}
+	if got := offsetsOf(p.sentOffsets[0]); !mapsEqual(got, map[int32]int64{0: 2}) {
+		t.Errorf("sent %v, want partition 0 at 2", got)
+	}
+}
+
+func TestLostAssignmentAborts(t *testing.T) {
+	h := newHarness(t)
+	c := h.c
+	c.lost = true
+	if err := h.run(c.assign(0), c.msg(0, 0), c.revoke(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if p.abortedTxns != 1 || p.committedTxns != 0 || countCalls(p, "send") != 0 {
+		t.Fatalf("aborted=%d committed=%d send=%d, want an abort without offsets", p.abortedTxns, p.committedTxns, countCalls(p, "send"))
+	}
+}
+
+func TestHandlerErrorAbortsAndRewinds(t *testing.T) {
+	h := newHarness(t)
+	fail := true
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if r.Offset == 1 && fail {
+			fail = false
+			return nil, errors.New("cannot decide")
+		}
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	c.committed[0] = 0
+	if err := h.run(c.assign(0), c.msg(0, 0), c.msg(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if p.abortedTxns != 1 {
+		t.Fatalf("aborted %d, want 1", p.abortedTxns)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 0}) {
+		t.Errorf("seeks %v, want partition 0 back to 0", got)
+	}
+	if !slices.Contains(h.obs.reasons, "handler") {
+		t.Errorf("abort reasons %v, want handler", h.obs.reasons)
+	}
+}
+
+func TestAbortFailureReinitialises(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errAbortable}
+	first.abortErrs = []error{errOdd}
+	h := newHarness(t, first, second)
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if h.made != 2 {
+		t.Fatalf("made %d producers, want 2", h.made)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 5}) {
+		t.Errorf("seeks %v, want partition 0 back to 5", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want errKind
+	}{
+		{nil, kindNone},
+		{errRetriable, kindRetriable},
+		{errAbortable, kindAbort},
+		{errFenced, kindFatal},
+		{fakeErr{code: kafka.ErrFenced, abort: true}, kindFatal},
+		{fakeErr{code: kafka.ErrTimedOut, fatalF: true, abort: true}, kindFatal},
+		{errOdd, kindUnknown},
+		{errors.New("plain"), kindUnknown},
+		{context.DeadlineExceeded, kindUnknown},
+	} {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("classify(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func countCalls(p *fakeProducer, name string) int {
+	n := 0
+	for _, c := range p.calls {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func mapsEqual(a, b map[int32]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
