@@ -55,7 +55,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	relayBin = filepath.Join(dir, "relay")
 	build := exec.Command("go", "build", "-o", relayBin, "./cmd/relay")
 	build.Dir = repoRoot

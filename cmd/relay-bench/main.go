@@ -31,8 +31,6 @@ type options struct {
 	relayEnv    string
 	timeout     time.Duration
 	keepTopics  bool
-	skipBase    bool
-	relayRepeat int
 }
 
 func main() {

@@ -74,7 +74,7 @@ func demo(o options) error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(o.relayBin, "run")
 	cmd.Env = append(os.Environ(),
 		"RELAY_SOURCE_TOPICS="+o.source,
@@ -88,14 +88,13 @@ func demo(o options) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
+	// exited is closed when relay ends; waitErr is its result after that.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		_ = cmd.Process.Kill() // no-op once it has exited
+		<-exited
 	}()
 	if err := waitReady(o.httpAddr, exited, 60*time.Second); err != nil {
 		return fmt.Errorf("%w (see %s)", err, o.logFile)
@@ -119,8 +118,8 @@ func demo(o options) error {
 		return err
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	stopped = true
-	exitErr := <-exited
+	<-exited
+	exitErr := waitErr
 
 	check, err := verify(o.bootstrap, output, o.source, o.partitions, before, end)
 	if err != nil {
@@ -163,7 +162,7 @@ func endOffsets(bootstrap, topic string, partitions int) (map[int32]int64, error
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	out := map[int32]int64{}
 	for p := range int32(partitions) {
 		_, hi, err := c.QueryWatermarkOffsets(topic, p, 10000)
@@ -175,16 +174,16 @@ func endOffsets(bootstrap, topic string, partitions int) (map[int32]int64, error
 	return out, nil
 }
 
-func waitReady(addr string, exited <-chan error, d time.Duration) error {
+func waitReady(addr string, exited <-chan struct{}, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("relay exited before it was ready: %v", err)
+		case <-exited:
+			return errors.New("relay exited before it was ready")
 		default:
 		}
 		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -235,7 +234,7 @@ func produceOrders(bootstrap, topic string, n int) error {
 	}
 }
 
-func waitCommitted(bootstrap, group, topic string, end map[int32]int64, exited <-chan error, d time.Duration) error {
+func waitCommitted(bootstrap, group, topic string, end map[int32]int64, exited <-chan struct{}, d time.Duration) error {
 	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
 	if err != nil {
 		return err
@@ -248,8 +247,8 @@ func waitCommitted(bootstrap, group, topic string, end map[int32]int64, exited <
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("relay exited early: %v", err)
+		case <-exited:
+			return errors.New("relay exited early")
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -285,7 +284,7 @@ func verify(bootstrap, output, source string, partitions int, before, end map[in
 	if err != nil {
 		return r, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	tps := make([]kafka.TopicPartition, partitions)
 	for p := range partitions {
 		tps[p] = kafka.TopicPartition{Topic: &output, Partition: int32(p), Offset: kafka.OffsetBeginning}
@@ -332,7 +331,7 @@ func scrape(addr string) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	return parseMetrics(resp.Body)
 }
 

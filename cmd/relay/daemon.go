@@ -48,7 +48,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	}
 	defer func() { _ = metrics.Close(context.Background()) }()
 	if cfg.HTTPAddr != "" {
-		srv, err := telemetry.Listen(cfg.HTTPAddr, metrics)
+		srv, err := telemetry.Listen(ctx, cfg.HTTPAddr, metrics)
 		if err != nil {
 			log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
 			_ = consumer.Close()
@@ -109,12 +109,12 @@ func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, d
 	case <-ctx.Done():
 	}
 	again := make(chan os.Signal, 1)
+	// Not stopped: the process ends either way once it is notified.
 	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(again)
 	t := time.NewTimer(bound)
-	defer t.Stop()
 	select {
 	case <-done:
+		t.Stop()
 	case s := <-again:
 		log.Warn("second signal; exiting at once", "signal", s.String())
 		os.Exit(exitFailure)

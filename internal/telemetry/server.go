@@ -20,8 +20,9 @@ type Server struct {
 
 // Listen binds addr and serves /metrics, /livez and /readyz until Close.
 // Binding happens here, so a taken port is an error at start-up.
-func Listen(addr string, m *Metrics) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+func Listen(ctx context.Context, addr string, m *Metrics) (*Server, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}

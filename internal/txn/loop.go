@@ -383,6 +383,12 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		l.log.Info("partitions assigned", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
 	case kafka.RevokedPartitions:
+		// Forget the partitions first: an abort below rewinds only the
+		// partitions this member keeps (a seek on a partition being
+		// revoked would fail), and their late messages are dropped.
+		for _, tp := range e.Partitions {
+			delete(l.assigned, keyOf(tp))
+		}
 		if l.open && l.fatal == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), l.set.ShutdownTimeout)
 			if l.consumer.AssignmentLost() {
@@ -392,9 +398,6 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 				l.end(ctx, "revoke")
 			}
 			cancel()
-		}
-		for _, tp := range e.Partitions {
-			delete(l.assigned, keyOf(tp))
 		}
 		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))

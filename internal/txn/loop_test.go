@@ -234,12 +234,19 @@ func TestLostAssignmentAborts(t *testing.T) {
 	h := newHarness(t)
 	c := h.c
 	c.lost = true
-	if err := h.run(c.assign(0), c.msg(0, 0), c.revoke(0)); err != nil {
+	c.committed[1] = 4
+	// Partition 0 is lost (an incremental revoke); partition 1 stays.
+	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(1, 4), c.revoke(0)); err != nil {
 		t.Fatal(err)
 	}
 	p := h.prods[0]
 	if p.abortedTxns != 1 || p.committedTxns != 0 || countCalls(p, "send") != 0 {
 		t.Fatalf("aborted=%d committed=%d send=%d, want an abort without offsets", p.abortedTxns, p.committedTxns, countCalls(p, "send"))
+	}
+	// Only the partition this member keeps is rewound: seeking the lost
+	// one would fail, and its records belong to the new owner.
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{1: 4}) {
+		t.Errorf("seeks %v, want only partition 1 back to 4", got)
 	}
 }
 

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// relayProc is mode (b): relay as a subprocess, transactional.
+type relayProc struct {
+	b      *bench
+	t      topics
+	cmd    *exec.Cmd
+	addr   string
+	stderr *tailBuffer
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (b *bench) relayStarter(extra []string) func(context.Context, topics) (passthrough, error) {
+	return func(_ context.Context, t topics) (passthrough, error) {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(b.o.relayBin, "run")
+		cmd.Env = []string{
+			"PATH=" + os.Getenv("PATH"),
+			"RELAY_SOURCE_TOPICS=" + t.src,
+			"RELAY_GROUP_ID=" + t.group,
+			"RELAY_TRANSACTIONAL_ID=relay-bench-" + b.runID + "-" + t.src,
+			"RELAY_KAFKA_BOOTSTRAP_SERVERS=" + b.o.bootstrap,
+			"RELAY_HTTP_ADDR=" + addr,
+			"RELAY_LOG_LEVEL=warn",
+		}
+		cmd.Env = append(cmd.Env, extra...)
+		r := &relayProc{b: b, t: t, cmd: cmd, addr: addr, stderr: &tailBuffer{max: 64 << 10}, done: make(chan struct{})}
+		cmd.Stdout, cmd.Stderr = r.stderr, r.stderr
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("start relay: %w", err)
+		}
+		go func() { _ = cmd.Wait(); close(r.done) }()
+		return r, nil
+	}
+}
+
+// freeAddr picks a free loopback port for relay's HTTP endpoint.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (r *relayProc) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *relayProc) check() error {
+	if r.exited() {
+		return fmt.Errorf("relay exited early (%s); its output:\n%s", r.cmd.ProcessState, r.stderr.String())
+	}
+	return nil
+}
+
+// caughtUp: relay's group has committed (require-stable) the source's end
+// offsets, so every backlog record is in a committed transaction.
+func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
+	src := r.t.src
+	tps := make([]kafka.TopicPartition, 0, len(r.t.end))
+	for p := range r.t.end {
+		tps = append(tps, kafka.TopicPartition{Topic: &src, Partition: p})
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := r.b.admin.ListConsumerGroupOffsets(c, []kafka.ConsumerGroupTopicPartitions{{Group: r.t.group, Partitions: tps}},
+		kafka.SetAdminRequireStableOffsets(true))
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		// Transient (e.g. coordinator loading): ask again.
+		return false, nil
+	}
+	if len(res.ConsumerGroupsTopicPartitions) != 1 {
+		return false, nil
+	}
+	g := res.ConsumerGroupsTopicPartitions[0]
+	if g.Error.Code() != kafka.ErrNoError {
+		return false, nil
+	}
+	for _, tp := range g.Partitions {
+		if tp.Error != nil || int64(tp.Offset) != r.t.end[tp.Partition] {
+			return false, nil
+		}
+	}
+	return len(g.Partitions) == len(r.t.end), nil
+}
+
+// finish reads peak RSS and the counters, then stops relay with SIGTERM
+// and expects exit 0.
+func (r *relayProc) finish(ctx context.Context, res *result) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	res.relay = true
+	var err error
+	if res.rssKB, err = vmHWM(r.cmd.Process.Pid); err != nil {
+		return err
+	}
+	m, err := scrape(ctx, "http://"+r.addr+"/metrics")
+	if err != nil {
+		return err
+	}
+	res.txnCommitted = m["relay_transactions_committed_total"]
+	res.txnAborted = m["relay_transactions_aborted_total"]
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(40 * time.Second):
+		r.kill()
+		return fmt.Errorf("relay did not stop within 40s of SIGTERM; its output:\n%s", r.stderr.String())
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		return fmt.Errorf("relay exited %d after SIGTERM; its output:\n%s", code, r.stderr.String())
+	}
+	return nil
+}
+
+func (r *relayProc) kill() {
+	r.once.Do(func() {
+		if !r.exited() {
+			_ = r.cmd.Process.Kill()
+		}
+		<-r.done
+	})
+}
+
+// vmHWM reads a process's peak resident set size in KiB.
+func vmHWM(pid int) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// scrape reads a Prometheus text endpoint and sums each metric's samples
+// over their labels.
+func scrape(ctx context.Context, url string) (map[string]float64, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(c, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 8<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, rest := line, ""
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name, rest = line[:i], line[i:]
+		}
+		if j := strings.LastIndex(rest, "}"); j >= 0 {
+			rest = rest[j+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(fields[0], 64); err == nil {
+			out[name] += v
+		}
+	}
+	return out, sc.Err()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if over := t.b.Len() - t.max; over > 0 {
+		t.b.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
