@@ -14,23 +14,22 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 type options struct {
-	bootstrap   string
-	records     int
-	size        int
-	partitions  int
-	relayBin    string
-	latRate     int
-	latSeconds  int
-	relayEnv    string
-	timeout     time.Duration
-	keepTopics  bool
+	bootstrap  string
+	records    int
+	size       int
+	partitions int
+	relayBin   string
+	latRate    int
+	latSeconds int
+	relayEnv   string
+	timeout    time.Duration
+	keepTopics bool
 }
 
 func main() {
@@ -135,5 +134,3 @@ func run(ctx context.Context, o options) (err error) {
 	printReport(o, results)
 	return nil
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -106,9 +106,6 @@ func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	g := res.ConsumerGroupsTopicPartitions[0]
-	if g.Error.Code() != kafka.ErrNoError {
-		return false, nil
-	}
 	for _, tp := range g.Partitions {
 		if tp.Error != nil || int64(tp.Offset) != r.t.end[tp.Partition] {
 			return false, nil

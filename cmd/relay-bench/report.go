@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+type result struct {
+	label   string
+	records int
+	wall    time.Duration // start of the passthrough → backlog done
+	startup time.Duration // start of the passthrough → first record in the output
+	lat     latStats
+
+	relay        bool
+	rssKB        int64
+	txnCommitted float64
+	txnAborted   float64
+}
+
+func (r *result) recPerSec() float64 { return float64(r.records) / r.wall.Seconds() }
+
+// steady excludes startup: records over (done − first output).
+func (r *result) steady() float64 {
+	d := r.wall - r.startup
+	if d <= 0 {
+		return 0
+	}
+	return float64(r.records) / d.Seconds()
+}
+
+func printMachine(o options) {
+	_, lib := kafka.LibraryVersion()
+	fmt.Println("relay-bench")
+	fmt.Printf("  machine:    nproc=%d  cpu=%q  kernel=%s  mem=%s\n", runtime.NumCPU(), cpuModel(), kernel(), memTotal())
+	fmt.Printf("  toolchain:  %s %s/%s  librdkafka %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, lib)
+	fmt.Printf("  workload:   records=%d size=%dB partitions=%d latency=%d rec/s x %ds  broker=%s relay=%s\n",
+		o.records, o.size, o.partitions, o.latRate, o.latSeconds, o.bootstrap, o.relayBin)
+	fmt.Println("  broker, relay and relay-bench share this machine's CPUs")
+}
+
+func printReport(o options, rs []*result) {
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "mode\trecords\twall s\tstartup s\trec/s\tMB/s\tsteady rec/s\tlat p50\tlat p99\tlat max\tpeak RSS\ttxn committed\ttxn aborted\t")
+	for _, r := range rs {
+		rss, tc, ta := "-", "-", "-"
+		if r.relay {
+			rss = fmt.Sprintf("%.1f MiB", float64(r.rssKB)/1024)
+			tc, ta = fmt.Sprintf("%.0f", r.txnCommitted), fmt.Sprintf("%.0f", r.txnAborted)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.label, r.records, r.wall.Seconds(), r.startup.Seconds(), r.recPerSec(),
+			r.recPerSec()*float64(o.size)/1e6, r.steady(),
+			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), rss, tc, ta)
+	}
+	_ = w.Flush()
+	fmt.Println()
+	fmt.Println("rec/s and MB/s: backlog / wall (from starting the passthrough, startup included; MB = 1e6 value bytes).")
+	fmt.Println("steady rec/s: backlog / (wall - startup), startup = until the first record is in the output.")
+	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
+	if len(rs) >= 2 {
+		a := rs[0]
+		fmt.Println()
+		for _, b := range rs[1:] {
+			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  target >= 0.90\n",
+				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady())
+		}
+		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
+		fmt.Println("compare ratios across machines, not absolute numbers.")
+	}
+}
+
+func short(label string) string {
+	if i := strings.Index(label, " "); i > 0 {
+		return label[:i]
+	}
+	return label
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func kernel() string {
+	data, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the relay benchmark (cmd/relay-bench) against the local stack: the
+# non-transactional passthrough ceiling and relay, in one run, on fresh
+# topics that it deletes afterwards. See docs/PERFORMANCE.md.
+#
+# usage: scripts/bench.sh [relay-bench flags]   e.g. -records 50000 -latency-seconds 5
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+scripts/stack/up.sh
+go build -o bin/relay ./cmd/relay
+go build -o bin/relay-bench ./cmd/relay-bench
+exec bin/relay-bench "$@"
