@@ -245,6 +245,15 @@ func (r *relay) wait(d time.Duration) int {
 	return r.cmd.ProcessState.ExitCode()
 }
 
+// stop sends SIGTERM and requires a graceful exit (code 0).
+func (r *relay) stop() {
+	r.t.Helper()
+	r.signal(syscall.SIGTERM)
+	if code := r.wait(40 * time.Second); code != 0 {
+		r.t.Fatalf("%s exited %d after SIGTERM, want 0", r.name, code)
+	}
+}
+
 func (r *relay) exited() bool {
 	select {
 	case <-r.done:

@@ -46,10 +46,7 @@ func TestCrashExactlyOnce(t *testing.T) {
 	}
 	final := startRelay(t, "relay-final", s.env(txnID, "RELAY_KAFKA_GROUP_INSTANCE_ID", txnID))
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
-	final.signal(syscall.SIGTERM)
-	if code := final.wait(40 * time.Second); code != 0 {
-		t.Fatalf("final relay exit code %d", code)
-	}
+	final.stop()
 }
 
 // TestZombieFenced starts a second process with the same transactional id.
@@ -81,10 +78,7 @@ func TestZombieFenced(t *testing.T) {
 		t.Errorf("fenced instance did not say it was fenced:\n%s", tail(old.stderr.String(), 10))
 	}
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
-	zombieMaker.signal(syscall.SIGTERM)
-	if code := zombieMaker.wait(40 * time.Second); code != 0 {
-		t.Fatalf("new instance exit code %d", code)
-	}
+	zombieMaker.stop()
 }
 
 // TestRebalanceExactlyOnce has instances with distinct transactional ids
@@ -110,22 +104,15 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 	time.Sleep(jitter(time.Second, 2*time.Second))
 	r3 := start(3)
 	r3.waitLog("partitions assigned", 60*time.Second)
-	r2.signal(syscall.SIGTERM)
-	if code := r2.wait(40 * time.Second); code != 0 {
-		t.Fatalf("r2 exit code %d after SIGTERM", code)
-	}
+	r2.stop()
 	r4 := start(4)
 	time.Sleep(jitter(time.Second, 2*time.Second))
 	r1.signal(syscall.SIGKILL)
 	r1.wait(10 * time.Second)
 	wg.Wait()
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
-	for _, r := range []*relay{r3, r4} {
-		r.signal(syscall.SIGTERM)
-		if code := r.wait(40 * time.Second); code != 0 {
-			t.Fatalf("%s exit code %d", r.name, code)
-		}
-	}
+	r3.stop()
+	r4.stop()
 }
 
 // TestGracefulShutdown sends SIGTERM while transactions are open and records
@@ -169,8 +156,7 @@ func TestGracefulShutdown(t *testing.T) {
 	// The rest is picked up by a new instance, exactly once overall.
 	r2 := startRelay(t, "relay-2", s.env(txnID))
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
-	r2.signal(syscall.SIGTERM)
-	r2.wait(40 * time.Second)
+	r2.stop()
 }
 
 // assertNoOpenTransaction checks that the last stable offset of every
@@ -247,8 +233,5 @@ func TestBrokerRestart(t *testing.T) {
 	if r.exited() {
 		t.Fatalf("relay exited during the broker restart (code %d); it must recover by itself", r.cmd.ProcessState.ExitCode())
 	}
-	r.signal(syscall.SIGTERM)
-	if code := r.wait(40 * time.Second); code != 0 {
-		t.Fatalf("exit code %d", code)
-	}
+	r.stop()
 }
