@@ -131,6 +131,16 @@ func (r *relayProc) finish(ctx context.Context, res *result) error {
 	}
 	res.txnCommitted = m["relay_transactions_committed_total"]
 	res.txnAborted = m["relay_transactions_aborted_total"]
+	for name, v := range m {
+		if strings.HasPrefix(name, "relay_commit_duration") {
+			switch {
+			case strings.HasSuffix(name, "_sum"):
+				res.commitSum = v
+			case strings.HasSuffix(name, "_count"):
+				res.commitCount = v
+			}
+		}
+	}
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.done:

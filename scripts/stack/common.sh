@@ -118,7 +118,7 @@ our_pid() {
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   kill -0 "$pid" 2>/dev/null || return 1
   if [[ -r "/proc/$pid/cmdline" ]]; then
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$2" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -F -- "$2" >/dev/null || return 1
   fi
   printf '%s\n' "$pid"
 }

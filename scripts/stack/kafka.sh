@@ -153,7 +153,11 @@ kafka_ready() {
   local offset=0
   [[ -f "$KAFKA_LOG_OFFSET" ]] && offset="$(<"$KAFKA_LOG_OFFSET")"
   [[ -f "$KAFKA_LOG" ]] || return 1
-  tail -c "+$((offset + 1))" "$KAFKA_LOG" | grep -q 'Kafka Server started' &&
+  # A log that shrank was rolled over: read it whole.
+  (($(stat -c %s "$KAFKA_LOG") < offset)) && offset=0
+  # grep without -q reads to the end: with -q it exits at the first match,
+  # tail dies of SIGPIPE, and under pipefail the check would never pass.
+  tail -c "+$((offset + 1))" "$KAFKA_LOG" | grep 'Kafka Server started' >/dev/null &&
     port_in_use "$RELAY_STACK_KAFKA_PORT"
 }
 
