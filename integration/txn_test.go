@@ -95,10 +95,14 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 			time.Sleep(400 * time.Millisecond)
 		}
 	}()
-	start := func(n int) *relay {
-		return startRelay(t, fmt.Sprintf("r%d", n), s.env(uniq(t, fmt.Sprintf("txn%d", n))))
+	start := func(n int, extra ...string) *relay {
+		return startRelay(t, fmt.Sprintf("r%d", n), s.env(uniq(t, fmt.Sprintf("txn%d", n)), extra...))
 	}
-	r1 := start(1)
+	// r1 keeps long transactions, so its SIGKILL below lands inside one:
+	// it never returns, so that transaction stays open until the broker's
+	// transaction timeout aborts it, and the new owners' later commits
+	// must become visible after it.
+	r1 := start(1, "RELAY_COMMIT_INTERVAL", "1500ms", "RELAY_MAX_RECORDS_PER_TXN", "100000")
 	r1.waitLog("partitions assigned", 60*time.Second)
 	r2 := start(2)
 	time.Sleep(jitter(time.Second, 2*time.Second))
@@ -152,7 +156,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("graceful stop took %s, bound is 10s", took)
 	}
 	t.Logf("graceful stop took %s", took)
-	assertNoOpenTransaction(t, s.output, partitions)
+	assertNoOpenTransaction(t, s.output, partitions, 5*time.Second)
 	// The rest is picked up by a new instance, exactly once overall.
 	r2 := startRelay(t, "relay-2", s.env(txnID))
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
@@ -160,21 +164,26 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 // assertNoOpenTransaction checks that the last stable offset of every
-// partition reaches its end: an open transaction would hold it back until
-// the broker's transaction timeout. Markers are written just after a commit
-// returns, so a short wait is allowed.
-func assertNoOpenTransaction(t *testing.T, topic string, partitions int) {
+// partition reaches its end within d: an open transaction holds it back
+// until it ends or the broker's transaction timeout aborts it. Markers are
+// written just after a commit returns, so a short d is enough after a
+// graceful stop.
+func assertNoOpenTransaction(t *testing.T, topic string, partitions int, d time.Duration) {
 	t.Helper()
 	a := admin(t)
-	deadline := time.Now().Add(5 * time.Second)
+	begin := time.Now()
+	deadline := begin.Add(d)
 	for {
 		lso := listOffsets(t, a, topic, partitions, kafka.IsolationLevelReadCommitted)
 		hw := listOffsets(t, a, topic, partitions, kafka.IsolationLevelReadUncommitted)
 		if equalOffsets(lso, hw) {
+			if waited := time.Since(begin); waited > time.Second {
+				t.Logf("%s: waited %s for open transactions to end", topic, waited.Round(time.Millisecond))
+			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: last stable offsets %v behind end offsets %v: a transaction was left open", topic, lso, hw)
+			t.Fatalf("%s: last stable offsets %v behind end offsets %v after %s: a transaction was left open", topic, lso, hw, d)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -48,9 +48,14 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Var + ": " + e.Problem }
 
-// librdkafka defaults that relay's validation depends on.
+// Defaults that relay's validation depends on. transaction.timeout.ms is
+// relay's own default, not librdkafka's 60s: an instance that dies and never
+// comes back leaves its open transaction to the broker, which aborts it only
+// after this long, and until then it holds back every read_committed
+// consumer of the partitions it wrote (Kafka Streams uses 10s for the same
+// reason).
 const (
-	defaultTransactionTimeout = 60 * time.Second
+	defaultTransactionTimeout = 10 * time.Second
 	defaultMaxPollInterval    = 300 * time.Second
 	maxRecordsPerTxnLimit     = 1_000_000
 )
@@ -209,6 +214,9 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string) {
 	}
 	if _, ok := props["auto.offset.reset"]; !ok {
 		props["auto.offset.reset"] = "earliest"
+	}
+	if _, ok := props["transaction.timeout.ms"]; !ok {
+		props["transaction.timeout.ms"] = strconv.Itoa(int(defaultTransactionTimeout / time.Millisecond))
 	}
 	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
 		p.fail(EnvBootstrapServers, "required but not set")

@@ -50,11 +50,12 @@ func TestDefaults(t *testing.T) {
 		{"CommitInterval", c.CommitInterval, 100 * time.Millisecond},
 		{"MaxRecordsPerTxn", c.MaxRecordsPerTxn, 5000},
 		{"ShutdownTimeout", c.ShutdownTimeout, 30 * time.Second},
-		{"OpTimeout", c.OpTimeout, 10 * time.Second},
+		{"OpTimeout", c.OpTimeout, 5 * time.Second},
 		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:9464"},
 		{"output", c.OutputTopicFor("orders"), "orders.valid"},
 		{"auto.offset.reset", c.Kafka["auto.offset.reset"], "earliest"},
-		{"TransactionTimeout", c.TransactionTimeout, 60 * time.Second},
+		{"TransactionTimeout", c.TransactionTimeout, 10 * time.Second},
+		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "10000"},
 		{"MaxPollInterval", c.MaxPollInterval, 300 * time.Second},
 	}
 	for _, ch := range checks {

@@ -24,6 +24,8 @@ const (
 	// librdkafka's (latest): a new group must never silently skip records
 	// already in its topics.
 	EnvAutoOffsetReset = KafkaPrefix + "AUTO_OFFSET_RESET"
+	// EnvTransactionTimeout also has a relay default, see Vars.
+	EnvTransactionTimeout = KafkaPrefix + "TRANSACTION_TIMEOUT_MS"
 )
 
 // Var documents one environment variable.
@@ -44,11 +46,12 @@ var Vars = []Var{
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; must be shorter than transaction.timeout.ms and max.poll.interval.ms"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},
-	{Name: EnvOpTimeout, Default: "10s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than transaction.timeout.ms"},
+	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than transaction.timeout.ms"},
 	{Name: EnvHTTPAddr, Default: "127.0.0.1:9464", Help: "listen address of /metrics, /livez, /readyz; empty disables the endpoint"},
 	{Name: EnvLogLevel, Default: "info", Help: "debug, info, warn or error"},
 	{Name: EnvLogFormat, Default: "json", Help: "json or text (structured logs on stderr)"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts; relay's default is earliest, not librdkafka's latest"},
+	{Name: EnvTransactionTimeout, Default: "10000", Help: "transaction.timeout.ms; relay's default is 10s, not librdkafka's 60s: the transaction of an instance that dies for good blocks read_committed readers of its partitions until the broker aborts it after this long"},
 }
 
 // managedProps are librdkafka properties relay sets itself; overriding them

@@ -173,6 +173,8 @@ func (p *fakeProducer) Flush(int) int { return 0 }
 
 func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.TopicPartition, _ *kafka.ConsumerGroupMetadata) error {
 	p.call("send")
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := pop(&p.sendErrs); err != nil {
 		return err
 	}
@@ -182,6 +184,8 @@ func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.
 
 func (p *fakeProducer) CommitTransaction(context.Context) error {
 	p.call("commit")
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := pop(&p.commitErrs); err != nil {
 		return err
 	}

@@ -336,3 +336,48 @@ func mapsEqual(a, b map[int32]int64) bool {
 	}
 	return true
 }
+
+// Records read while a commit runs in the background are held, not handled.
+// If that commit fails, their partitions must be rewound too, or they would
+// be skipped: here partition 1 appears only among the held records.
+func TestFailedBackgroundCommitRewindsHeldRecords(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errAbortable}
+	h := newHarness(t, p)
+	h.set.MaxRecords = 1 // the commit starts right after the first record
+	c := h.c
+	if err := h.run(c.assign(0, 1), c.msg(0, 5), c.msg(1, 9)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := offsetsOf(c.seeks), map[int32]int64{0: 5, 1: 9}; !mapsEqual(got, want) {
+		t.Fatalf("seeks %v, want %v (held partition 1 must go back too)", got, want)
+	}
+	for _, m := range p.produced {
+		if m.TopicPartition.Partition == 1 {
+			t.Error("a held record was handled into a transaction after its predecessor's commit failed")
+		}
+	}
+}
+
+// After a background commit succeeds, the held records form the next
+// transaction, in order, and are committed.
+func TestHeldRecordsFormNextTransaction(t *testing.T) {
+	h := newHarness(t)
+	h.set.MaxRecords = 2
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 0), c.msg(0, 1), c.msg(0, 2), c.msg(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	var last int64 = -1
+	for _, offs := range p.sentOffsets {
+		o := offsetsOf(offs)[0]
+		if o <= last {
+			t.Fatalf("committed offsets went backwards: %v", p.sentOffsets)
+		}
+		last = o
+	}
+	if last != 4 || len(p.produced) != 4 {
+		t.Fatalf("last committed offset %d with %d outputs, want 4 and 4", last, len(p.produced))
+	}
+}
