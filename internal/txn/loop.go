@@ -475,8 +475,11 @@ func (l *Loop) closeProducer() {
 func (l *Loop) close() error {
 	if l.committing != nil {
 		// Only after a fatal error: the background commit is owned by
-		// the loop and ends within its deadlines.
-		<-l.committing.done
+		// the loop and ends within its deadlines. Its result no longer
+		// changes anything: relay is stopping on the fatal error.
+		if err := <-l.committing.done; err != nil {
+			l.log.Warn("background commit failed while stopping", "err", err)
+		}
 		l.committing = nil
 	}
 	err := l.consumer.Close()
