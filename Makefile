@@ -12,9 +12,8 @@ GOLANGCI      := $(BIN)/golangci-lint
 demo:
 	scripts/demo.sh
 
-## test: everything — vet, unit tests, and integration tests against the real broker
-test: up
-	$(GO) vet ./...
+## test: everything — vet, lint, unit tests, and integration tests against the real broker
+test: up lint
 	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 ## unit: fast tests that need no broker

@@ -47,13 +47,6 @@ type Loop struct {
 	first    map[tpKey]int64 // first offset handled in this transaction
 	assigned map[tpKey]bool
 
-	// committing is the commit running in the background, if any. While it
-	// runs the loop keeps polling and holds what it reads in held (at most
-	// MaxRecords), to handle once the next transaction can begin: fetching
-	// and decoding overlap the commit instead of waiting for it.
-	committing *commitOp
-	held       []*kafka.Message
-
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
 	fatal   error
@@ -96,11 +89,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	for ctx.Err() == nil && l.fatal == nil {
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
-			if l.committing != nil {
-				l.held = append(l.held, ev)
-			} else {
-				l.handle(ctx, ev)
-			}
+			l.handle(ctx, ev)
 		case kafka.Error:
 			if ev.IsFatal() {
 				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
@@ -108,16 +97,8 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
 			}
 		}
-		switch {
-		case l.fatal != nil:
-		case l.committing != nil:
-			if len(l.held) >= l.set.MaxRecords {
-				l.await(ctx)
-			} else {
-				l.collect(ctx)
-			}
-		case l.open && l.due():
-			l.beginCommit(ctx, "interval")
+		if l.fatal == nil && l.open && l.due() {
+			l.end(ctx, "interval")
 		}
 	}
 	if l.fatal != nil {
@@ -131,7 +112,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	// not with the cancelled root context.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.ShutdownTimeout)
 	defer cancel()
-	if l.open || l.committing != nil {
+	if l.open {
 		l.end(sctx, "shutdown")
 	}
 	return l.fatal
@@ -146,10 +127,7 @@ func (l *Loop) due() bool {
 func (l *Loop) pollTimeout() int {
 	const idle = 100 * time.Millisecond
 	d := idle
-	switch {
-	case l.committing != nil:
-		d = time.Millisecond // check on the commit often
-	case l.open:
+	if l.open {
 		d = l.set.CommitInterval - time.Since(l.started)
 	}
 	return int(min(max(d, time.Millisecond), idle) / time.Millisecond)
@@ -229,6 +207,57 @@ func (l *Loop) produce(o *Output) error {
 	}
 }
 
+// end commits the open transaction: send offsets, then commit. On failure it
+// aborts or re-initialises the producer and rewinds, as the error says.
+func (l *Loop) end(ctx context.Context, why string) {
+	if !l.open {
+		return
+	}
+	start := time.Now()
+	offsets := make([]kafka.TopicPartition, 0, len(l.next))
+	for k, off := range l.next {
+		offsets = append(offsets, k.at(off))
+	}
+	var err error
+	if len(offsets) > 0 {
+		var cgm *kafka.ConsumerGroupMetadata
+		cgm, err = l.consumer.GetConsumerGroupMetadata()
+		if err == nil {
+			err = l.retry(ctx, func(c context.Context) error {
+				return l.producer.SendOffsetsToTransaction(c, offsets, cgm)
+			})
+		}
+	}
+	if err == nil {
+		err = l.retry(ctx, l.producer.CommitTransaction)
+	}
+	if err != nil {
+		l.onTxnError(ctx, "commit ("+why+")", err)
+		return
+	}
+	l.obs.Committed(l.records, l.outputs, time.Since(start))
+	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	l.reset()
+	l.backoff = 0
+}
+
+// retry makes a transactional call, each attempt with its own deadline,
+// again while librdkafka says the error is retriable.
+func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
+	var err error
+	for range opAttempts {
+		// A call in flight is not cut short by shutdown: a commit that
+		// is about to succeed should. Each call has its own deadline.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+		err = call(c)
+		cancel()
+		if classify(err) != kindRetriable || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // onTxnError acts on a failed transactional call.
 func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 	switch classify(err) {
@@ -290,15 +319,6 @@ func (l *Loop) reinit(ctx context.Context, why string) {
 // there, and clears the transaction state.
 func (l *Loop) rewind(ctx context.Context) {
 	defer l.reset()
-	// Records held during a commit were read but never handled: their
-	// partitions go back too, to the committed offset or the first held.
-	for _, m := range l.held {
-		k, off := keyOf(m.TopicPartition), int64(m.TopicPartition.Offset)
-		if cur, ok := l.first[k]; !ok || off < cur {
-			l.first[k] = off
-		}
-	}
-	l.held = nil
 	var parts []kafka.TopicPartition
 	for k, off := range l.first {
 		if l.assigned[k] {
@@ -369,18 +389,11 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		for _, tp := range e.Partitions {
 			delete(l.assigned, keyOf(tp))
 		}
-		if (l.open || l.committing != nil) && l.fatal == nil {
+		if l.open && l.fatal == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), l.set.ShutdownTimeout)
 			if l.consumer.AssignmentLost() {
-				// The group already moved on: a commit would be
-				// refused. Let a background commit finish (it fails or
-				// not; either way it is settled), then abort the rest.
-				for l.committing != nil {
-					l.await(ctx)
-				}
-				if l.open && l.fatal == nil {
-					l.abort(ctx, "assignment lost")
-				}
+				// The group already moved on: commit would be refused.
+				l.abort(ctx, "assignment lost")
 			} else {
 				l.end(ctx, "revoke")
 			}
@@ -473,15 +486,6 @@ func (l *Loop) closeProducer() {
 // close ends both clients; the consumer first, so the group hears of our
 // leaving while the producer's last transaction is already settled.
 func (l *Loop) close() error {
-	if l.committing != nil {
-		// Only after a fatal error: the background commit is owned by
-		// the loop and ends within its deadlines. Its result no longer
-		// changes anything: relay is stopping on the fatal error.
-		if err := <-l.committing.done; err != nil {
-			l.log.Warn("background commit failed while stopping", "err", err)
-		}
-		l.committing = nil
-	}
 	err := l.consumer.Close()
 	l.closeProducer()
 	if err != nil {
