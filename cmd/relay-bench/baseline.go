@@ -27,7 +27,15 @@ type baseline struct {
 	once      sync.Once
 }
 
-func (b *bench) startBaseline(_ context.Context, t topics) (passthrough, error) {
+// baselineStarter starts the in-process passthrough; with idempotent, its
+// producer is idempotent (at most 5 requests in flight, as relay's
+// transactional producer), which separates the cost of idempotence from the
+// cost of transactions.
+func (b *bench) baselineStarter(idempotent bool) func(context.Context, topics) (passthrough, error) {
+	return func(ctx context.Context, t topics) (passthrough, error) { return b.startBaseline(ctx, t, idempotent) }
+}
+
+func (b *bench) startBaseline(_ context.Context, t topics, idempotent bool) (passthrough, error) {
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers": b.o.bootstrap, "group.id": t.group,
 		"enable.auto.commit": true, "auto.offset.reset": "earliest",
@@ -37,6 +45,7 @@ func (b *bench) startBaseline(_ context.Context, t topics) (passthrough, error) 
 	}
 	p, err := kafka.NewProducer(&kafka.ConfigMap{
 		"bootstrap.servers": b.o.bootstrap, "linger.ms": 5, "go.delivery.reports": false,
+		"enable.idempotence": idempotent,
 	})
 	if err != nil {
 		_ = c.Close()

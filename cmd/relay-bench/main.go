@@ -114,7 +114,8 @@ func run(ctx context.Context, o options) (err error) {
 	printMachine(o)
 
 	modes := []modeSpec{
-		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.startBaseline},
+		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},
+		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
 		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
 	}
 	extra, _ := parseEnv(o.relayEnv)

@@ -78,6 +78,14 @@ func printReport(o options, rs []*result) {
 			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  target >= 0.90\n",
 				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady())
 		}
+		// Against the idempotent baseline: what transactions cost on top
+		// of the idempotent producer they require.
+		if len(rs) >= 3 && short(rs[1].label) == "(i)" {
+			for _, b := range rs[2:] {
+				fmt.Printf("throughput ratio %s / (i) = %.3f  (steady: %.3f)  cost of transactions alone\n",
+					short(b.label), b.recPerSec()/rs[1].recPerSec(), b.steady()/rs[1].steady())
+			}
+		}
 		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
 		fmt.Println("compare ratios across machines, not absolute numbers.")
 	}
