@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadConfigurationProcess runs the real binary with bad environments: it
@@ -35,6 +36,27 @@ func TestBadConfigurationProcess(t *testing.T) {
 		}
 		if !strings.Contains(string(out), tc.wantVar) {
 			t.Errorf("%s: output does not name %s:\n%s", tc.env, tc.wantVar, out)
+		}
+	}
+}
+
+// TestPreflightRefusesShortOutput: outputs keep the source partition number,
+// so an output topic with fewer partitions than its source would make every
+// transaction abort. relay refuses to start and names both topics and counts.
+func TestPreflightRefusesShortOutput(t *testing.T) {
+	src := uniq(t, "src")
+	createTopics(t, 3, src)
+	createTopics(t, 2, src+".valid")
+	r := startRelay(t, "relay", map[string]string{
+		"RELAY_SOURCE_TOPICS": src, "RELAY_TRANSACTIONAL_ID": uniq(t, "txn"), "RELAY_GROUP_ID": uniq(t, "grp"),
+	})
+	if code := r.wait(60 * time.Second); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	out := r.stderr.String()
+	for _, want := range []string{src + ".valid", "has 2 partitions", "3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("preflight message lacks %q:\n%s", want, out)
 		}
 	}
 }

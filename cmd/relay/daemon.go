@@ -227,11 +227,13 @@ func clientConfigError(cfg *config.Config, client string, err error, stderr io.W
 func preflight(ctx context.Context, c *kafka.Consumer, cfg *config.Config, log *slog.Logger) error {
 	backoff := time.Second
 	for {
-		md, err := c.GetMetadata(nil, true, int(cfg.OpTimeout/time.Millisecond))
-		if err == nil {
-			return checkTopics(md, cfg)
+		err := checkTopics(c, cfg)
+		var ke kafka.Error
+		if err == nil || !errors.As(err, &ke) {
+			// nil, or a verdict on the topics themselves.
+			return err
 		}
-		log.Warn("cannot read cluster metadata yet; retrying", "err", err, "in", backoff.String())
+		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -241,22 +243,46 @@ func preflight(ctx context.Context, c *kafka.Consumer, cfg *config.Config, log *
 	}
 }
 
-func checkTopics(md *kafka.Metadata, cfg *config.Config) error {
+// partitionCount asks for one topic's metadata (not the whole cluster's):
+// 0 means the topic does not exist. A kafka.Error means the broker could not
+// be asked.
+func partitionCount(c *kafka.Consumer, topic string, timeout time.Duration) (int, error) {
+	md, err := c.GetMetadata(&topic, false, int(timeout/time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Error.Code() == kafka.ErrUnknownTopicOrPart || t.Error.Code() == kafka.ErrUnknownTopic {
+		return 0, nil
+	}
+	if t.Error.Code() != kafka.ErrNoError {
+		return 0, t.Error
+	}
+	return len(t.Partitions), nil
+}
+
+func checkTopics(c *kafka.Consumer, cfg *config.Config) error {
 	var errs []error
 	for _, src := range cfg.SourceTopics {
-		s, ok := md.Topics[src]
-		if !ok || s.Error.Code() == kafka.ErrUnknownTopicOrPart {
+		n, err := partitionCount(c, src, cfg.OpTimeout)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			errs = append(errs, fmt.Errorf("source topic %q does not exist", src))
 			continue
 		}
 		dst := cfg.OutputTopicFor(src)
-		d, ok := md.Topics[dst]
+		m, err := partitionCount(c, dst, cfg.OpTimeout)
+		if err != nil {
+			return err
+		}
 		switch {
-		case !ok || d.Error.Code() == kafka.ErrUnknownTopicOrPart:
-			errs = append(errs, fmt.Errorf("output topic %q (for source %q) does not exist; create it with at least %d partitions", dst, src, len(s.Partitions)))
-		case len(d.Partitions) < len(s.Partitions):
+		case m == 0:
+			errs = append(errs, fmt.Errorf("output topic %q (for source %q) does not exist; create it with at least %d partitions", dst, src, n))
+		case m < n:
 			errs = append(errs, fmt.Errorf("output topic %q has %d partitions, fewer than source %q's %d: records keep their partition number, so it needs at least %d",
-				dst, len(d.Partitions), src, len(s.Partitions), len(s.Partitions)))
+				dst, m, src, n, n))
 		}
 	}
 	return errors.Join(errs...)

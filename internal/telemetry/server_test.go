@@ -1,0 +1,99 @@
+package telemetry
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestEndpoints(t *testing.T) {
+	m, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Listen(context.Background(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + srv.Addr()
+
+	if code, _ := get(t, base+"/livez"); code != http.StatusOK {
+		t.Errorf("/livez = %d, want 200", code)
+	}
+	if code, _ := get(t, base+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before the loop consumes = %d, want 503", code)
+	}
+	m.Ready(true)
+	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz while consuming = %d, want 200", code)
+	}
+
+	m.Assigned(3)
+	m.Consumed(7)
+	m.Committed(5, 6, 20*time.Millisecond)
+	m.Aborted("handler")
+	_, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		"relay_records_consumed_total 7",
+		"relay_records_committed_total 5",
+		"relay_outputs_committed_total 6",
+		"relay_transactions_committed_total 1",
+		`relay_transactions_aborted_total{reason="handler"} 1`,
+		"relay_commit_duration_seconds_count 1",
+		"relay_partitions_assigned 3",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestListenOnTakenPortFails(t *testing.T) {
+	m, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Listen(context.Background(), "127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Close(context.Background()) }()
+	if _, err := Listen(context.Background(), a.Addr(), m); err == nil || !strings.Contains(err.Error(), a.Addr()) {
+		t.Fatalf("second Listen on %s: %v, want an error naming the address", a.Addr(), err)
+	}
+}
