@@ -23,7 +23,7 @@ STACK_RUN_DIR="$RELAY_STACK_DIR/run"
 # shellcheck disable=SC2034
 KAFKA_VERSION=4.1.1
 # shellcheck disable=SC2034
-APICURIO_VERSION=3.3.3
+APICURIO_VERSION=3.0.9
 
 # Single place for the install hint so every "missing tool" error says the same.
 STACK_INSTALL_HINT="install with: apt-get install openjdk-17-jre-headless maven"
@@ -54,8 +54,8 @@ java_major() {
 
 # find_java MIN: prints a java binary of major version MIN or newer. Looks at
 # RELAY_STACK_REGISTRY_JAVA_HOME, JAVA_HOME, `java` on PATH, then the JDKs in
-# /usr/lib/jvm; first one new enough wins. Needed because Apicurio Registry 3.3 is built
-# for Java 21 while the default JDK here (and Kafka's need) is 17.
+# /usr/lib/jvm; first one new enough wins. RELAY_STACK_REGISTRY_JAVA_HOME lets
+# the registry run on another JDK than the broker.
 find_java() {
   local min="$1" cand v
   local -a cands=()

@@ -13,7 +13,8 @@ APICURIO_DIR="$RELAY_STACK_DIR/apicurio"
 APICURIO_TARBALL="$APICURIO_DIR/apicurio-registry-app-$APICURIO_VERSION-all.tar.gz"
 # Unpacked next to the tarball, in a versioned dir so a bump never mixes jars.
 APICURIO_HOME="$APICURIO_DIR/registry-$APICURIO_VERSION"
-APICURIO_JAR="$APICURIO_HOME/quarkus-run.jar"
+# 3.0.x ships a Quarkus "legacy jar": a runner jar beside lib/.
+APICURIO_JAR="$APICURIO_HOME/apicurio-registry-app-$APICURIO_VERSION-runner.jar"
 # Written only after a complete unpack, so an interrupted install is redone.
 APICURIO_MARKER="$APICURIO_HOME/.installed"
 REGISTRY_LOG="$STACK_LOG_DIR/registry.log"
@@ -50,7 +51,7 @@ cmd_install() {
     rm -rf "$APICURIO_HOME" "$APICURIO_TARBALL"
     die "could not unpack $APICURIO_TARBALL (removed it; run again to re-download)"
   fi
-  [[ -f "$APICURIO_JAR" ]] || die "quarkus-run.jar not found in $APICURIO_TARBALL"
+  [[ -f "$APICURIO_JAR" ]] || die "${APICURIO_JAR##*/} not found in $APICURIO_TARBALL"
   touch "$APICURIO_MARKER"
 }
 
@@ -72,11 +73,11 @@ cmd_start() {
       die "port 127.0.0.1:$port is already in use by another process (not our registry); stop it or set RELAY_STACK_REGISTRY_PORT / RELAY_STACK_REGISTRY_MGMT_PORT. $(describe_port "$port")"
     fi
   done
-  # Apicurio Registry 3.3 classes are Java 21 bytecode; Java 17 fails at boot
-  # with UnsupportedClassVersionError.
+  # Apicurio Registry 3.0.x runs on Java 17, the JDK every machine here has
+  # (3.1+ is Java 21 bytecode, which Debian 12 does not package).
   local java
-  java="$(find_java 21)" ||
-    die "Apicurio Registry $APICURIO_VERSION needs Java 21+, none found (checked RELAY_STACK_REGISTRY_JAVA_HOME, JAVA_HOME, PATH, /usr/lib/jvm); install a Java 21+ JDK (e.g. apt-get install openjdk-21-jre-headless where available) or point RELAY_STACK_REGISTRY_JAVA_HOME at one"
+  java="$(find_java 17)" ||
+    die "Apicurio Registry $APICURIO_VERSION needs Java 17+, none found (checked RELAY_STACK_REGISTRY_JAVA_HOME, JAVA_HOME, PATH, /usr/lib/jvm); $STACK_INSTALL_HINT"
   cmd_install
   # Settings are Quarkus/Apicurio env vars (the app reads env over its
   # bundled application.properties):
