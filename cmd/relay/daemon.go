@@ -151,32 +151,38 @@ var producerOnly = map[string]bool{
 }
 
 func consumerConfig(cfg *config.Config) *kafka.ConfigMap {
-	m := kafka.ConfigMap{}
-	for k, v := range cfg.Kafka {
-		if !producerOnly[k] {
-			m[k] = v
-		}
-	}
-	m["group.id"] = cfg.GroupID
-	m["enable.auto.commit"] = false
-	m["enable.auto.offset.store"] = false
-	// Read only committed records: what an aborted transaction wrote
-	// upstream never reaches relay's outputs.
-	m["isolation.level"] = "read_committed"
-	return &m
+	return clientConfig(cfg, producerOnly, kafka.ConfigMap{
+		"group.id":                 cfg.GroupID,
+		"enable.auto.commit":       false,
+		"enable.auto.offset.store": false,
+		// Read only committed records: what an aborted transaction wrote
+		// upstream never reaches relay's outputs.
+		"isolation.level": "read_committed",
+	})
 }
 
 func producerConfig(cfg *config.Config) *kafka.ConfigMap {
+	return clientConfig(cfg, consumerOnly, kafka.ConfigMap{
+		"transactional.id": cfg.TransactionalID,
+		// No per-message delivery reports: the commit says whether every
+		// message of the transaction was written, and aborts otherwise.
+		"go.delivery.reports": false,
+	})
+}
+
+// clientConfig is the passthrough without the other client's properties,
+// with relay's managed properties on top (config rejects them in the
+// passthrough, so nothing is overridden silently).
+func clientConfig(cfg *config.Config, otherClients map[string]bool, managed kafka.ConfigMap) *kafka.ConfigMap {
 	m := kafka.ConfigMap{}
 	for k, v := range cfg.Kafka {
-		if !consumerOnly[k] {
+		if !otherClients[k] {
 			m[k] = v
 		}
 	}
-	m["transactional.id"] = cfg.TransactionalID
-	// No per-message delivery reports: the commit says whether every
-	// message of the transaction was written, and aborts otherwise.
-	m["go.delivery.reports"] = false
+	for k, v := range managed {
+		m[k] = v
+	}
 	return &m
 }
 
