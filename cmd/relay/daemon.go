@@ -34,11 +34,24 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	if code := validateClients(cfg, stderr); code != exitOK {
 		return code
 	}
-	consumer, err := kafka.NewConsumer(consumerConfig(cfg))
+	// librdkafka's own log lines go through slog too, so relay's stderr is
+	// one structured stream. The channel is closed (deferred first, so run
+	// last) only after every client that writes to it has been closed.
+	logs := make(chan kafka.LogEvent, 1024)
+	logsDone := make(chan struct{})
+	go forwardClientLogs(logs, log, logsDone)
+	defer func() { close(logs); <-logsDone }()
+	withLogs := func(m *kafka.ConfigMap) *kafka.ConfigMap {
+		(*m)["go.logs.channel.enable"] = true
+		(*m)["go.logs.channel"] = logs
+		return m
+	}
+
+	consumer, err := kafka.NewConsumer(withLogs(consumerConfig(cfg)))
 	if err != nil {
 		return clientConfigError(cfg, "consumer", err, stderr)
 	}
-	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(producerConfig(cfg)) }
+	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(withLogs(producerConfig(cfg))) }
 
 	metrics, err := telemetry.New()
 	if err != nil {
@@ -121,6 +134,24 @@ func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, d
 	case <-t.C:
 		log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
 		os.Exit(exitFailure)
+	}
+}
+
+// forwardClientLogs writes librdkafka's log events (syslog levels) to log
+// until logs is closed.
+func forwardClientLogs(logs <-chan kafka.LogEvent, log *slog.Logger, done chan<- struct{}) {
+	defer close(done)
+	for ev := range logs {
+		level := slog.LevelDebug
+		switch {
+		case ev.Level <= 3:
+			level = slog.LevelError
+		case ev.Level == 4:
+			level = slog.LevelWarn
+		case ev.Level <= 6:
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, ev.Message, "source", "librdkafka", "client", ev.Name, "tag", ev.Tag)
 	}
 }
 
