@@ -154,6 +154,21 @@ func (s *source) produce(t *testing.T, n int) {
 	}
 }
 
+// produceInBackground produces batches of n records with a pause between
+// them on its own goroutine; Wait on the result before asserting.
+func (s *source) produceInBackground(t *testing.T, batches, n int, pause time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range batches {
+			s.produce(t, n)
+			time.Sleep(pause)
+		}
+	}()
+	return &wg
+}
+
 func (s *source) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

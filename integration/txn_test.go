@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,15 +85,7 @@ func TestZombieFenced(t *testing.T) {
 func TestRebalanceExactlyOnce(t *testing.T) {
 	const partitions = 6
 	s := newScenario(t, partitions)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for range 15 {
-			s.src.produce(t, 1000)
-			time.Sleep(400 * time.Millisecond)
-		}
-	}()
+	producing := s.src.produceInBackground(t, 15, 1000, 400*time.Millisecond)
 	start := func(n int, extra ...string) *relay {
 		return startRelay(t, fmt.Sprintf("r%d", n), s.env(uniq(t, fmt.Sprintf("txn%d", n)), extra...))
 	}
@@ -113,7 +104,7 @@ func TestRebalanceExactlyOnce(t *testing.T) {
 	time.Sleep(jitter(time.Second, 2*time.Second))
 	r1.signal(syscall.SIGKILL)
 	r1.wait(10 * time.Second)
-	wg.Wait()
+	producing.Wait()
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
 	r3.stop()
 	r4.stop()
@@ -222,22 +213,14 @@ func TestBrokerRestart(t *testing.T) {
 	r.waitLog("partitions assigned", 60*time.Second)
 	// Records keep arriving before, during and after the restart; the
 	// test producer's own retries carry it over the outage.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for range 20 {
-			s.src.produce(t, 300)
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	producing := s.src.produceInBackground(t, 20, 300, 100*time.Millisecond)
 	time.Sleep(jitter(200*time.Millisecond, 600*time.Millisecond))
 	restart := exec.Command("bash", filepath.Join(repoRoot, "scripts/stack/kafka.sh"), "restart")
 	out, err := restart.CombinedOutput()
 	if err != nil {
 		t.Fatalf("broker restart: %v\n%s", err, out)
 	}
-	wg.Wait()
+	producing.Wait()
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
 	if r.exited() {
 		t.Fatalf("relay exited during the broker restart (code %d); it must recover by itself", r.cmd.ProcessState.ExitCode())
