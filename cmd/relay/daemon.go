@@ -47,16 +47,11 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		return m
 	}
 
-	consumer, err := kafka.NewConsumer(withLogs(consumerConfig(cfg)))
-	if err != nil {
-		return clientConfigError(cfg, "consumer", err, stderr)
-	}
-	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(withLogs(producerConfig(cfg))) }
-
+	// Metrics and the endpoint come before the consumer: a taken port
+	// then stops relay with nothing to clean up.
 	metrics, err := telemetry.New()
 	if err != nil {
 		log.Error("metrics", "err", err)
-		_ = consumer.Close()
 		return exitFailure
 	}
 	defer func() { _ = metrics.Close(context.Background()) }()
@@ -64,7 +59,6 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		srv, err := telemetry.Listen(ctx, cfg.HTTPAddr, metrics)
 		if err != nil {
 			log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
-			_ = consumer.Close()
 			return exitFailure
 		}
 		defer func() {
@@ -74,11 +68,17 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		}()
 	}
 
+	consumer, err := kafka.NewConsumer(withLogs(consumerConfig(cfg)))
+	if err != nil {
+		return clientConfigError(cfg, "consumer", err, stderr)
+	}
+	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(withLogs(producerConfig(cfg))) }
+
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	forced := make(chan struct{})
-	defer close(forced)
-	go watchShutdown(ctx, cfg.ShutdownTimeout, log, forced)
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped)
 
 	if err := preflight(ctx, consumer, cfg, log); err != nil {
 		_ = consumer.Close()

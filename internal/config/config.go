@@ -69,14 +69,14 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	p := parser{lookup: lookup}
 	c := &Config{
 		SourceTopics:     p.list(EnvSourceTopics),
-		GroupID:          p.str(EnvGroupID),
-		TransactionalID:  p.str(EnvTransactionalID),
-		OutputTopic:      p.str(EnvOutputTopic),
+		GroupID:          p.raw(EnvGroupID),
+		TransactionalID:  p.raw(EnvTransactionalID),
+		OutputTopic:      p.raw(EnvOutputTopic),
 		CommitInterval:   p.duration(EnvCommitInterval),
 		MaxRecordsPerTxn: p.intRange(EnvMaxRecordsPerTxn, 1, maxRecordsPerTxnLimit),
 		ShutdownTimeout:  p.duration(EnvShutdownTimeout),
 		OpTimeout:        p.duration(EnvOpTimeout),
-		HTTPAddr:         p.str(EnvHTTPAddr),
+		HTTPAddr:         p.raw(EnvHTTPAddr),
 		LogFormat:        p.enum(EnvLogFormat, "json", "text"),
 	}
 	c.LogLevel = p.level(EnvLogLevel)
@@ -145,8 +145,6 @@ func (p *parser) raw(name string) string {
 	}
 	return ""
 }
-
-func (p *parser) str(name string) string { return p.raw(name) }
 
 func (p *parser) list(name string) []string {
 	var out []string
