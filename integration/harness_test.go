@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -92,13 +93,28 @@ func createTopics(t *testing.T, partitions int, names ...string) {
 	for i, n := range names {
 		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
 	}
-	res, err := admin(t).CreateTopics(ctx, specs, kafka.SetAdminOperationTimeout(30*time.Second))
+	a := admin(t)
+	res, err := a.CreateTopics(ctx, specs, kafka.SetAdminOperationTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError && r.Error.Code() != kafka.ErrTopicAlreadyExists {
 			t.Fatalf("create topic %s: %v", r.Topic, r.Error)
+		}
+	}
+	// CreateTopics returns when the controller has the topics; a client
+	// asking the broker right after may still be told they do not exist.
+	for _, n := range names {
+		for {
+			md, err := a.GetMetadata(&n, false, 5000)
+			if err == nil && md.Topics[n].Error.Code() == kafka.ErrNoError && len(md.Topics[n].Partitions) == partitions {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("topic %s not visible with %d partitions: %v", n, partitions, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
@@ -242,8 +258,18 @@ func startRelay(t *testing.T, name string, env map[string]string) *relay {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	r := &relay{t: t, name: name, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = r.stderr
-	cmd.Stdout = r.stderr
+	// The whole stderr also goes to a file, kept after the run: a failure's
+	// cause is often far above the tail printed below.
+	logPath := filepath.Join(repoRoot, ".cache", "logs", "it", strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log")
+	var sink io.Writer = r.stderr
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err == nil {
+		if f, err := os.Create(logPath); err == nil {
+			t.Cleanup(func() { _ = f.Close() })
+			sink = io.MultiWriter(r.stderr, f)
+		}
+	}
+	cmd.Stderr = sink
+	cmd.Stdout = sink
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +278,7 @@ func startRelay(t *testing.T, name string, env map[string]string) *relay {
 		_ = cmd.Process.Kill()
 		<-r.done
 		if t.Failed() {
-			t.Logf("--- %s stderr (tail) ---\n%s", name, tail(r.stderr.String(), 40))
+			t.Logf("--- %s stderr (tail; whole in %s) ---\n%s", name, logPath, tail(r.stderr.String(), 40))
 		}
 	})
 	return r

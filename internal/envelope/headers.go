@@ -6,12 +6,40 @@ import "strconv"
 const (
 	// MessageID is the stable identity of a source record,
 	// "topic/partition/offset". Downstream consumers deduplicate on it; it
-	// is the same however often the record is delivered or replayed.
+	// is the same however often the record is delivered, retried or
+	// replayed.
 	MessageID = "relay.message.id"
 	// TraceParent and TraceState carry W3C trace context across hops.
 	TraceParent = "traceparent"
 	TraceState  = "tracestate"
 )
+
+// Headers of the failure envelope (SPEC §5), on every retry-tier,
+// quarantine and rejected record, next to the record's original headers.
+const (
+	FailureID       = "relay.failure.id"
+	SourceTopic     = "relay.source.topic"
+	SourcePartition = "relay.source.partition"
+	SourceOffset    = "relay.source.offset"
+	SourceTimestamp = "relay.source.timestamp"
+	ConsumerGroup   = "relay.consumer.group"
+	Attempt         = "relay.attempt"
+	FirstFailedAt   = "relay.first.failed.at"
+	LastFailedAt    = "relay.last.failed.at"
+	NotBefore       = "relay.not.before"
+	ErrorClass      = "relay.error.class"
+	ErrorCode       = "relay.error.code"
+	ErrorMessage    = "relay.error.message"
+	SchemaID        = "relay.schema.id"
+	SchemaSubject   = "relay.schema.subject"
+	SchemaVersion   = "relay.schema.version"
+	ReplayID        = "relay.replay.id"
+	ReplayCount     = "relay.replay.count"
+)
+
+// Prefix starts every header relay owns. Headers with it are relay's and are
+// rewritten at each hop; all others are the record's own and are kept.
+const Prefix = "relay."
 
 // ID formats the deterministic identity of a source record. The failure id of
 // a record's first failure uses the same format, so duplicates are

@@ -1,0 +1,189 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header is a record header. The transaction loop uses the same type.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Failure is the failure envelope of one record: where it came from, how
+// often and since when it failed, and why.
+type Failure struct {
+	ID              string // relay.failure.id: topic/partition/offset of the first appearance
+	SourceTopic     string
+	SourcePartition int32
+	SourceOffset    int64
+	SourceTimestamp time.Time
+	ConsumerGroup   string
+	Attempt         int
+	FirstFailedAt   time.Time
+	LastFailedAt    time.Time
+	NotBefore       time.Time // zero unless the record waits in a tier
+	Class           string
+	Code            string
+	Message         string // redacted and bounded by the writer
+	SchemaID        int    // 0 when unknown
+	SchemaSubject   string
+	SchemaVersion   int // 0 when unknown
+	ReplayID        string
+	ReplayCount     int
+}
+
+// TimeFormat is the format of every time header: UTC, RFC 3339, millis.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Headers returns the envelope as relay.* headers. Empty optional fields
+// are left out.
+func (f *Failure) Headers() []Header {
+	h := make([]Header, 0, 20)
+	add := func(k, v string) { h = append(h, Header{Key: k, Value: []byte(v)}) }
+	add(FailureID, f.ID)
+	add(SourceTopic, f.SourceTopic)
+	add(SourcePartition, strconv.Itoa(int(f.SourcePartition)))
+	add(SourceOffset, strconv.FormatInt(f.SourceOffset, 10))
+	if !f.SourceTimestamp.IsZero() {
+		add(SourceTimestamp, formatTime(f.SourceTimestamp))
+	}
+	add(ConsumerGroup, f.ConsumerGroup)
+	add(Attempt, strconv.Itoa(f.Attempt))
+	add(FirstFailedAt, formatTime(f.FirstFailedAt))
+	add(LastFailedAt, formatTime(f.LastFailedAt))
+	if !f.NotBefore.IsZero() {
+		add(NotBefore, formatTime(f.NotBefore))
+	}
+	add(ErrorClass, f.Class)
+	add(ErrorCode, f.Code)
+	if f.Message != "" {
+		add(ErrorMessage, f.Message)
+	}
+	if f.SchemaID > 0 {
+		add(SchemaID, strconv.Itoa(f.SchemaID))
+	}
+	if f.SchemaSubject != "" {
+		add(SchemaSubject, f.SchemaSubject)
+	}
+	if f.SchemaVersion > 0 {
+		add(SchemaVersion, strconv.Itoa(f.SchemaVersion))
+	}
+	if f.ReplayID != "" {
+		add(ReplayID, f.ReplayID)
+	}
+	if f.ReplayCount > 0 {
+		add(ReplayCount, strconv.Itoa(f.ReplayCount))
+	}
+	return h
+}
+
+// ErrNoEnvelope says the headers carry no failure envelope.
+var ErrNoEnvelope = errors.New("no failure envelope")
+
+// Parse reads the envelope from headers. Without relay.failure.id it
+// returns ErrNoEnvelope; a header that is present but unreadable is an
+// error naming it. Parse never panics, whatever the bytes (fuzzed).
+func Parse(headers []Header) (*Failure, error) {
+	f := &Failure{}
+	var errs []error
+	found := false
+	for _, h := range headers {
+		if !strings.HasPrefix(h.Key, Prefix) {
+			continue
+		}
+		v := string(h.Value)
+		var err error
+		switch h.Key {
+		case FailureID:
+			f.ID, found = v, true
+		case SourceTopic:
+			f.SourceTopic = v
+		case SourcePartition:
+			var n int64
+			n, err = strconv.ParseInt(v, 10, 32)
+			f.SourcePartition = int32(n)
+		case SourceOffset:
+			f.SourceOffset, err = strconv.ParseInt(v, 10, 64)
+		case SourceTimestamp:
+			f.SourceTimestamp, err = parseTime(v)
+		case ConsumerGroup:
+			f.ConsumerGroup = v
+		case Attempt:
+			f.Attempt, err = parseCount(v)
+		case FirstFailedAt:
+			f.FirstFailedAt, err = parseTime(v)
+		case LastFailedAt:
+			f.LastFailedAt, err = parseTime(v)
+		case NotBefore:
+			f.NotBefore, err = parseTime(v)
+		case ErrorClass:
+			f.Class = v
+		case ErrorCode:
+			f.Code = v
+		case ErrorMessage:
+			f.Message = v
+		case SchemaID:
+			f.SchemaID, err = parseCount(v)
+		case SchemaSubject:
+			f.SchemaSubject = v
+		case SchemaVersion:
+			f.SchemaVersion, err = parseCount(v)
+		case ReplayID:
+			f.ReplayID = v
+		case ReplayCount:
+			f.ReplayCount, err = parseCount(v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("header %s: %q: %w", h.Key, truncate(v, 64), err))
+		}
+	}
+	if !found {
+		return nil, ErrNoEnvelope
+	}
+	if len(errs) > 0 {
+		return f, errors.Join(errs...)
+	}
+	return f, nil
+}
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+func parseCount(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 0 {
+		err = errors.New("negative")
+	}
+	return n, err
+}
+
+// Strip returns the record's own headers: relay's envelope and trace
+// headers, and the compatibility headers relay writes, are left out, so a
+// record's next hop does not carry stale copies.
+func Strip(headers []Header) []Header {
+	out := make([]Header, 0, len(headers))
+	for _, h := range headers {
+		if strings.HasPrefix(h.Key, Prefix) || h.Key == TraceParent || h.Key == TraceState ||
+			strings.HasPrefix(h.Key, springPrefix) || strings.HasPrefix(h.Key, connectPrefix) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// Lookup returns the value of the last header named key.
+func Lookup(headers []Header, key string) ([]byte, bool) {
+	for i := len(headers) - 1; i >= 0; i-- {
+		if headers[i].Key == key {
+			return headers[i].Value, true
+		}
+	}
+	return nil, false
+}

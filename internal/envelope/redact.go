@@ -1,0 +1,68 @@
+package envelope
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mask replaces whatever redaction removes.
+const Mask = "***"
+
+// builtin are the patterns redacted from every error message: what a
+// dependency's error text is known to echo back. Order matters: URL
+// credentials before e-mail addresses (user:pass@host looks like one).
+var builtin = []struct {
+	re   *regexp.Regexp
+	repl string
+}{
+	// scheme://user:password@host → scheme://***@host
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@`), "${1}" + Mask + "@"},
+	// Authorization: Bearer <token>, Basic <creds>
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`), "${1} " + Mask},
+	// key=value and key: value for names that hold secrets
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|password|passwd|pwd|authorization|credential)[a-z0-9_.-]*)(["']?\s*[=:]\s*["']?)[^\s"'&,;]+`), "${1}${2}" + Mask},
+	// e-mail addresses
+	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
+	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes
+	{regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), Mask},
+}
+
+// Redactor removes secrets and personal data from error messages and bounds
+// their length. The zero value is not usable: use NewRedactor.
+type Redactor struct {
+	extra *regexp.Regexp
+	max   int
+}
+
+// NewRedactor redacts the builtin patterns plus extra (nil for none) and
+// cuts messages to at most max bytes.
+func NewRedactor(extra *regexp.Regexp, max int) *Redactor {
+	return &Redactor{extra: extra, max: max}
+}
+
+// Redact returns msg without secrets, on one line, at most max bytes.
+func (r *Redactor) Redact(msg string) string {
+	msg = strings.ToValidUTF8(msg, "?")
+	msg = strings.Join(strings.Fields(msg), " ") // no newlines, no stack traces
+	for _, b := range builtin {
+		msg = b.re.ReplaceAllString(msg, b.repl)
+	}
+	if r.extra != nil {
+		msg = r.extra.ReplaceAllString(msg, Mask)
+	}
+	return truncate(msg, r.max)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
