@@ -1,0 +1,257 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hamba/avro/v2"
+
+	"relay/internal/tiers"
+)
+
+// Settings say what admission accepts.
+type Settings struct {
+	Subject       string
+	Accept        Versions
+	ReaderVersion int
+	// Timeout bounds each registry lookup.
+	Timeout time.Duration
+	// CacheSize bounds the number of writer schemas kept.
+	CacheSize int
+}
+
+// Info is what is known of a record's writer schema.
+type Info struct {
+	ID      int
+	Subject string
+	Version int
+}
+
+// Admitted is an accepted record, upcast to the canonical reader version.
+type Admitted struct {
+	Writer Info
+	// Record is the decoded record in the reader schema's shape.
+	Record map[string]any
+	// Value is Record framed with the reader schema's id.
+	Value []byte
+}
+
+// api bounds what garbage can make the decoder allocate.
+var api = avro.Config{
+	MaxByteSliceSize:  8 << 20,
+	MaxSliceAllocSize: 1 << 20,
+}.Freeze()
+
+// Admitter checks and upcasts records. It is safe for concurrent use.
+type Admitter struct {
+	reg      Registry
+	set      Settings
+	readerID int
+	reader   avro.Schema
+
+	mu    sync.Mutex
+	cache map[int]*writer
+	order []int // insertion order, for eviction
+}
+
+// writer is a cached, immutable verdict on one writer schema id.
+type writer struct {
+	info     Info
+	resolved avro.Schema // decodes writer bytes into the reader's shape
+	same     bool        // writer is the reader: the bytes stay as they are
+	fail     *tiers.Error
+}
+
+// NewAdmitter builds an admitter. readerID and readerText are the canonical
+// version's id and schema, fetched at start-up.
+func NewAdmitter(reg Registry, set Settings, readerID int, readerText string) (*Admitter, error) {
+	reader, err := avro.ParseWithCache(readerText, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("reader schema %s version %d (id %d): %w", set.Subject, set.ReaderVersion, readerID, err)
+	}
+	if reader.Type() != avro.Record {
+		return nil, fmt.Errorf("reader schema %s version %d is a %s, relay needs a record", set.Subject, set.ReaderVersion, reader.Type())
+	}
+	return &Admitter{reg: reg, set: set, readerID: readerID, reader: reader, cache: map[int]*writer{}}, nil
+}
+
+// ReaderID is the id outputs are framed with.
+func (a *Admitter) ReaderID() int { return a.readerID }
+
+// Reader is the canonical schema.
+func (a *Admitter) Reader() avro.Schema { return a.reader }
+
+// Admit checks value and upcasts it. A failure is a *tiers.Error; Info is
+// filled as far as it is known, for the failure envelope.
+func (a *Admitter) Admit(ctx context.Context, value []byte) (Admitted, error) {
+	id, body, err := ParseWire(value)
+	if err != nil {
+		return Admitted{}, tiers.Fail(tiers.CauseWireFormat, err)
+	}
+	w, err := a.writer(ctx, id)
+	if err != nil {
+		return Admitted{Writer: Info{ID: id}}, err
+	}
+	out := Admitted{Writer: w.info}
+	if w.fail != nil {
+		return out, w.fail
+	}
+	rec, err := decode(w.resolved, body)
+	if err != nil {
+		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
+	}
+	out.Record = rec
+	if w.same {
+		out.Value = value
+		return out, nil
+	}
+	out.Value, err = a.Encode(rec)
+	if err != nil {
+		// The resolved schema produced what the reader cannot encode: a
+		// bug or a registry inconsistency, not the record's fault.
+		return out, fmt.Errorf("upcast %s v%d to v%d: %w", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
+	}
+	return out, nil
+}
+
+// Encode frames rec, in the reader's shape, with the reader's id.
+func (a *Admitter) Encode(rec map[string]any) ([]byte, error) {
+	body, err := api.Marshal(a.reader, rec)
+	if err != nil {
+		return nil, err
+	}
+	return AppendWire(make([]byte, 0, headerSize+len(body)), a.readerID, body), nil
+}
+
+// decode reads body with s and requires every byte to be used: trailing
+// bytes mean the writer schema is not what wrote them.
+func decode(s avro.Schema, body []byte) (map[string]any, error) {
+	r := avro.NewReader(nil, 0, avro.WithReaderConfig(api)).Reset(body)
+	var rec map[string]any
+	r.ReadVal(s, &rec)
+	if r.Error != nil {
+		if errors.Is(r.Error, io.EOF) || errors.Is(r.Error, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("avro body ends early (%d bytes)", len(body))
+		}
+		return nil, r.Error
+	}
+	r.Peek()
+	if !errors.Is(r.Error, io.EOF) {
+		return nil, errors.New("avro body has bytes after the record")
+	}
+	return rec, nil
+}
+
+// writer returns the cached verdict on id, looking it up if needed.
+// Registry failures are not cached: they may heal.
+func (a *Admitter) writer(ctx context.Context, id int) (*writer, error) {
+	a.mu.Lock()
+	w, ok := a.cache[id]
+	a.mu.Unlock()
+	if ok {
+		return w, nil
+	}
+	w, err := a.lookup(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.cache[id]; !ok {
+		for len(a.order) >= a.set.CacheSize {
+			delete(a.cache, a.order[0])
+			a.order = a.order[1:]
+		}
+		a.cache[id] = w
+		a.order = append(a.order, id)
+	}
+	return w, nil
+}
+
+func (a *Admitter) lookup(ctx context.Context, id int) (*writer, error) {
+	lctx, cancel := context.WithTimeout(ctx, a.set.Timeout)
+	defer cancel()
+	svs, err := a.reg.Versions(lctx, id)
+	if err != nil {
+		return nil, registryFailure(id, err)
+	}
+	w := &writer{info: Info{ID: id}}
+	for _, sv := range svs {
+		if sv.Subject == a.set.Subject {
+			w.info.Subject, w.info.Version = sv.Subject, sv.Version
+			break
+		}
+	}
+	if w.info.Subject == "" {
+		if len(svs) > 0 {
+			w.info.Subject, w.info.Version = svs[0].Subject, svs[0].Version
+		}
+		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "schema id %d is registered under %v, not under subject %s", id, svs, a.set.Subject)
+		return w, nil
+	}
+	if !a.set.Accept.Contains(w.info.Version) {
+		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d is not in the accepted versions %s", w.info.Subject, w.info.Version, a.set.Accept)
+		return w, nil
+	}
+	text, err := a.reg.Schema(lctx, id)
+	if err != nil {
+		return nil, registryFailure(id, err)
+	}
+	ws, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d (id %d) does not parse as Avro: %v", w.info.Subject, w.info.Version, id, err)
+		return w, nil
+	}
+	if id == a.readerID {
+		w.resolved, w.same = a.reader, true
+		return w, nil
+	}
+	w.resolved, err = avro.NewSchemaCompatibility().Resolve(a.reader, ws)
+	if err != nil {
+		w.fail = tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %v", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
+	}
+	return w, nil
+}
+
+func registryFailure(id int, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return tiers.Failf(tiers.CauseSchemaNotFound, "schema id %d: %v", id, err)
+	}
+	return tiers.Fail(tiers.CauseRegistryUnavailable, err)
+}
+
+// CheckAccepted resolves every accepted version against the reader at
+// start-up, so a configuration that would quarantine a whole version is
+// refused before the first record.
+func CheckAccepted(ctx context.Context, c *Client, set Settings) (readerID int, readerText string, err error) {
+	readerID, readerText, err = c.ByVersion(ctx, set.Subject, set.ReaderVersion)
+	if err != nil {
+		return 0, "", fmt.Errorf("reader version %d of subject %s: %w", set.ReaderVersion, set.Subject, err)
+	}
+	reader, err := avro.ParseWithCache(readerText, "", &avro.SchemaCache{})
+	if err != nil {
+		return 0, "", fmt.Errorf("reader version %d of subject %s does not parse: %w", set.ReaderVersion, set.Subject, err)
+	}
+	have, err := c.SubjectVersions(ctx, set.Subject)
+	if err != nil {
+		return 0, "", fmt.Errorf("versions of subject %s: %w", set.Subject, err)
+	}
+	for _, v := range set.Accept.List(have) {
+		_, text, err := c.ByVersion(ctx, set.Subject, v)
+		if err != nil {
+			return 0, "", fmt.Errorf("version %d of subject %s: %w", v, set.Subject, err)
+		}
+		ws, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+		if err == nil {
+			_, err = avro.NewSchemaCompatibility().Resolve(reader, ws)
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("accepted version %d of subject %s cannot be read as reader version %d: %w", v, set.Subject, set.ReaderVersion, err)
+		}
+	}
+	return readerID, readerText, nil
+}

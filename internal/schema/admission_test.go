@@ -1,0 +1,260 @@
+package schema
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+
+	"relay/internal/tiers"
+)
+
+const (
+	v1 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"}]}`
+	v2 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long","default":0}]}`
+	v3 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long","default":0},{"name":"currency","type":"string","default":"EUR"}]}`
+)
+
+type env struct {
+	reg           *fakeRegistry
+	client        *Client
+	ids           []int // by version-1
+	other         int   // v1 text under another subject only? (same text gets its own id here)
+	subject       string
+	readerVersion int
+}
+
+func setup(t *testing.T, accept string, readerVersion int) (*env, *Admitter) {
+	t.Helper()
+	reg, srv := newFakeRegistry(t)
+	e := &env{reg: reg, client: NewClient(srv.URL, 2*time.Second), subject: "orders-value", readerVersion: readerVersion}
+	for _, s := range []string{v1, v2, v3} {
+		e.ids = append(e.ids, reg.register(e.subject, s))
+	}
+	e.other = reg.register("payments-value", `{"type":"record","name":"Pay","fields":[{"name":"x","type":"int"}]}`)
+	acc, err := ParseVersions(accept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Settings{Subject: e.subject, Accept: acc, ReaderVersion: readerVersion, Timeout: time.Second, CacheSize: 2}
+	rid, rtext, err := CheckAccepted(context.Background(), e.client, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAdmitter(e.client, set, rid, rtext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, a
+}
+
+func encode(t *testing.T, id int, text string, rec map[string]any) []byte {
+	t.Helper()
+	s := avro.MustParse(text)
+	body, err := avro.Marshal(s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return AppendWire(nil, id, body)
+}
+
+func causeOf(t *testing.T, err error) tiers.Cause {
+	t.Helper()
+	var e *tiers.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want *tiers.Error, got %T %v", err, err)
+	}
+	return e.Cause
+}
+
+func TestAdmitCurrentVersionKeepsBytes(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	in := encode(t, e.ids[2], v3, map[string]any{"id": "o1", "amount": int64(5), "currency": "USD"})
+	got, err := a.Admit(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Value, in) || got.Record["currency"] != "USD" || got.Writer.Version != 3 {
+		t.Fatalf("admitted %+v", got)
+	}
+}
+
+func TestAdmitUpcastsOlderVersion(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	in := encode(t, e.ids[1], v2, map[string]any{"id": "o2", "amount": int64(7)})
+	got, err := a.Admit(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, body, err := ParseWire(got.Value)
+	if err != nil || id != e.ids[2] {
+		t.Fatalf("upcast value framed with %d, want reader id %d (%v)", id, e.ids[2], err)
+	}
+	var rec map[string]any
+	if err := avro.Unmarshal(avro.MustParse(v3), body, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["id"] != "o2" || rec["amount"] != int64(7) || rec["currency"] != "EUR" {
+		t.Fatalf("upcast record %v", rec)
+	}
+	if got.Writer.Version != 2 || got.Writer.Subject != e.subject {
+		t.Fatalf("writer info %+v", got.Writer)
+	}
+}
+
+func TestAdmitFailures(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	good := encode(t, e.ids[1], v2, map[string]any{"id": "o", "amount": int64(1)})
+	cases := []struct {
+		name  string
+		value []byte
+		want  tiers.Cause
+		info  Info
+	}{
+		{"empty", nil, tiers.CauseWireFormat, Info{}},
+		{"garbage", []byte("{\"json\":true}"), tiers.CauseWireFormat, Info{}},
+		{"short header", []byte{0, 0, 1}, tiers.CauseWireFormat, Info{}},
+		{"unknown id", AppendWire(nil, 99999, []byte{2, 'x'}), tiers.CauseSchemaNotFound, Info{ID: 99999}},
+		{"unsupported version", encode(t, e.ids[0], v1, map[string]any{"id": "o"}), tiers.CauseSchemaUnsupported, Info{ID: e.ids[0], Subject: e.subject, Version: 1}},
+		{"other subject", AppendWire(nil, e.other, []byte{2}), tiers.CauseSchemaUnsupported, Info{ID: e.other, Subject: "payments-value", Version: 1}},
+		{"truncated body", good[:len(good)-1], tiers.CausePayloadMalformed, Info{ID: e.ids[1], Subject: e.subject, Version: 2}},
+		{"trailing bytes", append(append([]byte{}, good...), 1, 2, 3), tiers.CausePayloadMalformed, Info{ID: e.ids[1], Subject: e.subject, Version: 2}},
+		{"huge string length", AppendWire(nil, e.ids[1], []byte{0xfe, 0xff, 0xff, 0xff, 0x0f}), tiers.CausePayloadMalformed, Info{ID: e.ids[1], Subject: e.subject, Version: 2}},
+	}
+	for _, tc := range cases {
+		got, err := a.Admit(context.Background(), tc.value)
+		if c := causeOf(t, err); c != tc.want {
+			t.Errorf("%s: cause %d, want %d (%v)", tc.name, c, tc.want, err)
+		}
+		if got.Writer != tc.info {
+			t.Errorf("%s: info %+v, want %+v", tc.name, got.Writer, tc.info)
+		}
+	}
+}
+
+func TestRegistryOutageIsTransientAndNotCached(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	in := encode(t, e.ids[1], v2, map[string]any{"id": "o", "amount": int64(1)})
+	for _, st := range []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusUnauthorized} {
+		e.reg.failNext(st, 1)
+		_, err := a.Admit(context.Background(), in)
+		if c := causeOf(t, err); c != tiers.CauseRegistryUnavailable {
+			t.Fatalf("status %d: cause %d (%v)", st, c, err)
+		}
+	}
+	if _, err := a.Admit(context.Background(), in); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+	n := e.reg.requests.Load()
+	for range 10 {
+		if _, err := a.Admit(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.reg.requests.Load() != n {
+		t.Fatalf("cached id looked up again: %d requests", e.reg.requests.Load()-n)
+	}
+}
+
+func TestRegistryTimeoutHonoursDeadline(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	e.reg.mu.Lock()
+	e.reg.delay = 5 * time.Second
+	e.reg.mu.Unlock()
+	in := encode(t, e.ids[1], v2, map[string]any{"id": "o", "amount": int64(1)})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err := a.Admit(ctx, in)
+	if c := causeOf(t, err); c != tiers.CauseRegistryUnavailable {
+		t.Fatalf("cause %d (%v)", c, err)
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Fatalf("lookup ignored its deadline: %s", waited)
+	}
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	e, a := setup(t, "1-3", 3)
+	for i, text := range []string{v1, v2, v3} {
+		rec := map[string]any{"id": "o", "amount": int64(1), "currency": "X"}
+		if _, err := a.Admit(context.Background(), encode(t, e.ids[i], text, rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(a.cache) != 2 || len(a.order) != 2 {
+		t.Fatalf("cache holds %d (order %d), bound is 2", len(a.cache), len(a.order))
+	}
+}
+
+func TestFieldMissing(t *testing.T) {
+	reg, srv := newFakeRegistry(t)
+	c := NewClient(srv.URL, time.Second)
+	id1 := reg.register("s", v1)
+	reg.register("s", `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"must","type":"int"}]}`)
+	acc, _ := ParseVersions("1-2")
+	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: time.Second, CacheSize: 8}
+	if _, _, err := CheckAccepted(context.Background(), c, set); err == nil || !strings.Contains(err.Error(), "accepted version 1") {
+		t.Fatalf("start-up check must refuse an accepted version the reader cannot read: %v", err)
+	}
+	rid, rtext, _ := c.ByVersion(context.Background(), "s", 2)
+	a, err := NewAdmitter(c, set, rid, rtext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Admit(context.Background(), encode(t, id1, v1, map[string]any{"id": "o"}))
+	if causeOf(t, err) != tiers.CauseFieldMissing {
+		t.Fatalf("want FIELD_MISSING, got %v", err)
+	}
+}
+
+func TestParseVersions(t *testing.T) {
+	v, err := ParseVersions("1, 3-5,8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]bool{1: true, 2: false, 3: true, 5: true, 6: false, 8: true} {
+		if v.Contains(n) != want {
+			t.Errorf("Contains(%d) != %v", n, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "5-3", "0", "1-", "-2"} {
+		if _, err := ParseVersions(bad); err == nil {
+			t.Errorf("ParseVersions(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzParseWire: the wire-format parser never panics and agrees with
+// AppendWire.
+func FuzzParseWire(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 1, 2, 'a'})
+	f.Add([]byte{1})
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, body, err := ParseWire(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(AppendWire(nil, id, body), b) {
+			t.Fatalf("round trip of %x", b)
+		}
+	})
+}
+
+// FuzzDecode: any body decodes to a record or an error, never a panic or an
+// unbounded allocation.
+func FuzzDecode(f *testing.F) {
+	s := avro.MustParse(v3)
+	good, _ := avro.Marshal(s, map[string]any{"id": "o", "amount": int64(3), "currency": "EUR"})
+	f.Add(good)
+	f.Add([]byte{0xfe, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decode(s, b)
+	})
+}
