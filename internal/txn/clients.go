@@ -14,6 +14,9 @@ type Consumer interface {
 	Seek(partition kafka.TopicPartition, ignoredTimeoutMs int) error
 	GetConsumerGroupMetadata() (*kafka.ConsumerGroupMetadata, error)
 	AssignmentLost() bool
+	Assign(partitions []kafka.TopicPartition) error
+	Pause(partitions []kafka.TopicPartition) error
+	Resume(partitions []kafka.TopicPartition) error
 	Close() error
 }
 

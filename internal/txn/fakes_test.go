@@ -38,6 +38,8 @@ type fakeConsumer struct {
 	seeks     []kafka.TopicPartition
 	lost      bool
 	closed    bool
+	pauses    []int32
+	resumes   []int32
 	// afterRevoke runs when the rebalance callback has returned from a
 	// revoke, i.e. when librdkafka would hand the partitions over.
 	afterRevoke func()
@@ -94,6 +96,22 @@ func (c *fakeConsumer) GetConsumerGroupMetadata() (*kafka.ConsumerGroupMetadata,
 }
 
 func (c *fakeConsumer) AssignmentLost() bool { return c.lost }
+
+func (c *fakeConsumer) Assign(parts []kafka.TopicPartition) error { return nil }
+
+func (c *fakeConsumer) Pause(parts []kafka.TopicPartition) error {
+	for _, tp := range parts {
+		c.pauses = append(c.pauses, tp.Partition)
+	}
+	return nil
+}
+
+func (c *fakeConsumer) Resume(parts []kafka.TopicPartition) error {
+	for _, tp := range parts {
+		c.resumes = append(c.resumes, tp.Partition)
+	}
+	return nil
+}
 func (c *fakeConsumer) Close() error         { c.closed = true; return nil }
 
 func (c *fakeConsumer) msg(partition int32, offset int64) *kafka.Message {

@@ -46,6 +46,9 @@ type Loop struct {
 	next     map[tpKey]int64 // next offset to commit
 	first    map[tpKey]int64 // first offset handled in this transaction
 	assigned map[tpKey]bool
+	// paused holds partitions waiting for a record that is not yet due,
+	// with the time it is due.
+	paused map[tpKey]time.Time
 
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
@@ -63,6 +66,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 	return &Loop{
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
+		paused: map[tpKey]time.Time{},
 	}
 }
 
@@ -100,6 +104,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		if l.fatal == nil && l.open && l.due() {
 			l.end(ctx, "interval")
 		}
+		l.resumeDue()
 	}
 	if l.fatal != nil {
 		if ctx.Err() != nil && errors.Is(l.fatal, ctx.Err()) {
@@ -146,6 +151,11 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		// gone to another member and the offset must not be committed.
 		return
 	}
+	if _, waiting := l.paused[tp]; waiting {
+		// Fetched before the partition was paused and rewound to a
+		// record that is not due: it comes again after that record.
+		return
+	}
 	if !l.open {
 		if err := l.producer.BeginTransaction(); err != nil {
 			l.onTxnError(ctx, "begin", err)
@@ -155,6 +165,11 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	}
 	rec := toRecord(m)
 	outs, err := l.handler.Handle(ctx, rec)
+	var notDue *NotDueError
+	if errors.As(err, &notDue) {
+		l.wait(tp, rec.Offset, notDue.Until)
+		return
+	}
 	if err != nil {
 		l.log.Error("handler failed; aborting transaction, the record stays in its source",
 			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
@@ -236,6 +251,9 @@ func (l *Loop) end(ctx context.Context, why string) {
 		return
 	}
 	l.obs.Committed(l.records, l.outputs, time.Since(start))
+	if tl, ok := l.handler.(TxnListener); ok {
+		tl.OnCommit()
+	}
 	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
 	l.reset()
 	l.backoff = 0
@@ -291,8 +309,15 @@ func (l *Loop) abort(ctx context.Context, why string) {
 		}
 	}
 	l.obs.Aborted(why)
+	l.handlerAborted()
 	l.rewind(ctx)
 	l.pause(ctx)
+}
+
+func (l *Loop) handlerAborted() {
+	if tl, ok := l.handler.(TxnListener); ok {
+		tl.OnAbort()
+	}
 }
 
 // reinit replaces the producer when a transaction's outcome is unknown.
@@ -304,6 +329,7 @@ func (l *Loop) abort(ctx context.Context, why string) {
 // 2024 Bufstream analysis recommends against delayed transaction markers.
 func (l *Loop) reinit(ctx context.Context, why string) {
 	l.obs.Aborted(why)
+	l.handlerAborted()
 	l.closeProducer()
 	l.open = false
 	if err := l.startProducer(ctx); err != nil {
@@ -345,11 +371,57 @@ func (l *Loop) rewind(ctx context.Context) {
 		if target < 0 {
 			target = l.first[k]
 		}
+		if _, waiting := l.paused[k]; waiting {
+			// The rewind goes back before the record it waited for;
+			// the records in between are due now.
+			delete(l.paused, k)
+			if err := l.consumer.Resume([]kafka.TopicPartition{k.at(0)}); err != nil {
+				l.fatal = fmt.Errorf("%w: resume %s: %w", ErrFatal, k, err)
+				return
+			}
+		}
 		if err := l.consumer.Seek(k.at(target), 0); err != nil {
 			l.fatal = fmt.Errorf("%w: rewind %s to %d: %w", ErrFatal, k, target, err)
 			return
 		}
 		l.log.Info("rewound partition", "topic", k.topic, "partition", k.partition, "offset", target)
+	}
+}
+
+// wait pauses a partition until its head record is due and seeks back to
+// that record. The open transaction goes on: it commits the partition only
+// up to the record before.
+func (l *Loop) wait(tp tpKey, offset int64, until time.Time) {
+	parts := []kafka.TopicPartition{tp.at(offset)}
+	if err := l.consumer.Pause(parts); err != nil {
+		l.fatal = fmt.Errorf("%w: pause %s: %w", ErrFatal, tp, err)
+		return
+	}
+	if err := l.consumer.Seek(tp.at(offset), 0); err != nil {
+		l.fatal = fmt.Errorf("%w: seek %s to %d: %w", ErrFatal, tp, offset, err)
+		return
+	}
+	l.paused[tp] = until
+	l.log.Debug("partition waits for its head record", "partition", tp.String(), "offset", offset, "until", until)
+}
+
+// resumeDue resumes the paused partitions whose head record is due.
+func (l *Loop) resumeDue() {
+	if len(l.paused) == 0 {
+		return
+	}
+	now := time.Now()
+	var due []kafka.TopicPartition
+	for tp, until := range l.paused {
+		if !now.Before(until) {
+			due = append(due, tp.at(0))
+			delete(l.paused, tp)
+		}
+	}
+	if len(due) > 0 {
+		if err := l.consumer.Resume(due); err != nil {
+			l.fatal = fmt.Errorf("%w: resume %v: %w", ErrFatal, describe(due), err)
+		}
 	}
 }
 
@@ -377,6 +449,17 @@ func (l *Loop) reset() {
 func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
+		// Assign here rather than leave it to the client, so the
+		// partitions can be resumed: one paused while this member owned
+		// it before must not stay paused now.
+		if err := l.consumer.Assign(e.Partitions); err != nil {
+			l.fatal = fmt.Errorf("%w: assign: %w", ErrFatal, err)
+			return nil
+		}
+		if err := l.consumer.Resume(e.Partitions); err != nil {
+			l.fatal = fmt.Errorf("%w: resume assigned partitions: %w", ErrFatal, err)
+			return nil
+		}
 		for _, tp := range e.Partitions {
 			l.assigned[keyOf(tp)] = true
 		}
@@ -388,6 +471,7 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		// revoked would fail), and their late messages are dropped.
 		for _, tp := range e.Partitions {
 			delete(l.assigned, keyOf(tp))
+			delete(l.paused, keyOf(tp))
 		}
 		if l.open && l.fatal == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), l.set.ShutdownTimeout)

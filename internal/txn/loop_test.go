@@ -336,3 +336,50 @@ func mapsEqual(a, b map[int32]int64) bool {
 	}
 	return true
 }
+
+// TestNotDuePausesAndSeeks: a record that is not due pauses its partition
+// and rewinds to it; records before it commit, records after it fetched
+// already are dropped (they come again), other partitions flow, and the
+// partition resumes when due.
+func TestNotDuePausesAndSeeks(t *testing.T) {
+	h := newHarness(t)
+	until := time.Now().Add(30 * time.Millisecond)
+	var handled []int64
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if r.Partition == 0 && r.Offset == 6 {
+			return nil, &NotDueError{Until: until}
+		}
+		handled = append(handled, int64(r.Partition)*100+r.Offset)
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	h.c.onIdle = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.c.script = []kafka.Event{h.c.assign(0, 1), h.c.msg(0, 5), h.c.msg(0, 6), h.c.msg(0, 7), h.c.msg(1, 3)}
+	h.c.onIdle = func() {
+		if time.Now().After(until.Add(150 * time.Millisecond)) {
+			cancel()
+		}
+	}
+	h.set.CommitInterval = 10 * time.Millisecond
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := h.prods[0]
+	if err := New(h.set, h.c, func() (Producer, error) { return p, nil }, h.handler, log, h.obs).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(handled, []int64{5, 103}) {
+		t.Fatalf("handled %v, want [5 103]: offset 7 was fetched before the pause and must be dropped", handled)
+	}
+	if !slices.Equal(h.c.pauses, []int32{0}) || !slices.Contains(h.c.resumes, 0) {
+		t.Fatalf("pauses %v resumes %v", h.c.pauses, h.c.resumes)
+	}
+	if len(h.c.seeks) != 1 || h.c.seeks[0].Offset != 6 {
+		t.Fatalf("seeks %v, want one to offset 6", h.c.seeks)
+	}
+	if got := offsetsOf(p.sentOffsets[0]); got[0] != 6 || got[1] != 4 {
+		t.Fatalf("committed %v, want partition 0 at 6 (not past the waiting record) and 1 at 4", got)
+	}
+	if p.abortedTxns != 0 {
+		t.Fatal("a record that is not due must not abort the transaction")
+	}
+}

@@ -2,14 +2,14 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"relay/internal/envelope"
 )
 
 // Header is a record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+type Header = envelope.Header
 
 // Record is one consumed source record, as the Handler sees it.
 type Record struct {
@@ -51,8 +51,26 @@ type Handler interface {
 	Handle(ctx context.Context, rec *Record) ([]Output, error)
 }
 
+// NotDueError is what a Handler returns for a record that must not be
+// handled before Until (a retry-tier record whose relay.not.before lies
+// ahead). The loop pauses the record's partition and seeks back to the
+// record, so it is fetched again when due; nothing of that partition from
+// the record on is committed meanwhile, and the poll loop never sleeps.
+type NotDueError struct{ Until time.Time }
+
+func (e *NotDueError) Error() string {
+	return fmt.Sprintf("not due before %s", e.Until.UTC().Format(time.RFC3339Nano))
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, rec *Record) ([]Output, error)
 
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, rec *Record) ([]Output, error) { return f(ctx, rec) }
+
+// TxnListener is implemented by a Handler that keeps per-transaction state
+// (e.g. outcome counts): the loop tells it how each transaction ended.
+type TxnListener interface {
+	OnCommit()
+	OnAbort()
+}

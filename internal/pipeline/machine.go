@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"relay/internal/envelope"
+	"relay/internal/hook"
+	"relay/internal/schema"
+	"relay/internal/tiers"
+	"relay/internal/txn"
+)
+
+// Admitter is what the machine needs of schema admission.
+type Admitter interface {
+	Admit(ctx context.Context, value []byte) (schema.Admitted, error)
+	Encode(rec map[string]any) ([]byte, error)
+}
+
+// Rules checks a decoded record.
+type Rules interface {
+	Check(ctx context.Context, rec map[string]any) error
+}
+
+// Hook calls the optional HTTP hook.
+type Hook interface {
+	Call(ctx context.Context, req *hook.Request) (map[string]any, error)
+}
+
+// Outcomes counts what becomes of records. The machine reports outcomes
+// of a transaction only once it committed (see OnCommit).
+type Outcomes interface {
+	Outcome(outcome, code string, n int)
+}
+
+// Outcome names, as metrics and the demo show them.
+const (
+	OutcomeProcessed   = "processed"
+	OutcomeRetry       = "retry"
+	OutcomeQuarantined = "quarantined"
+	OutcomeRejected    = "rejected"
+)
+
+// Machine is the failure state machine; it implements txn.Handler.
+type Machine struct {
+	Table    *Table
+	Group    string
+	Policy   tiers.Policy
+	Admitter Admitter // nil: values are not checked (no schema registry)
+	Rules    Rules    // nil: no rules
+	Hook     Hook     // nil: no hook
+	Redactor *envelope.Redactor
+	Compat   envelope.Compat
+	Outcomes Outcomes
+	Log      *slog.Logger
+	Now      Clock
+
+	pending map[[2]string]int // outcomes of the open transaction
+}
+
+// Handle implements txn.Handler.
+func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, error) {
+	origin, ok := m.Table.Of(rec.Topic)
+	if !ok {
+		return nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
+	}
+	now := m.Now()
+	st := tiers.State{Attempt: 1, FirstFailedAt: now, AtSource: origin.Tier < 0, Tier: origin.Tier}
+	var prev *envelope.Failure
+	id := envelope.ID(rec.Topic, rec.Partition, rec.Offset)
+	srcOffset := rec.Offset
+	if origin.Tier >= 0 {
+		f, err := envelope.Parse(rec.Headers)
+		if err != nil {
+			// Someone else wrote to a tier topic, or the headers were
+			// damaged: relay cannot tell the record's history.
+			return m.terminal(rec, origin, nil, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Invalid, Code: CodeEnvelopeInvalid},
+				fmt.Errorf("tier record without a readable envelope: %w", err), schema.Info{}), nil
+		}
+		if now.Before(f.NotBefore) {
+			return nil, &txn.NotDueError{Until: f.NotBefore}
+		}
+		prev, id, srcOffset = f, f.ID, f.SourceOffset
+		st.Attempt, st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
+	}
+	for {
+		out, info, err := m.attempt(ctx, rec, origin, id, srcOffset)
+		if err == nil {
+			m.count(OutcomeProcessed, "")
+			return []txn.Output{out}, nil
+		}
+		if ctx.Err() != nil {
+			// Shutting down: the record stays where it is.
+			return nil, ctx.Err()
+		}
+		now = m.Now()
+		d := m.Policy.Decide(err, st, now)
+		if d.Kind != tiers.RetryInPlace {
+			return m.terminal(rec, origin, prev, id, st, d, err, info), nil
+		}
+		m.Log.Debug("retrying in place", "id", id, "code", d.Code, "attempt", st.Attempt, "in", d.Delay)
+		t := time.NewTimer(d.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		st.Attempt++
+		st.InPlace++
+	}
+}
+
+// CodeEnvelopeInvalid quarantines a tier or replay record whose failure
+// envelope cannot be read.
+const CodeEnvelopeInvalid = "ENVELOPE_INVALID"
+
+// attempt runs admission, rules and the hook once.
+func (m *Machine) attempt(ctx context.Context, rec *txn.Record, origin Origin, id string, srcOffset int64) (txn.Output, schema.Info, error) {
+	value := rec.Value
+	var info schema.Info
+	if m.Admitter != nil {
+		a, err := m.Admitter.Admit(ctx, rec.Value)
+		info = a.Writer
+		if err != nil {
+			return txn.Output{}, info, err
+		}
+		value = a.Value
+		if m.Rules != nil {
+			if err := m.Rules.Check(ctx, a.Record); err != nil {
+				return txn.Output{}, info, err
+			}
+		}
+		if m.Hook != nil {
+			repl, err := m.Hook.Call(ctx, &hook.Request{
+				MessageID: id, Topic: origin.Routes.Source, Partition: rec.Partition, Offset: srcOffset,
+				Key: keyString(rec.Key), Record: a.Record,
+			})
+			if err != nil {
+				return txn.Output{}, info, err
+			}
+			if repl != nil {
+				if value, err = m.Admitter.Encode(repl); err != nil {
+					// The hook answered with a record the canonical
+					// schema cannot hold: the hook's fault, not a
+					// transient one.
+					return txn.Output{}, info, tiers.Failf(tiers.CauseHookUnexpected, "replacement record does not fit the canonical schema: %v", err)
+				}
+			}
+		}
+	}
+	headers := envelope.Strip(rec.Headers)
+	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(id)})
+	headers = appendTrace(headers, rec.Headers)
+	return txn.Output{
+		Topic: origin.Routes.Output, Partition: rec.Partition, Key: rec.Key, Value: value,
+		Headers: headers, Timestamp: rec.Timestamp,
+	}, info, nil
+}
+
+// terminal builds the record of a decision other than an in-place retry:
+// the next tier, quarantine or rejected. It keeps the original key, value,
+// headers and timestamp, and adds the envelope.
+func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, d tiers.Decision, cause error, info schema.Info) []txn.Output {
+	now := m.Now()
+	f := &envelope.Failure{
+		ID: id, SourceTopic: origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
+		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.Group, Attempt: st.Attempt,
+		FirstFailedAt: st.FirstFailedAt, LastFailedAt: now,
+		Class: d.Class.String(), Code: d.Code, Message: m.Redactor.Redact(cause.Error()),
+		SchemaID: info.ID, SchemaSubject: info.Subject, SchemaVersion: info.Version,
+	}
+	if prev != nil {
+		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset
+		f.ReplayID, f.ReplayCount = prev.ReplayID, prev.ReplayCount
+		if !prev.SourceTimestamp.IsZero() {
+			f.SourceTimestamp = prev.SourceTimestamp
+		}
+	}
+	var topic, outcome string
+	switch d.Kind {
+	case tiers.RetryTier:
+		topic, outcome = origin.Routes.Tiers[d.Tier], OutcomeRetry
+		f.NotBefore = now.Add(d.Delay)
+	case tiers.Reject:
+		topic, outcome = origin.Routes.Rejected, OutcomeRejected
+	default:
+		topic, outcome = origin.Routes.Quarantine, OutcomeQuarantined
+	}
+	headers := envelope.Strip(rec.Headers)
+	headers = append(headers, f.Headers()...)
+	headers = append(headers, m.Compat.Headers(f)...)
+	headers = appendTrace(headers, rec.Headers)
+	m.count(outcome, d.Code)
+	m.Log.Info("record failed", "id", id, "outcome", outcome, "code", d.Code, "class", f.Class, "attempt", f.Attempt, "topic", topic, "error", f.Message)
+	return []txn.Output{{
+		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
+		Headers: headers, Timestamp: rec.Timestamp,
+	}}
+}
+
+func (m *Machine) count(outcome, code string) {
+	if m.pending == nil {
+		m.pending = map[[2]string]int{}
+	}
+	m.pending[[2]string{outcome, code}]++
+}
+
+// OnCommit reports the outcomes of the committed transaction.
+func (m *Machine) OnCommit() {
+	if m.Outcomes != nil {
+		for k, n := range m.pending {
+			m.Outcomes.Outcome(k[0], k[1], n)
+		}
+	}
+	clear(m.pending)
+}
+
+// OnAbort forgets the outcomes of the aborted transaction: its records
+// will be handled again.
+func (m *Machine) OnAbort() { clear(m.pending) }
+
+// keyString renders a key for the hook's JSON: text as is, other bytes in
+// base64, no key as null.
+func keyString(k []byte) *string {
+	if k == nil {
+		return nil
+	}
+	s := string(k)
+	if !utf8.ValidString(s) {
+		s = base64.StdEncoding.EncodeToString(k)
+	}
+	return &s
+}
+
+// appendTrace carries the record's W3C trace context to its next hop.
+func appendTrace(dst, src []txn.Header) []txn.Header {
+	for _, k := range []string{envelope.TraceParent, envelope.TraceState} {
+		if v, ok := envelope.Lookup(src, k); ok {
+			dst = append(dst, txn.Header{Key: k, Value: v})
+		}
+	}
+	return dst
+}
+
+var _ txn.Handler = (*Machine)(nil)

@@ -1,0 +1,56 @@
+package pipeline
+
+import "time"
+
+// Routes names the topics of one source topic.
+type Routes struct {
+	Source     string
+	Output     string
+	Quarantine string
+	Rejected   string
+	// Tiers are the retry-tier topics, in the order of their delays.
+	Tiers []string
+}
+
+// Origin says where a consumed record comes from.
+type Origin struct {
+	Routes *Routes
+	// Tier is the index of the tier topic, or -1 for the source.
+	Tier int
+}
+
+// Table finds the routes of every topic relay consumes.
+type Table struct {
+	byTopic map[string]Origin
+}
+
+// NewTable indexes the routes of every source.
+func NewTable(routes []Routes) *Table {
+	t := &Table{byTopic: map[string]Origin{}}
+	for i := range routes {
+		r := &routes[i]
+		t.byTopic[r.Source] = Origin{Routes: r, Tier: -1}
+		for n, tier := range r.Tiers {
+			t.byTopic[tier] = Origin{Routes: r, Tier: n}
+		}
+	}
+	return t
+}
+
+// Of returns the origin of a consumed topic.
+func (t *Table) Of(topic string) (Origin, bool) {
+	o, ok := t.byTopic[topic]
+	return o, ok
+}
+
+// Topics lists every topic relay consumes: sources and tiers.
+func (t *Table) Topics() []string {
+	out := make([]string, 0, len(t.byTopic))
+	for topic := range t.byTopic {
+		out = append(out, topic)
+	}
+	return out
+}
+
+// Clock is the time source; tests set it.
+type Clock func() time.Time
