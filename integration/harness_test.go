@@ -103,8 +103,17 @@ func createTopics(t *testing.T, partitions int, names ...string) {
 			t.Fatalf("create topic %s: %v", r.Topic, r.Error)
 		}
 	}
-	// CreateTopics returns when the controller has the topics; a client
-	// asking the broker right after may still be told they do not exist.
+	waitTopics(t, partitions, names...)
+}
+
+// waitTopics waits until the broker's metadata shows every topic with the
+// partition count: CreateTopics returns when the controller has the topics,
+// and a client asking the broker right after may be told they do not exist.
+func waitTopics(t *testing.T, partitions int, names ...string) {
+	t.Helper()
+	a := admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	for _, n := range names {
 		for {
 			md, err := a.GetMetadata(&n, false, 5000)
@@ -522,16 +531,58 @@ func assertExactlyOnce(t *testing.T, src *source, output, group string, partitio
 type scenario struct {
 	src        *source
 	output     string
+	quarantine string
+	rejected   string
+	tiers      []string
 	group      string
 	partitions int
+	extra      []string // settings every relay of the scenario gets
 }
 
-func newScenario(t *testing.T, partitions int) *scenario {
+// newScenario creates a source topic and, through relay topics apply,
+// every topic relay needs for the settings in extra (name, value pairs),
+// which every relay of the scenario then gets.
+func newScenario(t *testing.T, partitions int, extra ...string) *scenario {
 	t.Helper()
-	in, out := uniq(t, "src"), ""
-	out = in + ".valid"
-	createTopics(t, partitions, in, out)
-	return &scenario{src: newSource(in), output: out, group: uniq(t, "grp"), partitions: partitions}
+	in := uniq(t, "src")
+	createTopics(t, partitions, in)
+	s := &scenario{src: newSource(in), output: in + ".valid", group: uniq(t, "grp"), partitions: partitions,
+		quarantine: in + ".quarantine", rejected: in + ".rejected", extra: extra}
+	tiers := "30s,5m"
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i] == "RELAY_RETRY_TIERS" {
+			tiers = extra[i+1]
+		}
+	}
+	for _, d := range strings.Split(tiers, ",") {
+		if d != "" {
+			s.tiers = append(s.tiers, in+".retry."+d)
+		}
+	}
+	s.create(t)
+	return s
+}
+
+// applyTopics creates relay's topics for env through `relay topics apply`,
+// as an operator would, and waits until the broker shows them.
+func applyTopics(t *testing.T, partitions int, env map[string]string, names ...string) {
+	t.Helper()
+	cmd := exec.Command(relayBin, "topics", "apply", "--replication-factor", "1")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RELAY_KAFKA_BOOTSTRAP_SERVERS=" + bootstrap}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("relay topics apply: %v\n%s", err, out)
+	}
+	waitTopics(t, partitions, names...)
+}
+
+// create makes relay's topics for the scenario's env (with extra settings).
+func (s *scenario) create(t *testing.T) {
+	t.Helper()
+	applyTopics(t, s.partitions, s.env("unused"), append([]string{s.output, s.quarantine, s.rejected}, s.tiers...)...)
 }
 
 func (s *scenario) env(txnID string, extra ...string) map[string]string {
@@ -540,6 +591,7 @@ func (s *scenario) env(txnID string, extra ...string) map[string]string {
 		"RELAY_GROUP_ID":         s.group,
 		"RELAY_TRANSACTIONAL_ID": txnID,
 	}
+	extra = append(append([]string{}, s.extra...), extra...)
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
 	}

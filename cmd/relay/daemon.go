@@ -15,7 +15,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
-	"relay/internal/pipeline"
+	"relay/internal/rules"
+	"relay/internal/schema"
 	"relay/internal/telemetry"
 	"relay/internal/txn"
 )
@@ -33,6 +34,11 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 
 	if code := validateClients(cfg, stderr); code != exitOK {
 		return code
+	}
+	ruleSet, err := loadRules(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %s: %v\n", config.EnvRulesFile, err)
+		return exitUsage
 	}
 	// librdkafka's own log lines go through slog too, so relay's stderr is
 	// one structured stream. The channel is closed (deferred first, so run
@@ -80,7 +86,15 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	defer close(stopped)
 	go watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped)
 
-	if err := preflight(ctx, consumer, cfg, log); err != nil {
+	admin, err := kafka.NewAdminClientFromConsumer(consumer)
+	if err != nil {
+		_ = consumer.Close()
+		log.Error("admin client", "err", err)
+		return exitFailure
+	}
+	err = preflight(ctx, admin, cfg, log)
+	admin.Close()
+	if err != nil {
 		_ = consumer.Close()
 		if ctx.Err() != nil {
 			return exitOK
@@ -88,16 +102,29 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		log.Error("preflight failed; relay does not start", "err", err)
 		return exitFailure
 	}
+	var adm *schema.Admitter
+	if cfg.SchemaRegistryURL != "" {
+		if adm, err = newAdmitter(ctx, cfg, log); err != nil {
+			_ = consumer.Close()
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			log.Error("schema admission cannot start; relay does not start", "err", err)
+			return exitFailure
+		}
+	}
+	machine := newMachine(cfg, adm, ruleSet, metrics, log)
 
 	loop := txn.New(txn.Settings{
-		Topics:          cfg.SourceTopics,
+		Topics:          machine.Table.Topics(),
 		CommitInterval:  cfg.CommitInterval,
 		MaxRecords:      cfg.MaxRecordsPerTxn,
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-	}, consumer, newProducer, pipeline.Passthrough{OutputTopic: cfg.OutputTopicFor}, log, metrics)
+	}, consumer, newProducer, machine, log, metrics)
 
-	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID)
+	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
+		"schema_checked", adm != nil, "rules", ruleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
 	if err := loop.Run(ctx); err != nil {
 		if errors.Is(err, txn.ErrFatal) {
 			log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
@@ -256,71 +283,10 @@ func clientConfigError(cfg *config.Config, client string, err error, stderr io.W
 	return exitUsage
 }
 
-// preflight checks that every source topic exists and that its output topic
-// has at least as many partitions: outputs keep the source partition number,
-// and writing to a partition that does not exist would abort every
-// transaction (the seed's field report lost records to exactly this). It
-// waits for the broker while it is unreachable.
-func preflight(ctx context.Context, c *kafka.Consumer, cfg *config.Config, log *slog.Logger) error {
-	backoff := time.Second
-	for {
-		err := checkTopics(c, cfg)
-		var ke kafka.Error
-		if err == nil || !errors.As(err, &ke) {
-			// nil, or a verdict on the topics themselves.
-			return err
-		}
-		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
-}
 
-// partitionCount asks for one topic's metadata (not the whole cluster's):
-// 0 means the topic does not exist. A kafka.Error means the broker could not
-// be asked.
-func partitionCount(c *kafka.Consumer, topic string, timeout time.Duration) (int, error) {
-	md, err := c.GetMetadata(&topic, false, int(timeout/time.Millisecond))
-	if err != nil {
-		return 0, err
+func ruleCount(s *rules.Set) int {
+	if s == nil {
+		return 0
 	}
-	t, ok := md.Topics[topic]
-	if !ok || t.Error.Code() == kafka.ErrUnknownTopicOrPart || t.Error.Code() == kafka.ErrUnknownTopic {
-		return 0, nil
-	}
-	if t.Error.Code() != kafka.ErrNoError {
-		return 0, t.Error
-	}
-	return len(t.Partitions), nil
-}
-
-func checkTopics(c *kafka.Consumer, cfg *config.Config) error {
-	var errs []error
-	for _, src := range cfg.SourceTopics {
-		n, err := partitionCount(c, src, cfg.OpTimeout)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			errs = append(errs, fmt.Errorf("source topic %q does not exist", src))
-			continue
-		}
-		dst := cfg.OutputTopicFor(src)
-		m, err := partitionCount(c, dst, cfg.OpTimeout)
-		if err != nil {
-			return err
-		}
-		switch {
-		case m == 0:
-			errs = append(errs, fmt.Errorf("output topic %q (for source %q) does not exist; create it with at least %d partitions", dst, src, n))
-		case m < n:
-			errs = append(errs, fmt.Errorf("output topic %q has %d partitions, fewer than source %q's %d: records keep their partition number, so it needs at least %d",
-				dst, m, src, n, n))
-		}
-	}
-	return errors.Join(errs...)
+	return s.Len()
 }

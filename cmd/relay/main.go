@@ -22,6 +22,11 @@ const usage = `relay — exactly-once ingress stage for Apache Kafka
 Usage:
   relay run       run the daemon (consume, decide, produce, commit in one transaction)
   relay config    print the effective configuration, secrets masked
+  relay topics plan|apply
+                  show or create the topics relay needs (output, retry tiers,
+                  quarantine, rejected, replay, state)
+  relay quarantine show <failure-id>
+                  print a quarantined record's failure envelope as JSON
   relay help      show this help
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
@@ -53,6 +58,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			return exitUsage
 		}
 		return printConfig(lookup, environ, stdout, stderr)
+	case "topics":
+		return runTopics(ctx, args[1:], cliLookup(lookup), environ, stdout, stderr)
+	case "quarantine":
+		return runQuarantine(ctx, args[1:], lookup, environ, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

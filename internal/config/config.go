@@ -27,6 +27,42 @@ type Config struct {
 	LogLevel         slog.Level
 	LogFormat        string
 
+	QuarantineTopic string // templates with {topic}
+	RejectedTopic   string
+	ReplayTopic     string
+	RetryTopic      string // also {delay}
+	StateTopic      string // template with {group}
+
+	RetryTiers           []Tier
+	RetryMaxAttempts     int
+	RetryMaxElapsed      time.Duration
+	BlockingAttempts     int
+	BlockingBackoff      time.Duration
+	UnclassifiedAttempts int
+	Ordering             string
+
+	SchemaRegistryURL    string // "" = no admission
+	SchemaRegistryUser   string
+	SchemaRegistrySecret string
+	SchemaSubject        string
+	SchemaAccept         string // parsed by the schema package
+	SchemaReaderVersion  int    // 0 = highest accepted
+	SchemaTimeout        time.Duration
+	SchemaCacheSize      int
+	RulesFile            string
+	HookURL              string
+	HookTimeout          time.Duration
+	RedactPattern        *regexp.Regexp
+	ErrorMessageMax      int
+	CompatSpring         bool
+	CompatConnect        bool
+	QuarantineObjective  time.Duration
+	QuarantineRetention  time.Duration
+	OutputRetention      time.Duration
+
+	// raw holds every relay variable's effective text, for Effective.
+	raw map[string]string
+
 	// Kafka holds the librdkafka properties from RELAY_KAFKA_*, with relay's
 	// defaults applied (auto.offset.reset=earliest).
 	Kafka map[string]string
@@ -38,6 +74,12 @@ type Config struct {
 	// (or librdkafka's defaults) because relay's own bounds depend on them.
 	TransactionTimeout time.Duration
 	MaxPollInterval    time.Duration
+}
+
+// Tier is one non-blocking retry tier.
+type Tier struct {
+	Delay time.Duration
+	Label string // the delay as written, for {delay} in topic names
 }
 
 // Error is one bad variable. Load returns all of them joined.
@@ -66,7 +108,7 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // and environ (os.Environ, for the RELAY_KAFKA_* passthrough). It returns
 // every problem found, each as an *Error naming its variable.
 func Load(lookup func(string) (string, bool), environ []string) (*Config, error) {
-	p := parser{lookup: lookup}
+	p := parser{lookup: lookup, seen: map[string]string{}}
 	c := &Config{
 		SourceTopics:     p.list(EnvSourceTopics),
 		GroupID:          p.raw(EnvGroupID),
@@ -78,15 +120,62 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 		OpTimeout:        p.duration(EnvOpTimeout),
 		HTTPAddr:         p.raw(EnvHTTPAddr),
 		LogFormat:        p.enum(EnvLogFormat, "json", "text"),
+
+		QuarantineTopic:      p.raw(EnvQuarantineTopic),
+		RejectedTopic:        p.raw(EnvRejectedTopic),
+		ReplayTopic:          p.raw(EnvReplayTopic),
+		RetryTopic:           p.raw(EnvRetryTopic),
+		StateTopic:           p.raw(EnvStateTopic),
+		RetryTiers:           p.tiers(EnvRetryTiers),
+		RetryMaxAttempts:     p.intRange(EnvRetryMaxAttempts, 1, 100),
+		RetryMaxElapsed:      p.duration(EnvRetryMaxElapsed),
+		BlockingAttempts:     p.intRange(EnvBlockingAttempts, 0, 10),
+		BlockingBackoff:      p.duration(EnvBlockingBackoff),
+		UnclassifiedAttempts: p.intRange(EnvUnclassifiedAttempts, 1, 100),
+		Ordering:             p.enum(EnvOrdering, "unordered", "key", "partition"),
+		SchemaRegistryURL:    p.raw(EnvSchemaRegistryURL),
+		SchemaRegistryUser:   p.raw(EnvSchemaRegistryUser),
+		SchemaRegistrySecret: p.raw(EnvSchemaRegistrySecret),
+		SchemaSubject:        p.raw(EnvSchemaSubject),
+		SchemaAccept:         p.raw(EnvSchemaAccept),
+		SchemaTimeout:        p.duration(EnvSchemaTimeout),
+		SchemaCacheSize:      p.intRange(EnvSchemaCacheSize, 1, 1_000_000),
+		RulesFile:            p.raw(EnvRulesFile),
+		HookURL:              p.raw(EnvHookURL),
+		HookTimeout:          p.duration(EnvHookTimeout),
+		RedactPattern:        p.regexp(EnvRedactPattern),
+		ErrorMessageMax:      p.intRange(EnvErrorMessageMax, 64, 4096),
+		QuarantineObjective:  p.duration(EnvQuarantineObjective),
+		QuarantineRetention:  p.duration(EnvQuarantineRetention),
+		OutputRetention:      p.duration(EnvOutputRetention),
+	}
+	if v := p.raw(EnvSchemaReaderVersion); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			p.fail(EnvSchemaReaderVersion, "%q is not a schema version (a whole number from 1)", v)
+		}
+		c.SchemaReaderVersion = n
+	}
+	for _, h := range p.list(EnvCompatHeaders) {
+		switch strings.ToLower(h) {
+		case "spring":
+			c.CompatSpring = true
+		case "connect":
+			c.CompatConnect = true
+		default:
+			p.fail(EnvCompatHeaders, "%q is not spring or connect", h)
+		}
 	}
 	c.LogLevel = p.level(EnvLogLevel)
 	c.Kafka, c.kafkaVar = p.kafka(environ)
 	c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
 	p.validate(c)
+	p.validateFailures(c)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	c.raw = p.seen
 	return c, nil
 }
 
@@ -122,6 +211,7 @@ var propAliases = map[string]string{
 type parser struct {
 	lookup func(string) (string, bool)
 	errs   []error
+	seen   map[string]string // effective text of each variable read
 }
 
 func (p *parser) fail(name, format string, args ...any) {
@@ -133,6 +223,7 @@ func (p *parser) fail(name, format string, args ...any) {
 // the endpoint off.
 func (p *parser) raw(name string) string {
 	if v, ok := p.lookup(name); ok {
+		p.seen[name] = strings.TrimSpace(v)
 		return strings.TrimSpace(v)
 	}
 	for _, v := range Vars {
@@ -140,6 +231,7 @@ func (p *parser) raw(name string) string {
 			if v.Required {
 				p.fail(name, "required but not set")
 			}
+			p.seen[name] = v.Default
 			return v.Default
 		}
 	}
@@ -175,6 +267,39 @@ func (p *parser) intRange(name string, lo, hi int) int {
 		p.fail(name, "%q is not a whole number from %d to %d", s, lo, hi)
 	}
 	return n
+}
+
+// tiers reads a list of tier delays; empty means no tiers.
+func (p *parser) tiers(name string) []Tier {
+	var out []Tier
+	for _, s := range p.list(name) {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			p.fail(name, "%q is not a duration (example: 30s,5m)", s)
+		case d < time.Second:
+			p.fail(name, "tier delay %q is under 1s: use the blocking retry for that", s)
+		case len(out) > 0 && d < out[len(out)-1].Delay:
+			p.fail(name, "tier delays must not decrease: %s after %s", s, out[len(out)-1].Label)
+		}
+		out = append(out, Tier{Delay: d, Label: s})
+	}
+	if len(out) > 10 {
+		p.fail(name, "%d tiers; at most 10", len(out))
+	}
+	return out
+}
+
+func (p *parser) regexp(name string) *regexp.Regexp {
+	s := p.raw(name)
+	if s == "" {
+		return nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		p.fail(name, "not a valid RE2 regular expression: %v", err)
+	}
+	return re
 }
 
 func (p *parser) enum(name string, allowed ...string) string {
@@ -306,27 +431,25 @@ func secretProp(prop string) bool {
 	return false
 }
 
+// secretVars are relay variables whose values relay config masks.
+var secretVars = map[string]bool{EnvSchemaRegistrySecret: true}
+
 // Effective lists the configuration as NAME=value lines, secrets masked, in
 // the order of Vars and then the passthrough properties sorted by name.
 func (c *Config) Effective() []string {
-	vals := map[string]string{
-		EnvSourceTopics:     strings.Join(c.SourceTopics, ","),
-		EnvGroupID:          c.GroupID,
-		EnvTransactionalID:  c.TransactionalID,
-		EnvOutputTopic:      c.OutputTopic,
-		EnvCommitInterval:   c.CommitInterval.String(),
-		EnvMaxRecordsPerTxn: strconv.Itoa(c.MaxRecordsPerTxn),
-		EnvShutdownTimeout:  c.ShutdownTimeout.String(),
-		EnvOpTimeout:        c.OpTimeout.String(),
-		EnvHTTPAddr:         c.HTTPAddr,
-		EnvLogLevel:         strings.ToLower(c.LogLevel.String()),
-		EnvLogFormat:        c.LogFormat,
-	}
 	var out []string
 	for _, v := range Vars {
-		if val, ok := vals[v.Name]; ok {
-			out = append(out, v.Name+"="+val)
+		if strings.HasPrefix(v.Name, KafkaPrefix) {
+			continue
 		}
+		val := c.raw[v.Name]
+		switch {
+		case secretVars[v.Name] && val != "":
+			val = "****"
+		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:
+			val = redactURL(val)
+		}
+		out = append(out, v.Name+"="+val)
 	}
 	props := make([]string, 0, len(c.Kafka))
 	for p := range c.Kafka {

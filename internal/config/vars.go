@@ -15,6 +15,37 @@ const (
 	EnvLogLevel         = "RELAY_LOG_LEVEL"
 	EnvLogFormat        = "RELAY_LOG_FORMAT"
 
+	EnvQuarantineTopic = "RELAY_QUARANTINE_TOPIC"
+	EnvRejectedTopic   = "RELAY_REJECTED_TOPIC"
+	EnvReplayTopic     = "RELAY_REPLAY_TOPIC"
+	EnvRetryTopic      = "RELAY_RETRY_TOPIC"
+	EnvStateTopic      = "RELAY_STATE_TOPIC"
+
+	EnvRetryTiers           = "RELAY_RETRY_TIERS"
+	EnvRetryMaxAttempts     = "RELAY_RETRY_MAX_ATTEMPTS"
+	EnvRetryMaxElapsed      = "RELAY_RETRY_MAX_ELAPSED"
+	EnvBlockingAttempts     = "RELAY_BLOCKING_ATTEMPTS"
+	EnvBlockingBackoff      = "RELAY_BLOCKING_BACKOFF"
+	EnvUnclassifiedAttempts = "RELAY_UNCLASSIFIED_MAX_ATTEMPTS"
+	EnvOrdering             = "RELAY_ORDERING"
+	EnvSchemaRegistryURL    = "RELAY_SCHEMA_REGISTRY_URL"
+	EnvSchemaRegistryUser   = "RELAY_SCHEMA_REGISTRY_USER"
+	EnvSchemaRegistrySecret = "RELAY_SCHEMA_REGISTRY_PASSWORD"
+	EnvSchemaSubject        = "RELAY_SCHEMA_SUBJECT"
+	EnvSchemaAccept         = "RELAY_SCHEMA_ACCEPT"
+	EnvSchemaReaderVersion  = "RELAY_SCHEMA_READER_VERSION"
+	EnvSchemaTimeout        = "RELAY_SCHEMA_TIMEOUT"
+	EnvSchemaCacheSize      = "RELAY_SCHEMA_CACHE_SIZE"
+	EnvRulesFile            = "RELAY_RULES_FILE"
+	EnvHookURL              = "RELAY_HOOK_URL"
+	EnvHookTimeout          = "RELAY_HOOK_TIMEOUT"
+	EnvRedactPattern        = "RELAY_REDACT_PATTERN"
+	EnvErrorMessageMax      = "RELAY_ERROR_MESSAGE_MAX"
+	EnvCompatHeaders        = "RELAY_COMPAT_HEADERS"
+	EnvQuarantineObjective  = "RELAY_QUARANTINE_OBJECTIVE"
+	EnvQuarantineRetention  = "RELAY_QUARANTINE_RETENTION"
+	EnvOutputRetention      = "RELAY_OUTPUT_RETENTION"
+
 	// KafkaPrefix marks variables passed through to librdkafka:
 	// RELAY_KAFKA_BOOTSTRAP_SERVERS becomes bootstrap.servers.
 	KafkaPrefix = "RELAY_KAFKA_"
@@ -43,6 +74,35 @@ var Vars = []Var{
 	{Name: EnvBootstrapServers, Required: true, Help: "Kafka bootstrap servers (librdkafka bootstrap.servers)"},
 	{Name: EnvGroupID, Default: "relay", Help: "consumer group"},
 	{Name: EnvOutputTopic, Default: "{topic}.valid", Help: "output topic template; {topic} is the source topic. Records keep their source partition number"},
+	{Name: EnvQuarantineTopic, Default: "{topic}.quarantine", Help: "quarantine topic template: terminal, original bytes plus the failure envelope"},
+	{Name: EnvRejectedTopic, Default: "{topic}.rejected", Help: "business rejection topic template"},
+	{Name: EnvReplayTopic, Default: "{topic}.replay", Help: "replay topic template (written only by relay replay)"},
+	{Name: EnvRetryTopic, Default: "{topic}.retry.{delay}", Help: "retry tier topic template; {delay} is the tier's delay as written in " + EnvRetryTiers},
+	{Name: EnvStateTopic, Default: "_relay.{group}.state", Help: "compacted state topic template; {group} is the consumer group"},
+	{Name: EnvRetryTiers, Default: "30s,5m", Help: "delays of the non-blocking retry tiers, in order; empty for none (then the blocking budget is all)"},
+	{Name: EnvRetryMaxAttempts, Default: "5", Help: "attempts of a record at most, the first and in-place retries included (1..100)"},
+	{Name: EnvRetryMaxElapsed, Default: "1h", Help: "time from a record's first failure after which it is not retried again"},
+	{Name: EnvBlockingAttempts, Default: "2", Help: "in-place retries of a transient failure before the first tier (0..10); must fit the transaction budget"},
+	{Name: EnvBlockingBackoff, Default: "200ms", Help: "wait before each in-place retry; a Retry-After up to this long is honoured in place, a longer one in a tier"},
+	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then UNCLASSIFIED_EXHAUSTED"},
+	{Name: EnvOrdering, Default: "unordered", Help: "ordering policy; this version implements unordered (non-blocking retries, order not kept); key and partition are refused until they land"},
+	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7); empty: values are relayed unchecked"},
+	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, " + EnvSchemaRegistrySecret + " is sent as a bearer token"},
+	{Name: EnvSchemaRegistrySecret, Help: "registry password or bearer token (masked by relay config)"},
+	{Name: EnvSchemaSubject, Help: "subject the writer schemas must be registered under (required with a registry)"},
+	{Name: EnvSchemaAccept, Help: "accepted versions of the subject, e.g. 3-5 or 1,3-5 (required with a registry)"},
+	{Name: EnvSchemaReaderVersion, Help: "canonical version every accepted record is upcast to; default: the highest accepted"},
+	{Name: EnvSchemaTimeout, Default: "1s", Help: "deadline of one registry lookup"},
+	{Name: EnvSchemaCacheSize, Default: "1000", Help: "writer schemas kept in memory at most (ids are immutable)"},
+	{Name: EnvRulesFile, Help: "YAML file of CEL business rules (needs a registry: rules read the decoded record)"},
+	{Name: EnvHookURL, Help: "optional HTTP hook called for every admitted record (needs a registry)"},
+	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
+	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
+	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of relay.error.message at most (64..4096)"},
+	{Name: EnvCompatHeaders, Help: "also write compatibility headers: spring (kafka_dlt-*), connect (__connect.errors.*), or both comma-separated"},
+	{Name: EnvQuarantineObjective, Default: "168h", Help: "response objective for quarantined records; relay warns when quarantine retention is shorter"},
+	{Name: EnvQuarantineRetention, Default: "720h", Help: "retention.ms relay topics apply gives quarantine and rejected topics"},
+	{Name: EnvOutputRetention, Default: "168h", Help: "retention.ms relay topics apply gives output and replay topics"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; must be shorter than transaction.timeout.ms and max.poll.interval.ms"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},

@@ -22,6 +22,9 @@ const (
 	MetricTxnAborted        = "relay.transactions.aborted"
 	MetricCommitLatency     = "relay.commit.duration"
 	MetricAssignedPartitons = "relay.partitions.assigned"
+	// MetricRecordOutcomes counts committed outcomes by outcome
+	// (processed, retry, quarantined, rejected) and error code.
+	MetricRecordOutcomes = "relay.records.outcome"
 )
 
 // Metrics implements txn.Observer with OpenTelemetry instruments.
@@ -29,7 +32,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
 
-	consumed, committed, outputs, txns, aborted metric.Int64Counter
+	consumed, committed, outputs, txns, aborted, outcomes metric.Int64Counter
 	latency                                     metric.Float64Histogram
 	assigned                                    atomic.Int64
 	ready                                       atomic.Bool
@@ -66,6 +69,7 @@ func New() (*Metrics, error) {
 	m.outputs = counter(MetricOutputsCommitted, "records written by committed transactions")
 	m.txns = counter(MetricTxnCommitted, "committed transactions")
 	m.aborted = counter(MetricTxnAborted, "aborted transactions, by reason")
+	m.outcomes = counter(MetricRecordOutcomes, "records by committed outcome and error code")
 	if err != nil {
 		return nil, err
 	}
@@ -110,4 +114,11 @@ func (m *Metrics) Committed(records, outputs int, latency time.Duration) {
 // Aborted implements txn.Observer.
 func (m *Metrics) Aborted(why string) {
 	m.aborted.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", why)))
+}
+
+// Outcome implements pipeline.Outcomes: n records reached outcome with code
+// ("" when processed) in a committed transaction.
+func (m *Metrics) Outcome(outcome, code string, n int) {
+	m.outcomes.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String("outcome", outcome), attribute.String("code", code)))
 }

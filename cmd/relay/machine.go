@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"relay/internal/config"
+	"relay/internal/envelope"
+	"relay/internal/hook"
+	"relay/internal/pipeline"
+	"relay/internal/rules"
+	"relay/internal/schema"
+	"relay/internal/tiers"
+)
+
+// routes names every source's topics.
+func routes(cfg *config.Config) []pipeline.Routes {
+	out := make([]pipeline.Routes, 0, len(cfg.SourceTopics))
+	for _, src := range cfg.SourceTopics {
+		r := pipeline.Routes{
+			Source: src, Output: cfg.OutputTopicFor(src),
+			Quarantine: cfg.Expand(cfg.QuarantineTopic, src), Rejected: cfg.Expand(cfg.RejectedTopic, src),
+		}
+		for _, t := range cfg.RetryTiers {
+			r.Tiers = append(r.Tiers, cfg.TierTopic(src, t))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// policy is the retry budget of cfg.
+func policy(cfg *config.Config) tiers.Policy {
+	p := tiers.Policy{
+		BlockingAttempts: cfg.BlockingAttempts, BlockingBackoff: cfg.BlockingBackoff, BlockingMaxWait: cfg.BlockingBackoff,
+		MaxAttempts: cfg.RetryMaxAttempts, MaxElapsed: cfg.RetryMaxElapsed, UnknownAttempts: cfg.UnclassifiedAttempts,
+	}
+	for _, t := range cfg.RetryTiers {
+		p.Tiers = append(p.Tiers, t.Delay)
+	}
+	return p
+}
+
+// loadRules reads the rules file before anything connects; nil without one.
+func loadRules(cfg *config.Config) (*rules.Set, error) {
+	if cfg.RulesFile == "" {
+		return nil, nil
+	}
+	return rules.Load(cfg.RulesFile)
+}
+
+// newAdmitter connects admission to the registry and checks, before the
+// first record, that the reader version exists and every accepted version
+// can be read as it. It waits while the registry is unavailable.
+func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
+	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
+	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
+		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
+	}
+	set := schema.Settings{
+		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
+		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
+	}
+	backoff := time.Second
+	for {
+		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
+		id, text, err := schema.CheckAccepted(c, client, set)
+		cancel()
+		if err == nil {
+			log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", id)
+			return schema.NewAdmitter(client, set, id, text)
+		}
+		var un *schema.UnavailableError
+		if !asUnavailable(err, &un) {
+			return nil, err
+		}
+		log.Warn("schema registry unavailable at start-up; retrying", "err", envelope.NewRedactor(cfg.RedactPattern, 512).Redact(err.Error()), "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func asUnavailable(err error, target **schema.UnavailableError) bool {
+	for e := err; e != nil; {
+		if u, ok := e.(*schema.UnavailableError); ok {
+			*target = u
+			return true
+		}
+		w, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		e = w.Unwrap()
+	}
+	return false
+}
+
+// newMachine builds the failure state machine of cfg.
+func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes, log *slog.Logger) *pipeline.Machine {
+	m := &pipeline.Machine{
+		Table: pipeline.NewTable(routes(cfg)), Group: cfg.GroupID, Policy: policy(cfg),
+		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
+		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
+		Outcomes: out, Log: log, Now: time.Now,
+	}
+	if adm != nil {
+		m.Admitter = adm
+	}
+	if rs != nil {
+		m.Rules = rs
+	}
+	if cfg.HookURL != "" {
+		m.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
+	}
+	return m
+}
+
+func describeBudget(cfg *config.Config) string {
+	return fmt.Sprintf("in place %d×%s, tiers %v, at most %d attempts within %s", cfg.BlockingAttempts, cfg.BlockingBackoff, cfg.RetryTiers, cfg.RetryMaxAttempts, cfg.RetryMaxElapsed)
+}

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"relay/internal/schema"
+)
+
+// Expand fills a topic template for one source topic.
+func (c *Config) Expand(template, source string) string {
+	return strings.NewReplacer("{topic}", source, "{group}", c.GroupID).Replace(template)
+}
+
+// TierTopic names the topic of one retry tier of a source.
+func (c *Config) TierTopic(source string, t Tier) string {
+	return strings.ReplaceAll(c.Expand(c.RetryTopic, source), "{delay}", t.Label)
+}
+
+// StateTopicName names the state topic of the group.
+func (c *Config) StateTopicName() string { return c.Expand(c.StateTopic, "") }
+
+// Accepted returns the parsed accepted versions (valid after Load).
+func (c *Config) Accepted() schema.Versions {
+	v, _ := schema.ParseVersions(c.SchemaAccept)
+	return v
+}
+
+// AttemptBound is the longest one attempt at a record can take: a registry
+// lookup and a hook call, when they are configured.
+func (c *Config) AttemptBound() time.Duration {
+	var d time.Duration
+	if c.SchemaRegistryURL != "" {
+		d += c.SchemaTimeout
+	}
+	if c.HookURL != "" {
+		d += c.HookTimeout
+	}
+	return d
+}
+
+// InPlaceBound is the longest the blocking retry can hold one record.
+func (c *Config) InPlaceBound() time.Duration {
+	b := time.Duration(c.BlockingAttempts)
+	return (b+1)*c.AttemptBound() + b*c.BlockingBackoff
+}
+
+// validateFailures checks the failure state machine's settings.
+func (p *parser) validateFailures(c *Config) {
+	templates := []struct{ name, tmpl string }{
+		{EnvQuarantineTopic, c.QuarantineTopic}, {EnvRejectedTopic, c.RejectedTopic},
+		{EnvReplayTopic, c.ReplayTopic}, {EnvRetryTopic, c.RetryTopic},
+	}
+	for _, t := range templates {
+		if !strings.Contains(t.tmpl, "{topic}") && len(c.SourceTopics) > 1 {
+			p.fail(t.name, "%q has no {topic} but %s names %d topics", t.tmpl, EnvSourceTopics, len(c.SourceTopics))
+		}
+	}
+	if len(c.RetryTiers) > 1 && !strings.Contains(c.RetryTopic, "{delay}") {
+		p.fail(EnvRetryTopic, "%q has no {delay} but %s names %d tiers", c.RetryTopic, EnvRetryTiers, len(c.RetryTiers))
+	}
+	// Every topic relay writes or reads has one role: a name used twice
+	// would, e.g., make relay consume its own quarantine.
+	owner := map[string]string{}
+	claim := func(name, topic, role string) {
+		if !topicName.MatchString(topic) {
+			p.fail(name, "gives %q, not a valid topic name", topic)
+			return
+		}
+		if prev, taken := owner[topic]; taken && prev != role {
+			p.fail(name, "gives %q, which is already the %s", topic, prev)
+			return
+		}
+		owner[topic] = role
+	}
+	for _, s := range c.SourceTopics {
+		owner[s] = "source topic"
+	}
+	for _, s := range c.SourceTopics {
+		claim(EnvOutputTopic, c.OutputTopicFor(s), "output topic of "+s)
+		claim(EnvQuarantineTopic, c.Expand(c.QuarantineTopic, s), "quarantine topic of "+s)
+		claim(EnvRejectedTopic, c.Expand(c.RejectedTopic, s), "rejected topic of "+s)
+		claim(EnvReplayTopic, c.Expand(c.ReplayTopic, s), "replay topic of "+s)
+		for _, t := range c.RetryTiers {
+			claim(EnvRetryTopic, c.TierTopic(s, t), "retry tier "+t.Label+" of "+s)
+		}
+	}
+	claim(EnvStateTopic, c.StateTopicName(), "state topic")
+
+	if c.Ordering != "unordered" {
+		p.fail(EnvOrdering, "%q is not implemented in this version of relay; unordered is (see the README on ordering)", c.Ordering)
+	}
+	if len(c.RetryTiers) > 0 && c.RetryMaxElapsed > 0 && c.RetryMaxElapsed < c.RetryTiers[0].Delay {
+		p.fail(EnvRetryMaxElapsed, "%s is shorter than the first tier's delay (%s): no record would ever reach a tier", c.RetryMaxElapsed, c.RetryTiers[0].Label)
+	}
+	if c.UnclassifiedAttempts > c.RetryMaxAttempts {
+		p.fail(EnvUnclassifiedAttempts, "%d is more than %s (%d)", c.UnclassifiedAttempts, EnvRetryMaxAttempts, c.RetryMaxAttempts)
+	}
+	if c.QuarantineRetention > 0 && c.QuarantineRetention < c.QuarantineObjective {
+		p.fail(EnvQuarantineRetention, "%s is shorter than %s (%s): quarantined records would be deleted before anyone must have looked at them",
+			c.QuarantineRetention, EnvQuarantineObjective, c.QuarantineObjective)
+	}
+
+	if c.SchemaRegistryURL == "" {
+		for _, v := range []string{EnvRulesFile, EnvHookURL, EnvSchemaSubject, EnvSchemaAccept} {
+			if s, _ := p.lookup(v); strings.TrimSpace(s) != "" {
+				p.fail(v, "needs %s: rules, the hook and schema checks read the decoded record", EnvSchemaRegistryURL)
+			}
+		}
+	} else {
+		checkURL(p, EnvSchemaRegistryURL, c.SchemaRegistryURL)
+		if c.SchemaSubject == "" {
+			p.fail(EnvSchemaSubject, "required with %s", EnvSchemaRegistryURL)
+		}
+		if c.SchemaAccept == "" {
+			p.fail(EnvSchemaAccept, "required with %s (example: 3-5)", EnvSchemaRegistryURL)
+		} else if acc, err := schema.ParseVersions(c.SchemaAccept); err != nil {
+			p.fail(EnvSchemaAccept, "%v", err)
+		} else {
+			if c.SchemaReaderVersion == 0 {
+				c.SchemaReaderVersion = acc.Max()
+			}
+			if !acc.Contains(c.SchemaReaderVersion) {
+				p.fail(EnvSchemaReaderVersion, "version %d is not among the accepted versions %s", c.SchemaReaderVersion, acc)
+			}
+		}
+	}
+	if c.HookURL != "" {
+		checkURL(p, EnvHookURL, c.HookURL)
+	}
+	// The blocking retry runs inside the open transaction: the longest a
+	// record can be held in place, plus the commit interval and one commit
+	// call, must end before the broker aborts the transaction and before
+	// the group evicts this member.
+	if c.CommitInterval > 0 && c.OpTimeout > 0 {
+		need := c.CommitInterval + c.InPlaceBound() + c.OpTimeout
+		for _, limit := range []struct {
+			d    time.Duration
+			prop string
+		}{{c.TransactionTimeout, "transaction.timeout.ms"}, {c.MaxPollInterval, "max.poll.interval.ms"}} {
+			if need >= limit.d {
+				p.fail(EnvBlockingAttempts, "the blocking retry does not fit %s (%s, %s): %s + %d×(%s + %s) + %s + %s (%s) = %s; lower %s, %s, %s or %s, or raise %s",
+					limit.prop, limit.d, c.VarForProperty(limit.prop),
+					EnvCommitInterval, c.BlockingAttempts, "attempt "+c.AttemptBound().String(), "backoff "+c.BlockingBackoff.String(), "first attempt "+c.AttemptBound().String(), EnvOpTimeout, c.OpTimeout, need,
+					EnvBlockingAttempts, EnvSchemaTimeout, EnvHookTimeout, EnvBlockingBackoff, c.VarForProperty(limit.prop))
+			}
+		}
+	}
+}
+
+func checkURL(p *parser, name, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail(name, "%q is not an http(s) URL", redactURL(raw))
+	}
+}
+
+// redactURL hides the password of a URL for messages and relay config.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "****")
+	}
+	return u.String()
+}

@@ -1,0 +1,189 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+)
+
+// Spec is one topic relay needs.
+type Spec struct {
+	Name   string
+	Role   string // output, retry, quarantine, rejected, replay, state
+	Source string // "" for the state topic
+	// Partitions is what the topic needs at least: its source's count for
+	// partition-preserving hops.
+	Partitions int
+	Configs    map[string]string
+}
+
+// Admin is the part of the Kafka admin client the package uses.
+type Admin interface {
+	GetMetadata(topic *string, allTopics bool, timeoutMs int) (*kafka.Metadata, error)
+	CreateTopics(ctx context.Context, topics []kafka.TopicSpecification, options ...kafka.CreateTopicsAdminOption) ([]kafka.TopicResult, error)
+	DescribeConfigs(ctx context.Context, resources []kafka.ConfigResource, options ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error)
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Plan lists the topics cfg needs, given the partition count of each source.
+// Every hop writes to its record's source partition number, so every hop
+// topic needs at least the source's partitions (the seed's field report lost
+// records to a dead-letter topic with fewer partitions than its source).
+func Plan(cfg *config.Config, sourcePartitions map[string]int) []Spec {
+	var out []Spec
+	tierRetention := max(2*cfg.RetryMaxElapsed, 24*time.Hour)
+	maxParts := 1
+	for _, src := range cfg.SourceTopics {
+		n := sourcePartitions[src]
+		maxParts = max(maxParts, n)
+		del := func(retention time.Duration) map[string]string {
+			return map[string]string{"cleanup.policy": "delete", "retention.ms": ms(retention)}
+		}
+		out = append(out, Spec{Name: cfg.OutputTopicFor(src), Role: "output", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)})
+		for _, t := range cfg.RetryTiers {
+			out = append(out, Spec{Name: cfg.TierTopic(src, t), Role: "retry " + t.Label, Source: src, Partitions: n, Configs: del(tierRetention)})
+		}
+		out = append(out,
+			Spec{Name: cfg.Expand(cfg.QuarantineTopic, src), Role: "quarantine", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
+			Spec{Name: cfg.Expand(cfg.RejectedTopic, src), Role: "rejected", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
+			Spec{Name: cfg.Expand(cfg.ReplayTopic, src), Role: "replay", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)},
+		)
+	}
+	out = append(out, Spec{Name: cfg.StateTopicName(), Role: "state", Partitions: maxParts,
+		Configs: map[string]string{"cleanup.policy": "compact"}})
+	return out
+}
+
+// Partitions returns a topic's partition count; 0 if it does not exist.
+func Partitions(a Admin, topic string, timeout time.Duration) (int, error) {
+	md, err := a.GetMetadata(&topic, false, int(timeout/time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Error.Code() == kafka.ErrUnknownTopicOrPart || t.Error.Code() == kafka.ErrUnknownTopic {
+		return 0, nil
+	}
+	if t.Error.Code() != kafka.ErrNoError {
+		return 0, t.Error
+	}
+	return len(t.Partitions), nil
+}
+
+// Sources reads the partition count of every source; a missing source is an
+// error naming it.
+func Sources(a Admin, cfg *config.Config, timeout time.Duration) (map[string]int, error) {
+	out := map[string]int{}
+	var errs []error
+	for _, src := range cfg.SourceTopics {
+		n, err := Partitions(a, src, timeout)
+		if err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", src, err)
+		}
+		if n == 0 {
+			errs = append(errs, fmt.Errorf("source topic %q does not exist", src))
+		}
+		out[src] = n
+	}
+	return out, errors.Join(errs...)
+}
+
+// State is a planned topic as the cluster has it.
+type State struct {
+	Spec
+	Have int // partitions now; 0 = missing
+}
+
+// Problem says what is wrong with the topic, "" if nothing.
+func (s State) Problem() string {
+	switch {
+	case s.Have == 0:
+		return fmt.Sprintf("does not exist; create it with at least %d partitions (relay topics apply)", s.Partitions)
+	case s.Have < s.Partitions && s.Source != "":
+		return fmt.Sprintf("has %d partitions, fewer than source %q's %d: records keep their partition number, so it needs at least %d",
+			s.Have, s.Source, s.Partitions, s.Partitions)
+	}
+	return ""
+}
+
+// Inspect reads the current partition count of every planned topic.
+func Inspect(a Admin, plan []Spec, timeout time.Duration) ([]State, error) {
+	out := make([]State, 0, len(plan))
+	for _, s := range plan {
+		n, err := Partitions(a, s.Name, timeout)
+		if err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", s.Name, err)
+		}
+		out = append(out, State{Spec: s, Have: n})
+	}
+	return out, nil
+}
+
+// Check returns one error per planned topic that is missing or too small.
+func Check(states []State) error {
+	var errs []error
+	for _, s := range states {
+		if p := s.Problem(); p != "" {
+			errs = append(errs, fmt.Errorf("%s topic %q %s", s.Role, s.Name, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Apply creates the missing topics of states. Existing topics are left as
+// they are: a too-small one is reported by Check, never altered.
+func Apply(ctx context.Context, a Admin, states []State, replication int) ([]string, error) {
+	var specs []kafka.TopicSpecification
+	for _, s := range states {
+		if s.Have == 0 {
+			specs = append(specs, kafka.TopicSpecification{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: replication, Config: s.Configs})
+		}
+	}
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	res, err := a.CreateTopics(ctx, specs, kafka.SetAdminOperationTimeout(30*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	var created []string
+	var errs []error
+	for _, r := range res {
+		switch r.Error.Code() {
+		case kafka.ErrNoError:
+			created = append(created, r.Topic)
+		case kafka.ErrTopicAlreadyExists:
+		default:
+			errs = append(errs, fmt.Errorf("create %s: %w", r.Topic, r.Error))
+		}
+	}
+	sort.Strings(created)
+	return created, errors.Join(errs...)
+}
+
+// Retention reads retention.ms of a topic; ok is false when it has none
+// (or the broker did not say).
+func Retention(ctx context.Context, a Admin, topic string) (time.Duration, bool, error) {
+	res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range res {
+		if e, ok := r.Config["retention.ms"]; ok {
+			n, err := strconv.ParseInt(e.Value, 10, 64)
+			if err != nil || n < 0 {
+				return 0, false, nil // -1: unlimited
+			}
+			return time.Duration(n) * time.Millisecond, true, nil
+		}
+	}
+	return 0, false, nil
+}
