@@ -283,7 +283,6 @@ func clientConfigError(cfg *config.Config, client string, err error, stderr io.W
 	return exitUsage
 }
 
-
 func ruleCount(s *rules.Set) int {
 	if s == nil {
 		return 0

@@ -73,15 +73,15 @@ func TestViewSeedShape(t *testing.T) {
 func TestRedact(t *testing.T) {
 	r := NewRedactor(regexp.MustCompile(`CUST-\d+`), 200)
 	cases := map[string][]string{
-		`Get "https://admin:s3cr3t@registry.example/subjects": dial tcp: refused`: {"s3cr3t", "admin:"},
-		"upstream said: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc rejected":  {"eyJhbGciOiJIUzI1NiJ9"},
-		"call failed api_key=AKIA1234567890 region=eu":                                 {"AKIA1234567890"},
-		`{"password": "hunter2", "user": "x"}`:                                         {"hunter2"},
-		"customer jane.doe@example.com not found":                                      {"jane.doe@example.com"},
-		"card 4111 1111 1111 1111 declined":                                            {"4111 1111 1111 1111", "1111"},
-		"card 4111-1111-1111-1111 declined, 5500000000000004 too":                      {"4111-1111", "5500000000000004"},
-		"customer CUST-99812 blocked":                                                  {"CUST-99812"},
-		"line one\n\tat com.example.Foo(Foo.java:12)\nline three":                      {"\n", "\t"},
+		`Get "https://admin:s3cr3t@registry.example/subjects": dial tcp: refused`:    {"s3cr3t", "admin:"},
+		"upstream said: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc rejected": {"eyJhbGciOiJIUzI1NiJ9"},
+		"call failed api_key=AKIA1234567890 region=eu":                               {"AKIA1234567890"},
+		`{"password": "hunter2", "user": "x"}`:                                       {"hunter2"},
+		"customer jane.doe@example.com not found":                                    {"jane.doe@example.com"},
+		"card 4111 1111 1111 1111 declined":                                          {"4111 1111 1111 1111", "1111"},
+		"card 4111-1111-1111-1111 declined, 5500000000000004 too":                    {"4111-1111", "5500000000000004"},
+		"customer CUST-99812 blocked":                                                {"CUST-99812"},
+		"line one\n\tat com.example.Foo(Foo.java:12)\nline three":                    {"\n", "\t"},
 	}
 	for in, secrets := range cases {
 		out := r.Redact(in)

@@ -33,9 +33,9 @@ type Metrics struct {
 	provider *sdkmetric.MeterProvider
 
 	consumed, committed, outputs, txns, aborted, outcomes metric.Int64Counter
-	latency                                     metric.Float64Histogram
-	assigned                                    atomic.Int64
-	ready                                       atomic.Bool
+	latency                                               metric.Float64Histogram
+	assigned                                              atomic.Int64
+	ready                                                 atomic.Bool
 }
 
 // New builds the instruments and a Prometheus registry that exports them.

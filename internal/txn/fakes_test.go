@@ -112,7 +112,7 @@ func (c *fakeConsumer) Resume(parts []kafka.TopicPartition) error {
 	}
 	return nil
 }
-func (c *fakeConsumer) Close() error         { c.closed = true; return nil }
+func (c *fakeConsumer) Close() error { c.closed = true; return nil }
 
 func (c *fakeConsumer) msg(partition int32, offset int64) *kafka.Message {
 	return &kafka.Message{
