@@ -402,6 +402,11 @@ func waitCaughtUp(t *testing.T, group, topic string, partitions int, d time.Dura
 	deadline := time.Now().Add(d)
 	for {
 		got := committed(t, group, topic, partitions)
+		for p, o := range got {
+			if o < 0 && want[p] == 0 {
+				got[p] = 0 // nothing to commit on an empty partition
+			}
+		}
 		if equalOffsets(got, want) {
 			return
 		}
