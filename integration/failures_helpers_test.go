@@ -197,12 +197,15 @@ func toEnvelopeHeaders(hs []kafka.Header) []envelope.Header {
 func waitSettled(t *testing.T, s *scenario, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for _, topic := range append([]string{s.src.topic}, s.tiers...) {
-		waitCaughtUp(t, s.group, topic, s.partitions, time.Until(deadline))
-	}
-	// Tier records produced while the source was drained may still wait.
-	for _, topic := range s.tiers {
-		waitCaughtUp(t, s.group, topic, s.partitions, time.Until(deadline))
+	waitCaughtUp(t, s.group, s.src.topic, s.partitions, time.Until(deadline))
+	// Tier topics are written in transactions: their end offsets count
+	// the commit markers, which no consumer ever commits past. Caught up
+	// means: past the last record. Twice, as a tier record may have moved
+	// to another tier while the first one was checked.
+	for range 2 {
+		for _, topic := range s.tiers {
+			waitTierDrained(t, s, topic, deadline)
+		}
 	}
 	for _, topic := range append([]string{s.output, s.quarantine, s.rejected}, s.tiers...) {
 		assertNoOpenTransaction(t, topic, s.partitions, 30*time.Second)
@@ -276,4 +279,30 @@ func describeLandings(ls []landing) []string {
 		out[i] = fmt.Sprintf("%s[%d]@%d %s", l.topic, l.msg.TopicPartition.Partition, l.msg.TopicPartition.Offset, l.code)
 	}
 	return out
+}
+
+// waitTierDrained waits until the group has committed past the last record
+// of every partition of a tier topic.
+func waitTierDrained(t *testing.T, s *scenario, topic string, deadline time.Time) {
+	t.Helper()
+	for {
+		last := map[int32]int64{}
+		for _, m := range readCommitted(t, topic, s.partitions) {
+			last[m.TopicPartition.Partition] = int64(m.TopicPartition.Offset) + 1
+		}
+		got := committed(t, s.group, topic, s.partitions)
+		done := true
+		for p, want := range last {
+			if got[p] < want {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s has not drained %s: committed %v, records up to %v", s.group, topic, got, last)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -579,7 +579,7 @@ func applyTopics(t *testing.T, partitions int, env map[string]string, names ...s
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("relay topics apply: %v\n%s", err, out)
+		t.Fatalf("relay topics apply: %v; output: %q", err, out)
 	}
 	waitTopics(t, partitions, names...)
 }
