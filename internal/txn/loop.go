@@ -54,6 +54,9 @@ type Loop struct {
 	// Run: librdkafka calls it from inside Poll.
 	fatal   error
 	backoff time.Duration
+	// runCtx is Run's context, for the rebalance callback: librdkafka
+	// calls it from inside Poll, without a context of its own.
+	runCtx context.Context
 }
 
 // New builds a loop. The consumer must be configured with
@@ -78,6 +81,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	defer func() {
 		err = errors.Join(err, l.close())
 	}()
+	l.runCtx = ctx
 	if err := l.startProducer(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -474,14 +478,20 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			delete(l.paused, keyOf(tp))
 		}
 		if l.open && l.fatal == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), l.set.ShutdownTimeout)
+			// Run's context, not a bounded one: if the broker is away,
+			// the abort or the new producer waits for it (each call
+			// has its own deadline), as everywhere else. Giving up
+			// here would stop relay on an outage it can outlast.
+			ctx := l.runCtx
+			if ctx == nil {
+				ctx = context.Background()
+			}
 			if l.consumer.AssignmentLost() {
 				// The group already moved on: commit would be refused.
 				l.abort(ctx, "assignment lost")
 			} else {
 				l.end(ctx, "revoke")
 			}
-			cancel()
 		}
 		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))

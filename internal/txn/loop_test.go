@@ -383,3 +383,27 @@ func TestNotDuePausesAndSeeks(t *testing.T) {
 		t.Fatal("a record that is not due must not abort the transaction")
 	}
 }
+
+// TestRevokeDuringLongOutageIsNotFatal pins the cause of a CI failure of
+// TestBrokerRestart: the broker went away while a transaction was open,
+// the session timed out (assignment lost), and the abort and the new
+// producer's InitTransactions inside the rebalance callback outlasted a
+// bound of ShutdownTimeout. relay then stopped with a fatal "context
+// deadline exceeded". An outage is waited out, however long.
+func TestRevokeDuringLongOutageIsNotFatal(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.abortErrs = []error{errRetriable, errRetriable, errRetriable}
+	// The replacement producer cannot reach the coordinator for a while:
+	// persist backs off 100ms, 200ms, 400ms, 800ms, 1.6s.
+	second.initErrs = []error{errRetriable, errRetriable, errRetriable, errRetriable, errRetriable}
+	h := newHarness(t, first, second)
+	h.set.ShutdownTimeout = 200 * time.Millisecond
+	h.c.lost = true
+	if err := h.run(h.c.assign(0), h.c.msg(0, 0), h.c.revoke(0), h.c.assign(0), h.c.msg(0, 0)); err != nil {
+		t.Fatalf("a long outage during a revoke stopped relay: %v", err)
+	}
+	if countCalls(second, "init") != 6 || second.committedTxns != 1 {
+		t.Fatalf("replacement producer: init calls %d, committed %d; want it to wait for the coordinator, then carry on",
+			countCalls(second, "init"), second.committedTxns)
+	}
+}
