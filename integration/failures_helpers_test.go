@@ -95,7 +95,7 @@ type faultProxy struct {
 	idsDown atomic.Bool
 	// flaky is the percentage of answers that fail at random.
 	flaky atomic.Int64
-	next atomic.Int64
+	next  atomic.Int64
 	// body is the error body of a failed answer.
 	body     atomic.Value
 	requests atomic.Int64
