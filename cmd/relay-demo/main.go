@@ -25,7 +25,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"relay/internal/envelope"
 )
 
 func main() {
@@ -33,14 +32,15 @@ func main() {
 }
 
 type options struct {
-	bootstrap, relayBin, logFile, httpAddr string
-	source                                 string
-	partitions, records                    int
+	bootstrap, registry, relayBin, logFile, httpAddr string
+	source                                           string
+	partitions, records                              int
 }
 
 func run() int {
 	var o options
 	flag.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "Kafka bootstrap servers")
+	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "Confluent-compatible schema registry")
 	flag.StringVar(&o.relayBin, "relay", "bin/relay", "relay binary")
 	flag.StringVar(&o.logFile, "log", ".cache/logs/relay-demo.log", "where relay's log goes")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:9464", "relay's metrics address")
@@ -60,12 +60,54 @@ func run() int {
 }
 
 func demo(o options) error {
-	output := o.source + ".valid"
 	group := "relay-demo"
-	if err := ensureTopics(o.bootstrap, o.partitions, o.source, output); err != nil {
+	subject := o.source + "-value"
+	ids, err := registerSchemas(o.registry, subject)
+	if err != nil {
 		return err
 	}
-	before, err := endOffsets(o.bootstrap, o.source, o.partitions)
+	fmt.Printf("schemas %s: v1 id %d (not accepted), v2 id %d (accepted, upcast), v3 id %d (canonical)\n", subject, ids[1], ids[2], ids[3])
+	hook, err := startHook()
+	if err != nil {
+		return err
+	}
+	defer hook.close()
+	rulesPath := ".cache/relay-demo-rules.yaml"
+	if err := os.WriteFile(rulesPath, []byte(demoRules), 0o644); err != nil {
+		return err
+	}
+	env := append(os.Environ(),
+		"RELAY_SOURCE_TOPICS="+o.source,
+		"RELAY_GROUP_ID="+group,
+		"RELAY_TRANSACTIONAL_ID=relay-demo-0",
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS="+o.bootstrap,
+		"RELAY_HTTP_ADDR="+o.httpAddr,
+		"RELAY_SCHEMA_REGISTRY_URL="+o.registry,
+		"RELAY_SCHEMA_SUBJECT="+subject,
+		"RELAY_SCHEMA_ACCEPT=2-3",
+		"RELAY_SCHEMA_READER_VERSION=3",
+		"RELAY_RULES_FILE="+rulesPath,
+		"RELAY_HOOK_URL="+hook.url(),
+		"RELAY_HOOK_TIMEOUT=500ms",
+		"RELAY_RETRY_TIERS=2s,10s",
+	)
+	// Create the source, then everything relay needs, the operator's way.
+	if err := ensureTopics(o.bootstrap, o.partitions, o.source); err != nil {
+		return err
+	}
+	fmt.Println("$ relay topics apply --replication-factor 1")
+	apply := exec.Command(o.relayBin, "topics", "apply", "--replication-factor", "1")
+	apply.Env, apply.Stdout, apply.Stderr = env, os.Stdout, os.Stderr
+	if err := apply.Run(); err != nil {
+		return fmt.Errorf("relay topics apply: %w", err)
+	}
+	before := map[string]map[int32]int64{}
+	for _, t := range terminalTopics(o.source) {
+		if before[t], err = endOffsets(o.bootstrap, t, o.partitions); err != nil {
+			return err
+		}
+	}
+	srcBefore, err := endOffsets(o.bootstrap, o.source, o.partitions)
 	if err != nil {
 		return err
 	}
@@ -76,15 +118,9 @@ func demo(o options) error {
 	}
 	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(o.relayBin, "run")
-	cmd.Env = append(os.Environ(),
-		"RELAY_SOURCE_TOPICS="+o.source,
-		"RELAY_GROUP_ID="+group,
-		"RELAY_TRANSACTIONAL_ID=relay-demo-0",
-		"RELAY_KAFKA_BOOTSTRAP_SERVERS="+o.bootstrap,
-		"RELAY_HTTP_ADDR="+o.httpAddr,
-	)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	fmt.Printf("starting relay (log: %s)\n", o.logFile)
+	fmt.Printf("\nstarting relay (log: %s)\n", o.logFile)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -96,20 +132,21 @@ func demo(o options) error {
 		_ = cmd.Process.Kill() // no-op once it has exited
 		<-exited
 	}()
-	if err := waitReady(o.httpAddr, exited, 60*time.Second); err != nil {
+	if err := waitReady(o.httpAddr, exited, 90*time.Second); err != nil {
 		return fmt.Errorf("%w (see %s)", err, o.logFile)
 	}
 
-	fmt.Printf("producing %d orders to %s (%d partitions)\n", o.records, o.source, o.partitions)
-	start := time.Now()
-	if err := produceOrders(o.bootstrap, o.source, o.records); err != nil {
-		return err
+	fmt.Printf("producing %d orders to %s (%d partitions):\n", o.records, o.source, o.partitions)
+	for _, k := range mix {
+		fmt.Printf("  %5.1f%%  %s\n", float64(k.share)/10, k.name)
 	}
-	end, err := endOffsets(o.bootstrap, o.source, o.partitions)
+	start := time.Now()
+	sent, err := produceMix(o.bootstrap, o.source, ids, o.records)
 	if err != nil {
 		return err
 	}
-	if err := waitCommitted(o.bootstrap, group, o.source, end, exited, 2*time.Minute); err != nil {
+	res, err := waitOutcomes(o, before, srcBefore, sent, exited, 3*time.Minute)
+	if err != nil {
 		return fmt.Errorf("%w (see %s)", err, o.logFile)
 	}
 	took := time.Since(start)
@@ -119,15 +156,15 @@ func demo(o options) error {
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
-	exitErr := waitErr
-
-	check, err := verify(o.bootstrap, output, o.source, o.partitions, before, end)
-	if err != nil {
-		return err
+	printTable(o, metrics, res, took, waitErr)
+	if res.example != "" {
+		fmt.Printf("\n$ relay quarantine show %s\n", res.example)
+		show := exec.Command(o.relayBin, "quarantine", "show", res.example)
+		show.Env, show.Stdout, show.Stderr = env, os.Stdout, os.Stderr
+		_ = show.Run()
 	}
-	printTable(o, metrics, check, took, exitErr)
 	fmt.Println("\nThe local stack keeps running. Stop it with: make down   (make down PURGE=1 also deletes its data)")
-	if check.missing > 0 || check.duplicates > 0 || exitErr != nil {
+	if res.missing > 0 || res.duplicates > 0 || res.unexpected > 0 || waitErr != nil {
 		return errors.New("demo run did not end cleanly (see above)")
 	}
 	return nil
@@ -152,6 +189,19 @@ func ensureTopics(bootstrap string, partitions int, names ...string) error {
 	for _, r := range res {
 		if c := r.Error.Code(); c != kafka.ErrNoError && c != kafka.ErrTopicAlreadyExists {
 			return fmt.Errorf("create topic %s: %w", r.Topic, r.Error)
+		}
+	}
+	// Wait until the broker's metadata shows them.
+	for _, n := range names {
+		for i := 0; ; i++ {
+			md, err := a.GetMetadata(&n, false, 5000)
+			if err == nil && md.Topics[n].Error.Code() == kafka.ErrNoError && len(md.Topics[n].Partitions) > 0 {
+				break
+			}
+			if i > 100 {
+				return fmt.Errorf("topic %s does not show up in metadata", n)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return nil
@@ -193,138 +243,6 @@ func waitReady(addr string, exited <-chan struct{}, d time.Duration) error {
 	return fmt.Errorf("relay not ready within %s", d)
 }
 
-func produceOrders(bootstrap, topic string, n int) error {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "enable.idempotence": true, "linger.ms": 5})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	dr := make(chan kafka.Event, 10000)
-	failed := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range n {
-			if m := (<-dr).(*kafka.Message); m.TopicPartition.Error != nil {
-				select {
-				case failed <- m.TopicPartition.Error:
-				default:
-				}
-			}
-		}
-	}()
-	for i := range n {
-		customer := i % 500
-		v := fmt.Sprintf(`{"orderId":"o-%06d","customer":"c-%03d","amount":%d.%02d,"currency":"EUR"}`, i, customer, 10+i%90, i%100)
-		err := p.Produce(&kafka.Message{
-			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-			Key:            []byte(fmt.Sprintf("c-%03d", customer)),
-			Value:          []byte(v),
-		}, dr)
-		if err != nil {
-			return fmt.Errorf("produce: %w", err)
-		}
-	}
-	<-done
-	select {
-	case err := <-failed:
-		return fmt.Errorf("delivery: %w", err)
-	default:
-		return nil
-	}
-}
-
-func waitCommitted(bootstrap, group, topic string, end map[int32]int64, exited <-chan struct{}, d time.Duration) error {
-	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	tps := make([]kafka.TopicPartition, 0, len(end))
-	for p := range end {
-		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p})
-	}
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("relay exited early")
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := a.ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}},
-			kafka.SetAdminRequireStableOffsets(true))
-		cancel()
-		if err == nil {
-			caught := true
-			for _, tp := range res.ConsumerGroupsTopicPartitions[0].Partitions {
-				if int64(tp.Offset) != end[tp.Partition] {
-					caught = false
-				}
-			}
-			if caught {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("relay did not commit everything within %s", d)
-}
-
-type checkResult struct{ outputs, missing, duplicates int }
-
-// verify reads the output as a business consumer would (read_committed) and
-// checks that each source record of this run appears exactly once.
-func verify(bootstrap, output, source string, partitions int, before, end map[int32]int64) (checkResult, error) {
-	var r checkResult
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers": bootstrap, "group.id": "relay-demo-verify", "enable.auto.commit": false,
-		"isolation.level": "read_committed", "enable.partition.eof": true,
-	})
-	if err != nil {
-		return r, err
-	}
-	defer func() { _ = c.Close() }()
-	tps := make([]kafka.TopicPartition, partitions)
-	for p := range partitions {
-		tps[p] = kafka.TopicPartition{Topic: &output, Partition: int32(p), Offset: kafka.OffsetBeginning}
-	}
-	if err := c.Assign(tps); err != nil {
-		return r, err
-	}
-	seen := map[string]int{}
-	eof := map[int32]bool{}
-	deadline := time.Now().Add(time.Minute)
-	for len(eof) < partitions && time.Now().Before(deadline) {
-		switch e := c.Poll(200).(type) {
-		case *kafka.Message:
-			delete(eof, e.TopicPartition.Partition)
-			for _, h := range e.Headers {
-				if h.Key == envelope.MessageID {
-					seen[string(h.Value)]++
-				}
-			}
-		case kafka.PartitionEOF:
-			eof[e.Partition] = true
-		}
-	}
-	if len(eof) < partitions {
-		return r, errors.New("could not read the output to its end")
-	}
-	for p, hi := range end {
-		for off := before[p]; off < hi; off++ {
-			switch n := seen[envelope.ID(source, p, off)]; {
-			case n == 0:
-				r.missing++
-			case n > 1:
-				r.duplicates += n - 1
-			}
-			r.outputs += min(seen[envelope.ID(source, p, off)], 1)
-		}
-	}
-	return r, nil
-}
-
 // scrape reads relay's counters and commit-latency histogram.
 func scrape(addr string) (map[string]float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -354,6 +272,10 @@ func parseMetrics(r io.Reader) (map[string]float64, error) {
 		}
 		name := line[:i]
 		if b := strings.Index(name, "{"); b >= 0 {
+			if oc := strings.Index(name, `outcome="`); oc >= 0 {
+				rest := name[oc+9:]
+				out[name[:b]+"|"+rest[:strings.IndexByte(rest, '"')]] += v
+			}
 			if le := strings.Index(name, `le="`); le >= 0 {
 				name = name[:b] + "|" + name[le+4:strings.Index(name[le+4:], `"`)+le+4]
 			} else {
@@ -390,33 +312,6 @@ func quantile(m map[string]float64, name string, q float64) float64 {
 		}
 	}
 	return math.Inf(1)
-}
-
-func printTable(o options, m map[string]float64, c checkResult, took time.Duration, exitErr error) {
-	const lat = "relay_commit_duration_seconds"
-	txns := m["relay_transactions_committed_total"]
-	mean := math.NaN()
-	if n := m[lat+"_count"]; n > 0 {
-		mean = m[lat+"_sum"] / n
-	}
-	exit := "0 (graceful)"
-	if exitErr != nil {
-		exit = exitErr.Error()
-	}
-	fmt.Printf(`
-relay demo: %s -> %s.valid
-  records in (this run)          %d
-  records out, verified          %d  (read_committed consumer; missing %d, duplicated %d)
-  records committed by relay     %.0f
-  transactions committed         %.0f  (aborted %.0f)
-  commit latency mean            %s
-  commit latency p50 / p99       <= %s / <= %s  (histogram bucket bounds)
-  wall time                      %s  (%.0f records/s end to end)
-  relay exit                     %s
-`, o.source, o.source, o.records, c.outputs, c.missing, c.duplicates,
-		m["relay_records_committed_total"], txns, m["relay_transactions_aborted_total"],
-		secs(mean), secs(quantile(m, lat, .5)), secs(quantile(m, lat, .99)),
-		took.Round(time.Millisecond), float64(o.records)/took.Seconds(), exit)
 }
 
 func secs(s float64) string {
