@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
 )
 
 func main() {
