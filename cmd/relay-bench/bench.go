@@ -21,6 +21,7 @@ type bench struct {
 	value  []byte
 	topics []string
 	groups []string
+	adm    *admission // set up by the first admission mode
 }
 
 // passthrough is one system under test, started on a preloaded source.
@@ -39,12 +40,15 @@ type passthrough interface {
 type modeSpec struct {
 	name, label string
 	start       func(ctx context.Context, t topics) (passthrough, error)
+	// value, when set, gives the record values (admission modes).
+	value func() ([]byte, error)
 }
 
 // topics of one mode.
 type topics struct {
 	src, out, group string
 	end             map[int32]int64 // source end offsets after the preload
+	value           []byte          // every record's value
 }
 
 func newBench(o options) (*bench, error) {
@@ -233,7 +237,8 @@ func (pr *producer) close(ctx context.Context) error {
 func key(i int) []byte { return []byte("k-" + strconv.Itoa(i%1024)) }
 
 // preload writes the backlog, spread evenly over the partitions.
-func (b *bench) preload(ctx context.Context, topic string) error {
+func (b *bench) preload(ctx context.Context, t topics) error {
+	topic := t.src
 	pr, err := b.newProducer(kafka.ConfigMap{"linger.ms": 20, "batch.size": 1 << 20})
 	if err != nil {
 		return err
@@ -242,7 +247,7 @@ func (b *bench) preload(ctx context.Context, topic string) error {
 		if i%4096 == 0 && ctx.Err() != nil {
 			break
 		}
-		if err := pr.send(topic, int32(i%b.o.partitions), key(i), b.value); err != nil {
+		if err := pr.send(topic, int32(i%b.o.partitions), key(i), t.value); err != nil {
 			_ = pr.close(ctx)
 			return fmt.Errorf("preload: %w", err)
 		}
@@ -266,7 +271,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // runMode runs both phases for one mode on fresh topics.
 func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
-	t := topics{src: fmt.Sprintf("bench-%s-%s", b.runID, m.name)}
+	t := topics{src: fmt.Sprintf("bench-%s-%s", b.runID, m.name), value: b.value}
+	if m.value != nil {
+		v, err := m.value()
+		if err != nil {
+			return nil, err
+		}
+		t.value = v
+	}
 	t.out = t.src + ".valid"
 	t.group = t.src + "-grp"
 	b.groups = append(b.groups, t.group)
@@ -274,7 +286,7 @@ func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
 		return nil, err
 	}
 	pre := time.Now()
-	if err := b.preload(ctx, t.src); err != nil {
+	if err := b.preload(ctx, t); err != nil {
 		return nil, err
 	}
 	var err error

@@ -90,7 +90,7 @@ func (b *bench) latency(ctx context.Context, t topics, pt passthrough) (latStats
 		<-tick.C
 		due := min(want, int(time.Since(genStart).Seconds()*float64(b.o.latRate)))
 		for ; sent < due; sent++ {
-			if err := pr.send(t.src, int32(sent%b.o.partitions), key(sent), b.value); err != nil {
+			if err := pr.send(t.src, int32(sent%b.o.partitions), key(sent), t.value); err != nil {
 				tick.Stop()
 				_ = pr.close(ctx)
 				stopReader()

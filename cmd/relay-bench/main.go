@@ -28,6 +28,8 @@ type options struct {
 	latRate    int
 	latSeconds int
 	relayEnv   string
+	registry   string
+	admission  bool
 	timeout    time.Duration
 	keepTopics bool
 }
@@ -42,6 +44,8 @@ func main() {
 	flag.IntVar(&o.latRate, "latency-rate", 5000, "records/s produced in the latency phase")
 	flag.IntVar(&o.latSeconds, "latency-seconds", 10, "duration of the latency phase in seconds")
 	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms")
+	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
+	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.Parse()
@@ -117,6 +121,19 @@ func run(ctx context.Context, o options) (err error) {
 		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},
 		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
 		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
+	}
+	if o.admission {
+		value := func() ([]byte, error) {
+			a, err := b.setupAdmission()
+			if err != nil {
+				return nil, err
+			}
+			return a.value, nil
+		}
+		modes = append(modes,
+			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
+			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10), value: value},
+		)
 	}
 	extra, _ := parseEnv(o.relayEnv)
 	if extra != nil {

@@ -28,6 +28,38 @@ type relayProc struct {
 	stderr *tailBuffer
 	done   chan struct{}
 	once   sync.Once
+	hook   *flakyHook // (e) only
+}
+
+// admissionStarter runs relay with schema admission and rules; with
+// hookFailPct >= 0 also with a hook that fails that share of records once.
+// The in-place retry is off (RELAY_BLOCKING_ATTEMPTS=0): failed records go
+// to a 1s tier at once, so the run measures the tier path, not sleeps.
+func (b *bench) admissionStarter(hookFailPct int) func(context.Context, topics) (passthrough, error) {
+	return func(ctx context.Context, t topics) (passthrough, error) {
+		a, err := b.setupAdmission()
+		if err != nil {
+			return nil, err
+		}
+		env := a.env(b.o.registry)
+		var h *flakyHook
+		if hookFailPct >= 0 {
+			if h, err = startFlakyHook(hookFailPct); err != nil {
+				return nil, err
+			}
+			env = append(env, "RELAY_HOOK_URL="+h.url(), "RELAY_HOOK_TIMEOUT=1s",
+				"RELAY_BLOCKING_ATTEMPTS=0", "RELAY_RETRY_TIERS=1s", "RELAY_RETRY_MAX_ATTEMPTS=5")
+		}
+		pt, err := b.relayStarter(env)(ctx, t)
+		if err != nil {
+			if h != nil {
+				h.close()
+			}
+			return nil, err
+		}
+		pt.(*relayProc).hook = h
+		return pt, nil
+	}
 }
 
 func (b *bench) relayStarter(extra []string) func(context.Context, topics) (passthrough, error) {
@@ -47,6 +79,9 @@ func (b *bench) relayStarter(extra []string) func(context.Context, topics) (pass
 			"RELAY_LOG_LEVEL=warn",
 		}
 		cmd.Env = append(cmd.Env, extra...)
+		if err := b.applyTopics(cmd.Env); err != nil {
+			return nil, err
+		}
 		r := &relayProc{b: b, t: t, cmd: cmd, addr: addr, stderr: &tailBuffer{max: 64 << 10}, done: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = r.stderr, r.stderr
 		if err := cmd.Start(); err != nil {
@@ -111,7 +146,16 @@ func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
-	return len(g.Partitions) == len(r.t.end), nil
+	if len(g.Partitions) != len(r.t.end) {
+		return false, nil
+	}
+	// Records in a retry tier are committed at the source but not done:
+	// done is every record in a terminal state, by relay's own count.
+	n, err := terminal(ctx, "http://"+r.addr+"/metrics")
+	if err != nil {
+		return false, nil
+	}
+	return n >= sum(r.t.end), nil
 }
 
 // finish reads peak RSS and the counters, then stops relay with SIGTERM
@@ -156,6 +200,9 @@ func (r *relayProc) finish(ctx context.Context, res *result) error {
 
 func (r *relayProc) kill() {
 	r.once.Do(func() {
+		if r.hook != nil {
+			defer r.hook.close()
+		}
 		if !r.exited() {
 			_ = r.cmd.Process.Kill()
 		}

@@ -87,8 +87,12 @@ func demo(o options) error {
 		"RELAY_SCHEMA_READER_VERSION=3",
 		"RELAY_RULES_FILE="+rulesPath,
 		"RELAY_HOOK_URL="+hook.url(),
-		"RELAY_HOOK_TIMEOUT=500ms",
+		"RELAY_HOOK_TIMEOUT=300ms",
+		"RELAY_SCHEMA_TIMEOUT=500ms",
 		"RELAY_RETRY_TIERS=2s,10s",
+		// In-place retries hold the whole loop (every partition of this
+		// instance): keep them short.
+		"RELAY_BLOCKING_BACKOFF=20ms",
 	)
 	// Create the source, then everything relay needs, the operator's way.
 	if err := ensureTopics(o.bootstrap, o.partitions, o.source); err != nil {

@@ -166,7 +166,37 @@ func Apply(ctx context.Context, a Admin, states []State, replication int) ([]str
 		}
 	}
 	sort.Strings(created)
-	return created, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return created, err
+	}
+	// Created is not yet usable: wait until every partition has a leader,
+	// so whoever runs next (relay itself) does not meet "not leader".
+	for _, name := range created {
+		for {
+			md, err := a.GetMetadata(&name, false, 5000)
+			if err == nil && ready(md.Topics[name]) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return created, fmt.Errorf("%s was created but has no leader for every partition yet: %w", name, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return created, nil
+}
+
+func ready(t kafka.TopicMetadata) bool {
+	if t.Error.Code() != kafka.ErrNoError || len(t.Partitions) == 0 {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if p.Error.Code() != kafka.ErrNoError || p.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Retention reads retention.ms of a topic; ok is false when it has none

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Schemas of the admission modes: records are written as v2 and upcast to
+// v3, the worst case of admission (decode, resolve, re-encode).
+const (
+	benchV2 = `{"type":"record","name":"Order","namespace":"bench","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"},{"name":"payload","type":"bytes"}]}`
+	benchV3 = `{"type":"record","name":"Order","namespace":"bench","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"},{"name":"payload","type":"bytes"},{"name":"currency","type":"string","default":"EUR"}]}`
+)
+
+const benchRules = `rules:
+  - name: NEGATIVE_AMOUNT
+    expr: record.amount < 0
+  - name: HUGE_AMOUNT
+    expr: record.amount > 1000000000
+`
+
+// admission is what the admission modes share: the registered subject, one
+// framed v2 value of about -size bytes, and the rules file.
+type admission struct {
+	subject string
+	value   []byte
+	rules   string
+}
+
+// setupAdmission registers the bench schemas and builds the value.
+func (b *bench) setupAdmission() (*admission, error) {
+	if b.adm != nil {
+		return b.adm, nil
+	}
+	a := &admission{subject: "bench-" + b.runID + "-value"}
+	var v2id int
+	for i, s := range []string{benchV2, benchV3} {
+		body, _ := json.Marshal(map[string]string{"schema": strings.Replace(s, `"name":"Order"`, `"name":"Order","doc":"`+a.subject+`"`, 1)})
+		resp, err := http.Post(b.o.registry+"/subjects/"+a.subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("schema registry (-registry %s): %w", b.o.registry, err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var r struct {
+			ID int `json:"id"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(out, &r) != nil {
+			return nil, fmt.Errorf("register bench schema: %d %s", resp.StatusCode, out)
+		}
+		if i == 0 {
+			v2id = r.ID
+		}
+	}
+	payload := make([]byte, max(b.o.size-40, 1))
+	copy(payload, b.value)
+	body, err := avro.Marshal(avro.MustParse(benchV2), map[string]any{"id": "order-000000", "amount": int64(4200), "payload": payload})
+	if err != nil {
+		return nil, err
+	}
+	a.value = append(binary.BigEndian.AppendUint32([]byte{0}, uint32(v2id)), body...)
+	dir, err := os.MkdirTemp("", "relay-bench-")
+	if err != nil {
+		return nil, err
+	}
+	a.rules = filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(a.rules, []byte(benchRules), 0o600); err != nil {
+		return nil, err
+	}
+	b.adm = a
+	return a, nil
+}
+
+func (a *admission) env(registry string) []string {
+	return []string{
+		"RELAY_SCHEMA_REGISTRY_URL=" + registry, "RELAY_SCHEMA_SUBJECT=" + a.subject,
+		"RELAY_SCHEMA_ACCEPT=1-2", "RELAY_SCHEMA_READER_VERSION=2", "RELAY_RULES_FILE=" + a.rules,
+	}
+}
+
+// flakyHook answers 503 to the first call for pct percent of the message
+// ids (chosen by hash, so the same ids every run), 204 otherwise.
+type flakyHook struct {
+	pct   uint32
+	mu    sync.Mutex
+	seen  map[string]bool
+	calls int
+	fails int
+	srv   *http.Server
+	ln    net.Listener
+}
+
+func startFlakyHook(pct int) (*flakyHook, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &flakyHook{pct: uint32(pct), seen: map[string]bool{}, ln: ln}
+	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	id := r.Header.Get("Idempotency-Key")
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(id))
+	h.mu.Lock()
+	h.calls++
+	fail := f.Sum32()%100 < h.pct && !h.seen[id]
+	if fail {
+		h.seen[id] = true
+		h.fails++
+	}
+	h.mu.Unlock()
+	if fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *flakyHook) url() string { return "http://" + h.ln.Addr().String() + "/hook" }
+
+func (h *flakyHook) close() { _ = h.srv.Close() }
+
+// applyTopics runs `relay topics apply` for a relay mode, as an operator
+// would, and remembers what it created for the cleanup.
+func (b *bench) applyTopics(env []string) error {
+	cmd := exec.Command(b.o.relayBin, "topics", "apply", "--replication-factor", "1")
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("relay topics apply: %w: %s", err, stderr.String())
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "created "); ok {
+			b.topics = append(b.topics, name)
+		}
+	}
+	return nil
+}
+
+// terminal reads relay's committed terminal outcomes (everything but
+// retry hops) from its metrics.
+func terminal(ctx context.Context, url string) (int64, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(c, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var n int64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "relay_records_outcome_total{") || strings.Contains(line, `outcome="retry"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil {
+			n += int64(v)
+		}
+	}
+	return n, sc.Err()
+}
