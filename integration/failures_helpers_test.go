@@ -55,7 +55,7 @@ func registerOrders(t *testing.T) *orders {
 			ID int `json:"id"`
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ID == 0 {
 			t.Fatalf("register v%d: %d %s", v+1, resp.StatusCode, b)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -73,7 +74,7 @@ func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 			return schema.NewAdmitter(client, set, id, text)
 		}
 		var un *schema.UnavailableError
-		if !asUnavailable(err, &un) {
+		if !errors.As(err, &un) {
 			return nil, err
 		}
 		log.Warn("schema registry unavailable at start-up; retrying", "err", envelope.NewRedactor(cfg.RedactPattern, 512).Redact(err.Error()), "in", backoff.String())
@@ -84,21 +85,6 @@ func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-}
-
-func asUnavailable(err error, target **schema.UnavailableError) bool {
-	for e := err; e != nil; {
-		if u, ok := e.(*schema.UnavailableError); ok {
-			*target = u
-			return true
-		}
-		w, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		e = w.Unwrap()
-	}
-	return false
 }
 
 // newMachine builds the failure state machine of cfg.

@@ -96,7 +96,7 @@ func findEnvelope(ctx context.Context, cfg *config.Config, topic string, partiti
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	timeout := max(cfg.OpTimeout, 10*time.Second)
 	lo, hi, err := c.QueryWatermarkOffsets(topic, partition, int(timeout/time.Millisecond))
 	if err != nil {

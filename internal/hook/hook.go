@@ -59,7 +59,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 		// Refused, reset, timed out: the hook may come back.
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))

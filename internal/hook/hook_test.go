@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,7 +64,8 @@ func TestStatusMapping(t *testing.T) {
 		if _, code := tiers.Classify(err); code != tc.code {
 			t.Errorf("%d %s: code %s, want %s", tc.status, tc.body, code, tc.code)
 		}
-		if e, ok := err.(*tiers.Error); ok && e.RetryAfter != tc.after {
+		var e *tiers.Error
+		if errors.As(err, &e) && e.RetryAfter != tc.after {
 			t.Errorf("%d: retry after %s, want %s", tc.status, e.RetryAfter, tc.after)
 		}
 	}

@@ -208,9 +208,9 @@ func Retention(ctx context.Context, a Admin, topic string) (time.Duration, bool,
 	}
 	for _, r := range res {
 		if e, ok := r.Config["retention.ms"]; ok {
-			n, err := strconv.ParseInt(e.Value, 10, 64)
-			if err != nil || n < 0 {
-				return 0, false, nil // -1: unlimited
+			n, perr := strconv.ParseInt(e.Value, 10, 64)
+			if perr != nil || n < 0 {
+				return 0, false, nil //nolint:nilerr // -1 or unreadable: no bound to compare
 			}
 			return time.Duration(n) * time.Millisecond, true, nil
 		}
