@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,30 +28,7 @@ func TestMixedClassesSurviveKills(t *testing.T) {
 		// transient failures keep happening.
 		"RELAY_SCHEMA_CACHE_SIZE", "1")...)
 	proxy.flaky.Store(35)
-	const transient = "|quarantine:SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED"
-	good3 := o.value(t, 3, map[string]any{"id": "g", "amount": int64(1), "currency": "EUR"})
-	batch := func(n int) []rec {
-		out := make([]rec, 0, n)
-		for i := range n {
-			k := []byte(fmt.Sprintf("k%d", rand.IntN(50)))
-			amount := int64(rand.IntN(1000))
-			switch x := rand.IntN(100); {
-			case x < 55:
-				out = append(out, rec{k, o.value(t, 3, map[string]any{"id": fmt.Sprint(i), "amount": amount, "currency": "USD"}), "output" + transient})
-			case x < 70:
-				out = append(out, rec{k, o.value(t, 2, map[string]any{"id": fmt.Sprint(i), "amount": amount}), "output" + transient})
-			case x < 80:
-				out = append(out, rec{k, o.value(t, 3, map[string]any{"id": fmt.Sprint(i), "amount": -1 - amount, "currency": "EUR"}), "rejected:REJECTED_NEGATIVE_AMOUNT" + transient})
-			case x < 87:
-				out = append(out, rec{k, o.value(t, 1, map[string]any{"id": fmt.Sprint(i)}), "quarantine:SCHEMA_UNSUPPORTED" + transient})
-			case x < 94:
-				out = append(out, rec{k, []byte(fmt.Sprintf("garbage %d", i)), "quarantine:WIRE_FORMAT_INVALID"})
-			default:
-				out = append(out, rec{k, good3[:len(good3)-1-rand.IntN(3)], "quarantine:PAYLOAD_MALFORMED" + transient})
-			}
-		}
-		return out
-	}
+	batch := func(n int) []rec { return mixedBatch(t, o, n) }
 	want := map[string]string{}
 	add := func(m map[string]string) {
 		for k, v := range m {
@@ -145,4 +123,67 @@ func TestCrashAfterTierWrite(t *testing.T) {
 	waitSettled(t, s, 90*time.Second)
 	assertOutcomes(t, s, want)
 	r2.stop()
+}
+
+// mixedBatch makes n records of every class, on 50 keys. Records that need
+// the registry may also end as SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED when the
+// registry keeps failing them.
+func mixedBatch(t *testing.T, o *orders, n int) []rec {
+	t.Helper()
+	const transient = "|quarantine:SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED"
+	good3 := o.value(t, 3, map[string]any{"id": "g", "amount": int64(1), "currency": "EUR"})
+	out := make([]rec, 0, n)
+	for i := range n {
+		k := []byte(fmt.Sprintf("k%d", rand.IntN(50)))
+		amount := int64(rand.IntN(1000))
+		switch x := rand.IntN(100); {
+		case x < 55:
+			out = append(out, rec{k, o.value(t, 3, map[string]any{"id": fmt.Sprint(i), "amount": amount, "currency": "USD"}), "output" + transient})
+		case x < 70:
+			out = append(out, rec{k, o.value(t, 2, map[string]any{"id": fmt.Sprint(i), "amount": amount}), "output" + transient})
+		case x < 80:
+			out = append(out, rec{k, o.value(t, 3, map[string]any{"id": fmt.Sprint(i), "amount": -1 - amount, "currency": "EUR"}), "rejected:REJECTED_NEGATIVE_AMOUNT" + transient})
+		case x < 87:
+			out = append(out, rec{k, o.value(t, 1, map[string]any{"id": fmt.Sprint(i)}), "quarantine:SCHEMA_UNSUPPORTED" + transient})
+		case x < 94:
+			out = append(out, rec{k, []byte(fmt.Sprintf("garbage %d", i)), "quarantine:WIRE_FORMAT_INVALID"})
+		default:
+			out = append(out, rec{k, good3[:len(good3)-1-rand.IntN(3)], "quarantine:PAYLOAD_MALFORMED" + transient})
+		}
+	}
+	return out
+}
+
+// TestRebalanceMidFailures is the seed's test 5: records of every class
+// while a second instance joins in the middle of the first one's long
+// transactions, and the first then leaves: partitions, with records on
+// their way through the tiers, move between instances twice. Every record
+// still reaches one terminal state, once.
+func TestRebalanceMidFailures(t *testing.T) {
+	const partitions = 4
+	o := registerOrders(t)
+	proxy := newFaultProxy(t)
+	s := newScenario(t, partitions, append(o.env(proxy.url()),
+		"RELAY_RULES_FILE", rulesFile(t), "RELAY_RETRY_TIERS", "1s,2s",
+		"RELAY_BLOCKING_ATTEMPTS", "1", "RELAY_BLOCKING_BACKOFF", "50ms",
+		"RELAY_RETRY_MAX_ATTEMPTS", "5", "RELAY_RETRY_MAX_ELAPSED", "1m", "RELAY_SCHEMA_CACHE_SIZE", "1")...)
+	proxy.flaky.Store(35)
+	want := produceRecs(t, s.src.topic, mixedBatch(t, o, 1500))
+	a := startRelay(t, "relay-a", s.env(uniq(t, "txn-a"), "RELAY_COMMIT_INTERVAL", "1500ms"))
+	a.waitLog("partitions assigned", 60*time.Second)
+	time.Sleep(jitter(300*time.Millisecond, 1200*time.Millisecond))
+	b := startRelay(t, "relay-b", s.env(uniq(t, "txn-b")))
+	b.waitLog("partitions assigned", 60*time.Second)
+	for k, v := range produceRecs(t, s.src.topic, mixedBatch(t, o, 500)) {
+		want[k] = v
+	}
+	time.Sleep(jitter(time.Second, 2*time.Second))
+	a.stop()
+	proxy.flaky.Store(10)
+	waitSettled(t, s, 2*time.Minute)
+	assertOutcomes(t, s, want)
+	if !strings.Contains(b.stderr.String(), "partitions revoked") {
+		t.Error("relay-b saw no rebalance: the test did not move partitions")
+	}
+	b.stop()
 }

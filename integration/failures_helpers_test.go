@@ -93,7 +93,8 @@ type faultProxy struct {
 	// idsDown fails only lookups by schema id (records), not the
 	// subject lookups relay makes at start-up.
 	idsDown atomic.Bool
-	// flaky is the percentage of answers that fail at random.
+	// flaky is the percentage of lookups by schema id (the record path)
+	// that fail at random.
 	flaky atomic.Int64
 	next  atomic.Int64
 	// body is the error body of a failed answer.
@@ -110,7 +111,7 @@ func newFaultProxy(t *testing.T) *faultProxy {
 	p.body.Store(`{"error_code":50001,"message":"injected outage"}`)
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
-		if p.down.Load() || (p.idsDown.Load() && strings.Contains(r.URL.Path, "/schemas/ids/")) || p.next.Add(-1) >= 0 || rand.Int64N(100) < p.flaky.Load() {
+		if p.down.Load() || (p.idsDown.Load() && strings.Contains(r.URL.Path, "/schemas/ids/")) || p.next.Add(-1) >= 0 || (strings.Contains(r.URL.Path, "/schemas/ids/") && rand.Int64N(100) < p.flaky.Load()) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, p.body.Load().(string))

@@ -130,7 +130,11 @@ func TestTransientRecoversInPlace(t *testing.T) {
 	o := registerOrders(t)
 	proxy := newFaultProxy(t)
 	s := newScenario(t, 1, append(o.env(proxy.url()), "RELAY_BLOCKING_ATTEMPTS", "2", "RELAY_BLOCKING_BACKOFF", "200ms")...)
+	// Quarantine retention shorter than the response objective: relay
+	// starts, and says so.
+	setTopicConfig(t, s.quarantine, "retention.ms", "3600000")
 	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	r.waitLog("quarantine retention is shorter than the response objective", 60*time.Second)
 	r.waitLog("partitions assigned", 60*time.Second)
 	proxy.next.Store(2) // the first two lookups fail; the third attempt passes
 	want := produceRecs(t, s.src.topic, []rec{{[]byte("k"), o.value(t, 2, map[string]any{"id": "x", "amount": int64(1)}), "output"}})

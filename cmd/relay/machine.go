@@ -83,7 +83,7 @@ func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 			return nil, ctx.Err()
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 30*time.Second)
+		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

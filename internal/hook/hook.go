@@ -72,7 +72,11 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 		var out struct {
 			Record map[string]any `json:"record"`
 		}
-		if err := json.Unmarshal(answer, &out); err != nil {
+		// Numbers stay exact (json.Number): a long must not pass
+		// through float64.
+		dec := json.NewDecoder(bytes.NewReader(answer))
+		dec.UseNumber()
+		if err := dec.Decode(&out); err != nil {
 			return nil, tiers.Failf(tiers.CauseHookUnexpected, "status %d with a body that is not JSON: %v", st, err)
 		}
 		return out.Record, nil

@@ -118,9 +118,14 @@ func (a *Admitter) Admit(ctx context.Context, value []byte) (Admitted, error) {
 	return out, nil
 }
 
-// Encode frames rec, in the reader's shape, with the reader's id.
+// Encode frames rec, in the reader's shape, with the reader's id. rec may
+// come from JSON (numbers as json.Number, bytes as base64 text).
 func (a *Admitter) Encode(rec map[string]any) ([]byte, error) {
-	body, err := api.Marshal(a.reader, rec)
+	native, err := fromJSON(a.reader, rec)
+	if err != nil {
+		return nil, err
+	}
+	body, err := api.Marshal(a.reader, native)
 	if err != nil {
 		return nil, err
 	}

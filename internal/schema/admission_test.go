@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -257,4 +258,40 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = decode(s, b)
 	})
+}
+
+// TestEncodeFromJSON pins a bug the hook integration test found: a hook's
+// replacement record comes from JSON, where every number is a float64 (or a
+// json.Number), and Avro long refused it.
+func TestEncodeFromJSON(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	_ = e
+	for _, amount := range []any{json.Number("9007199254740993"), float64(99)} {
+		v, err := a.Encode(map[string]any{"id": "r", "amount": amount, "currency": "CHF"})
+		if amount == float64(99) {
+			// A float64 is not coerced: JSON from the hook is decoded
+			// with UseNumber, so this only checks the error is clear.
+			if err == nil {
+				continue
+			}
+			if !strings.Contains(err.Error(), "amount") {
+				t.Errorf("error does not name the field: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, _ := ParseWire(v)
+		var rec map[string]any
+		if err := avro.Unmarshal(avro.MustParse(v3), body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec["amount"] != int64(9007199254740993) {
+			t.Fatalf("amount %v: a long must survive exactly", rec["amount"])
+		}
+	}
+	if _, err := a.Encode(map[string]any{"id": "r", "amount": json.Number("1.5"), "currency": "X"}); err == nil || !strings.Contains(err.Error(), "amount") {
+		t.Fatalf("1.5 as a long: %v", err)
+	}
 }
