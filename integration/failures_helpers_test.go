@@ -327,3 +327,12 @@ func matches(where, want string) bool {
 	}
 	return false
 }
+
+func envelopeOf(t *testing.T, m *kafka.Message) *envelope.Failure {
+	t.Helper()
+	f, err := envelope.Parse(toEnvelopeHeaders(m.Headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -559,6 +559,11 @@ func newScenario(t *testing.T, partitions int, extra ...string) *scenario {
 			tiers = extra[i+1]
 		}
 	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		if extra[i] == "RELAY_ORDERING" && extra[i+1] == "partition" {
+			tiers = "" // records wait in place; there are no tier topics
+		}
+	}
 	for _, d := range strings.Split(tiers, ",") {
 		if d != "" {
 			s.tiers = append(s.tiers, in+".retry."+d)

@@ -25,6 +25,9 @@ func routes(cfg *config.Config) []pipeline.Routes {
 			Quarantine: cfg.Expand(cfg.QuarantineTopic, src), Rejected: cfg.Expand(cfg.RejectedTopic, src),
 		}
 		for _, t := range cfg.RetryTiers {
+			if cfg.Ordering == "partition" {
+				break // records wait in place; no tier topic is read or written
+			}
 			r.Tiers = append(r.Tiers, cfg.TierTopic(src, t))
 		}
 		out = append(out, r)
@@ -94,6 +97,7 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
 		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
 		Outcomes: out, Log: log, Now: time.Now,
+		WaitInPlace: cfg.Ordering == "partition",
 	}
 	if adm != nil {
 		m.Admitter = adm

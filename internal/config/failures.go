@@ -88,8 +88,12 @@ func (p *parser) validateFailures(c *Config) {
 	}
 	claim(EnvStateTopic, c.StateTopicName(), "state topic")
 
-	if c.Ordering != "unordered" {
-		p.fail(EnvOrdering, "%q is not implemented in this version of relay; unordered is (see the README on ordering)", c.Ordering)
+	if c.Ordering == "key" {
+		p.fail(EnvOrdering, "%q is not implemented in this version of relay; unordered and partition are (see the README on ordering)", c.Ordering)
+	}
+	if c.Ordering == "partition" && len(c.RetryTiers) == 0 && c.RetryMaxAttempts > c.BlockingAttempts+1 {
+		p.fail(EnvRetryTiers, "is empty, but partition ordering waits the tier delays between attempts; give at least one delay, or lower %s to %d",
+			EnvRetryMaxAttempts, c.BlockingAttempts+1)
 	}
 	if len(c.RetryTiers) > 0 && c.RetryMaxElapsed > 0 && c.RetryMaxElapsed < c.RetryTiers[0].Delay {
 		p.fail(EnvRetryMaxElapsed, "%s is shorter than the first tier's delay (%s): no record would ever reach a tier", c.RetryMaxElapsed, c.RetryTiers[0].Label)

@@ -50,6 +50,7 @@ func TestFailureSettingsRejected(t *testing.T) {
 		{with(map[string]string{EnvRetryMaxAttempts: "0"}), EnvRetryMaxAttempts, "1 to 100"},
 		{with(map[string]string{EnvRetryMaxElapsed: "10s"}), EnvRetryMaxElapsed, "shorter than the first tier"},
 		{with(map[string]string{EnvOrdering: "key"}), EnvOrdering, "not implemented"},
+		{with(map[string]string{EnvOrdering: "partition", EnvRetryTiers: ""}), EnvRetryTiers, "partition ordering waits"},
 		{with(map[string]string{EnvOrdering: "random"}), EnvOrdering, "not one of"},
 		{with(map[string]string{EnvQuarantineTopic: "dlq"}), EnvQuarantineTopic, "has no {topic}"},
 		{with(map[string]string{EnvQuarantineTopic: "{topic}.valid"}), EnvQuarantineTopic, "already the output topic"},

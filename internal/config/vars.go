@@ -85,7 +85,7 @@ var Vars = []Var{
 	{Name: EnvBlockingAttempts, Default: "2", Help: "in-place retries of a transient failure before the first tier (0..10); must fit the transaction budget"},
 	{Name: EnvBlockingBackoff, Default: "200ms", Help: "wait before each in-place retry; a Retry-After up to this long is honoured in place, a longer one in a tier"},
 	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then UNCLASSIFIED_EXHAUSTED"},
-	{Name: EnvOrdering, Default: "unordered", Help: "ordering policy; this version implements unordered (non-blocking retries, order not kept); key and partition are refused until they land"},
+	{Name: EnvOrdering, Default: "unordered", Help: "ordering policy: unordered (non-blocking retry tiers, order not kept) or partition (a failing record waits in place, its partition paused, the tier delays as waits); key is refused until it lands"},
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7); empty: values are relayed unchecked"},
 	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, " + EnvSchemaRegistrySecret + " is sent as a bearer token"},
 	{Name: EnvSchemaRegistrySecret, Help: "registry password or bearer token (masked by relay config)"},

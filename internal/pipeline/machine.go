@@ -58,8 +58,27 @@ type Machine struct {
 	Outcomes Outcomes
 	Log      *slog.Logger
 	Now      Clock
+	// WaitInPlace is the partition ordering policy: a record whose
+	// retries are not done waits at its place in its partition (paused,
+	// see txn.NotDueError) instead of moving to a tier, so nothing of the
+	// partition passes it. The tier delays are its waits.
+	WaitInPlace bool
 
 	pending map[[2]string]int // outcomes of the open transaction
+	// waiting is the retry state of the record each partition waits for
+	// (WaitInPlace): one entry per partition at most.
+	waiting map[partKey]*waitState
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+type waitState struct {
+	offset int64
+	until  time.Time
+	st     tiers.State
 }
 
 // Handle implements txn.Handler.
@@ -87,6 +106,20 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		prev, id, srcOffset = f, f.ID, f.SourceOffset
 		st.Attempt, st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
 	}
+	pk := partKey{rec.Topic, rec.Partition}
+	if w, ok := m.waiting[pk]; ok {
+		if w.offset == rec.Offset {
+			if now.Before(w.until) {
+				// Back early (a rewind after an abort resumed the
+				// partition): it still waits.
+				return nil, &txn.NotDueError{Until: w.until}
+			}
+			// The record this partition waited for, again.
+			st = w.st
+			st.Attempt++
+		}
+		delete(m.waiting, pk)
+	}
 	for {
 		out, info, err := m.attempt(ctx, rec, origin, id, srcOffset)
 		if err == nil {
@@ -99,6 +132,19 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		}
 		now = m.Now()
 		d := m.Policy.Decide(err, st, now)
+		if d.Kind == tiers.RetryTier && m.WaitInPlace {
+			// Wait here, not in a tier: the partition is paused and
+			// nothing after this record is committed until it is done.
+			next := st
+			next.AtSource, next.Tier, next.InPlace = false, d.Tier, 0
+			if m.waiting == nil {
+				m.waiting = map[partKey]*waitState{}
+			}
+			m.waiting[pk] = &waitState{offset: rec.Offset, until: now.Add(d.Delay), st: next}
+			m.Log.Info("record failed; its partition waits for it", "id", id, "code", d.Code, "attempt", st.Attempt,
+				"until", now.Add(d.Delay), "error", m.Redactor.Redact(err.Error()))
+			return nil, &txn.NotDueError{Until: now.Add(d.Delay)}
+		}
 		if d.Kind != tiers.RetryInPlace {
 			return m.terminal(rec, origin, prev, id, st, d, err, info), nil
 		}

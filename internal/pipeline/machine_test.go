@@ -200,3 +200,49 @@ func TestForgedTierRecordIsQuarantined(t *testing.T) {
 		t.Fatalf("%s %+v", out.Topic, f)
 	}
 }
+
+// TestWaitInPlace is the partition policy: a record whose retries are not
+// done waits at its place (NotDueError) with the tier delays as waits, is
+// tried again when due with its attempt count, and is quarantined when the
+// budget ends; nothing is written to a tier.
+func TestWaitInPlace(t *testing.T) {
+	now := t0
+	unavailable := tiers.Failf(tiers.CauseRegistryUnavailable, "503")
+	a := &scriptedAdmitter{errs: []error{unavailable, unavailable, unavailable}}
+	m, _ := newMachine(a, &now)
+	m.WaitInPlace = true
+	rec := source(42)
+	_, err := m.Handle(context.Background(), rec)
+	var nd *txn.NotDueError
+	if !errors.As(err, &nd) || !nd.Until.Equal(t0.Add(30*time.Second)) || a.calls != 3 {
+		t.Fatalf("first pass: %v, %d calls", err, a.calls)
+	}
+	// Back early (after a rewind): still waiting, no attempt made.
+	now = t0.Add(time.Second)
+	if _, err := m.Handle(context.Background(), rec); !errors.As(err, &nd) || a.calls != 3 {
+		t.Fatalf("early: %v, %d calls", err, a.calls)
+	}
+	// Due, fails again: waits the second delay.
+	now = t0.Add(31 * time.Second)
+	a.errs = []error{unavailable}
+	if _, err := m.Handle(context.Background(), rec); !errors.As(err, &nd) || !nd.Until.Equal(now.Add(5*time.Minute)) || a.calls != 4 {
+		t.Fatalf("second wait: %v, %d calls", err, a.calls)
+	}
+	// Last attempt fails: quarantined, exhausted, attempt 5.
+	now = now.Add(5 * time.Minute)
+	a.errs = []error{unavailable}
+	out, f := one(t)(m.Handle(context.Background(), rec))
+	if out.Topic != "orders.quarantine" || f.Attempt != 5 || f.Code != "SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED" || !f.FirstFailedAt.Equal(t0) {
+		t.Fatalf("%s %+v", out.Topic, f)
+	}
+	if len(m.waiting) != 0 {
+		t.Fatal("a resolved record must not stay in the waiting state")
+	}
+	// Another record of the partition is not mistaken for the waiting one.
+	a.errs = []error{unavailable, unavailable, unavailable}
+	_, _ = m.Handle(context.Background(), source(50))
+	out, _ = one(t)(m.Handle(context.Background(), source(51)))
+	if out.Topic != "orders.valid" || len(m.waiting) != 0 {
+		t.Fatalf("a different offset drops the old wait: %s, %d waiting", out.Topic, len(m.waiting))
+	}
+}

@@ -49,6 +49,9 @@ func Plan(cfg *config.Config, sourcePartitions map[string]int) []Spec {
 		}
 		out = append(out, Spec{Name: cfg.OutputTopicFor(src), Role: "output", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)})
 		for _, t := range cfg.RetryTiers {
+			if cfg.Ordering == "partition" {
+				break // records wait in place: no tier topics
+			}
 			out = append(out, Spec{Name: cfg.TierTopic(src, t), Role: "retry " + t.Label, Source: src, Partitions: n, Configs: del(tierRetention)})
 		}
 		out = append(out,
