@@ -201,3 +201,26 @@ func TestPartitionOrderingQuarantinesAndMovesOn(t *testing.T) {
 		t.Errorf("A1 reached the hook %d times, want 3", calls.get("A1"))
 	}
 }
+
+// TestKeyOrderingSeed6 is the seed's test 6 for RELAY_ORDERING=key: A2
+// waits behind A1 and comes out after it; B1, another key on the same
+// partition, is not held back.
+func TestKeyOrderingSeed6(t *testing.T) {
+	s, calls, _, r := seed6(t, "key")
+	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 30*time.Second)
+	deadline := time.Now().Add(40 * time.Second)
+	var got []string
+	for time.Now().Before(deadline) {
+		if got = outputOrder(t, s, 0); len(got) == 3 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.stop()
+	if len(got) != 3 || got[0] != "B1" || got[1] != "A1" || got[2] != "A2" {
+		t.Fatalf("partition 0 output %v, want [B1 A1 A2]: B1 not delayed, A2 after A1", got)
+	}
+	if calls.get("A2") != 1 {
+		t.Errorf("A2 reached the hook %d times; a follower is tried only at its turn", calls.get("A2"))
+	}
+}

@@ -108,6 +108,9 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 	if cfg.HookURL != "" {
 		m.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
 	}
+	if cfg.Ordering == "key" {
+		m.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Load: stateLoader(cfg)}
+	}
 	return m
 }
 

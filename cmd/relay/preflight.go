@@ -48,9 +48,13 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	if err != nil {
 		return err
 	}
+	roles := runRoles
+	if cfg.Ordering == "key" {
+		roles = append(roles, "state")
+	}
 	var plan []topics.Spec
 	for _, s := range topics.Plan(cfg, parts) {
-		for _, r := range runRoles {
+		for _, r := range roles {
 			if strings.HasPrefix(s.Role, r) {
 				plan = append(plan, s)
 			}
@@ -62,6 +66,21 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	}
 	if err := topics.Check(states); err != nil {
 		return err
+	}
+	if cfg.Ordering == "key" {
+		// The range assignor keeps partition p of co-partitioned topics
+		// on one member; a tier topic with more partitions than its
+		// source would split a key's records across members.
+		var errs []error
+		for _, s := range states {
+			if strings.HasPrefix(s.Role, "retry") && s.Have != s.Partitions {
+				errs = append(errs, fmt.Errorf("%s topic %q has %d partitions; key ordering needs exactly its source %q's %d, so a source partition and its tier partitions go to the same member",
+					s.Role, s.Name, s.Have, s.Source, s.Partitions))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	for _, s := range states {
 		if s.Role != "quarantine" {

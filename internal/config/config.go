@@ -40,6 +40,7 @@ type Config struct {
 	BlockingBackoff      time.Duration
 	UnclassifiedAttempts int
 	Ordering             string
+	OrderingHold         bool
 
 	SchemaRegistryURL    string // "" = no admission
 	SchemaRegistryUser   string
@@ -133,6 +134,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 		BlockingBackoff:      p.duration(EnvBlockingBackoff),
 		UnclassifiedAttempts: p.intRange(EnvUnclassifiedAttempts, 1, 100),
 		Ordering:             p.enum(EnvOrdering, "unordered", "key", "partition"),
+		OrderingHold:         p.enum(EnvOrderingOnQuarantine, "release", "hold") == "hold",
 		SchemaRegistryURL:    p.raw(EnvSchemaRegistryURL),
 		SchemaRegistryUser:   p.raw(EnvSchemaRegistryUser),
 		SchemaRegistrySecret: p.raw(EnvSchemaRegistrySecret),

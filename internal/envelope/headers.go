@@ -35,6 +35,9 @@ const (
 	SchemaVersion   = "relay.schema.version"
 	ReplayID        = "relay.replay.id"
 	ReplayCount     = "relay.replay.count"
+	// KeySeq is the place of a tier record in its key's queue (key
+	// ordering): records of a blocked key are processed in this order.
+	KeySeq = "relay.key.seq"
 )
 
 // Prefix starts every header relay owns. Headers with it are relay's and are

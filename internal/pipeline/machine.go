@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,6 +64,8 @@ type Machine struct {
 	// see txn.NotDueError) instead of moving to a tier, so nothing of the
 	// partition passes it. The tier delays are its waits.
 	WaitInPlace bool
+	// Keys, when set, keeps per-key order (RELAY_ORDERING=key).
+	Keys *KeyOrdering
 
 	pending map[[2]string]int // outcomes of the open transaction
 	// waiting is the retry state of the record each partition waits for
@@ -105,6 +108,35 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		}
 		prev, id, srcOffset = f, f.ID, f.SourceOffset
 		st.Attempt, st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
+		if f.Code == CodeKeyBlocked {
+			// It only waited behind its key: its own budget starts now.
+			st.FirstFailedAt = now
+		}
+	}
+	keyed := m.Keys != nil && rec.Key != nil && len(origin.Routes.Tiers) > 0
+	var kr keyedRecord
+	if keyed {
+		kr = keyedRecord{sk: stateKey(origin.Routes.Source, rec.Partition, rec.Key), seq: -1}
+		kr.state = m.Keys.get(kr.sk)
+		if origin.Tier >= 0 {
+			kr.seq = keySeq(rec.Headers)
+		}
+		if kr.state != nil {
+			switch {
+			case origin.Tier < 0 || kr.seq < 0:
+				// A new record of a blocked key joins its queue.
+				seq, ns := kr.state.Tail, *kr.state
+				ns.Tail++
+				return append(m.follow(rec, origin, prev, id, st, kr, seq), m.Keys.put(kr.sk, rec.Partition, &ns)), nil
+			case kr.seq != kr.state.Next:
+				// Not its turn: back behind the head.
+				return m.follow(rec, origin, prev, id, st, kr, kr.seq), nil
+			case kr.state.Held:
+				outs := m.terminal(rec, origin, prev, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Ordering, Code: CodeKeyHeld},
+					errors.New("held: an earlier record of its key was quarantined (ordering hold)"), schema.Info{})
+				return append(withSeq(outs, kr.seq), m.Keys.put(kr.sk, rec.Partition, advance(kr.state))), nil
+			}
+		}
 	}
 	pk := partKey{rec.Topic, rec.Partition}
 	if w, ok := m.waiting[pk]; ok {
@@ -124,6 +156,9 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		out, info, err := m.attempt(ctx, rec, origin, id, srcOffset)
 		if err == nil {
 			m.count(OutcomeProcessed, "")
+			if keyed && kr.state != nil {
+				return []txn.Output{out, m.Keys.put(kr.sk, rec.Partition, advance(kr.state))}, nil
+			}
 			return []txn.Output{out}, nil
 		}
 		if ctx.Err() != nil {
@@ -146,7 +181,11 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			return nil, &txn.NotDueError{Until: now.Add(d.Delay)}
 		}
 		if d.Kind != tiers.RetryInPlace {
-			return m.terminal(rec, origin, prev, id, st, d, err, info), nil
+			outs := m.terminal(rec, origin, prev, id, st, d, err, info)
+			if keyed {
+				outs = m.keyedOutcome(rec, kr, d, id, outs)
+			}
+			return outs, nil
 		}
 		m.Log.Debug("retrying in place", "id", id, "code", d.Code, "attempt", st.Attempt, "in", d.Delay)
 		t := time.NewTimer(d.Delay)
@@ -159,6 +198,44 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		st.Attempt++
 		st.InPlace++
 	}
+}
+
+// keyedOutcome updates the key's state for a record that failed at its
+// turn (or of a free key): a tier hop makes (or keeps) the key blocked with
+// this record as its head; a terminal state lets the next record go, or,
+// with Hold and a quarantine, holds the rest.
+func (m *Machine) keyedOutcome(rec *txn.Record, kr keyedRecord, d tiers.Decision, id string, outs []txn.Output) []txn.Output {
+	switch d.Kind {
+	case tiers.RetryTier:
+		ns := &keyState{Next: 0, Tail: 1}
+		if kr.state != nil {
+			c := *kr.state
+			ns = &c
+		}
+		ns.Tier, ns.NotBefore, ns.Head = d.Tier, m.Now().Add(d.Delay), id
+		return append(withSeq(outs, ns.Next), m.Keys.put(kr.sk, rec.Partition, ns))
+	default:
+		if kr.state == nil {
+			return outs // a free key: nothing follows it
+		}
+		ns := advance(kr.state)
+		if ns != nil && d.Kind == tiers.Quarantine && m.Keys.Hold {
+			ns.Held = true
+		}
+		return append(withSeq(outs, kr.seq), m.Keys.put(kr.sk, rec.Partition, ns))
+	}
+}
+
+// advance resolves the record at the head of a key's queue; nil when
+// nothing of the key is outstanding any more.
+func advance(ks *keyState) *keyState {
+	ns := *ks
+	ns.Next++
+	ns.Head = ""
+	if ns.Next >= ns.Tail {
+		return nil
+	}
+	return &ns
 }
 
 // CodeEnvelopeInvalid quarantines a tier or replay record whose failure
@@ -258,6 +335,9 @@ func (m *Machine) count(outcome, code string) {
 
 // OnCommit reports the outcomes of the committed transaction.
 func (m *Machine) OnCommit() {
+	if m.Keys != nil {
+		m.Keys.commit()
+	}
 	if m.Outcomes != nil {
 		for k, n := range m.pending {
 			m.Outcomes.Outcome(k[0], k[1], n)
@@ -268,7 +348,12 @@ func (m *Machine) OnCommit() {
 
 // OnAbort forgets the outcomes of the aborted transaction: its records
 // will be handled again.
-func (m *Machine) OnAbort() { clear(m.pending) }
+func (m *Machine) OnAbort() {
+	clear(m.pending)
+	if m.Keys != nil {
+		m.Keys.abort()
+	}
+}
 
 // keyString renders a key for the hook's JSON: text as is, other bytes in
 // base64, no key as null.
@@ -293,4 +378,35 @@ func appendTrace(dst, src []txn.Header) []txn.Header {
 	return dst
 }
 
-var _ txn.Handler = (*Machine)(nil)
+// OnAssigned implements txn.PartitionListener: key ordering restores the
+// blocked keys of the partitions before their records are handled.
+func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
+	if m.Keys == nil {
+		return nil
+	}
+	if err := m.Keys.Restore(ctx, partitions); err != nil {
+		return err
+	}
+	m.Log.Info("blocked keys restored", "partitions", partitions, "blocked_keys", m.Keys.Blocked())
+	return nil
+}
+
+// OnRevoked implements txn.PartitionListener.
+func (m *Machine) OnRevoked(partitions []int32) {
+	if m.Keys != nil {
+		m.Keys.Forget(partitions)
+	}
+	for pk := range m.waiting {
+		for _, p := range partitions {
+			if pk.partition == p {
+				delete(m.waiting, pk)
+			}
+		}
+	}
+}
+
+var (
+	_ txn.Handler           = (*Machine)(nil)
+	_ txn.PartitionListener = (*Machine)(nil)
+	_ txn.TxnListener       = (*Machine)(nil)
+)

@@ -18,9 +18,12 @@ const (
 	Transient
 	// Unknown failures get a small budget, then quarantine.
 	Unknown
+	// Ordering marks records that did not fail themselves but wait behind
+	// (or were held with) an earlier record of their key.
+	Ordering
 )
 
-var classNames = map[Class]string{Invalid: "invalid", Rejected: "rejected", Transient: "transient", Unknown: "unknown"}
+var classNames = map[Class]string{Invalid: "invalid", Rejected: "rejected", Transient: "transient", Unknown: "unknown", Ordering: "ordering"}
 
 // String is the class as relay.error.class carries it.
 func (c Class) String() string {

@@ -467,6 +467,16 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		for _, tp := range e.Partitions {
 			l.assigned[keyOf(tp)] = true
 		}
+		if pl, ok := l.handler.(PartitionListener); ok {
+			ctx := l.runCtx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if err := pl.OnAssigned(ctx, numbers(e.Partitions)); err != nil {
+				l.fatal = fmt.Errorf("%w: partitions assigned: %w", ErrFatal, err)
+				return nil
+			}
+		}
 		l.log.Info("partitions assigned", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
 	case kafka.RevokedPartitions:
@@ -492,6 +502,9 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			} else {
 				l.end(ctx, "revoke")
 			}
+		}
+		if pl, ok := l.handler.(PartitionListener); ok {
+			pl.OnRevoked(numbers(e.Partitions))
 		}
 		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
@@ -635,6 +648,19 @@ func describe(parts []kafka.TopicPartition) []string {
 	out := make([]string, len(parts))
 	for i, tp := range parts {
 		out[i] = keyOf(tp).String()
+	}
+	return out
+}
+
+// numbers lists the distinct partition numbers of parts.
+func numbers(parts []kafka.TopicPartition) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	for _, tp := range parts {
+		if !seen[tp.Partition] {
+			seen[tp.Partition] = true
+			out = append(out, tp.Partition)
+		}
 	}
 	return out
 }

@@ -68,6 +68,17 @@ type HandlerFunc func(ctx context.Context, rec *Record) ([]Output, error)
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, rec *Record) ([]Output, error) { return f(ctx, rec) }
 
+// PartitionListener is implemented by a Handler that keeps per-partition
+// state (e.g. the blocked keys of key ordering). OnAssigned runs inside the
+// rebalance callback, before any record of the partitions is handled; an
+// error stops relay. OnRevoked runs after the open transaction has ended.
+// Partitions are given as numbers: a source partition and its tier
+// partitions share one.
+type PartitionListener interface {
+	OnAssigned(ctx context.Context, partitions []int32) error
+	OnRevoked(partitions []int32)
+}
+
 // TxnListener is implemented by a Handler that keeps per-transaction state
 // (e.g. outcome counts): the loop tells it how each transaction ended.
 type TxnListener interface {

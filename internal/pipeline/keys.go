@@ -1,0 +1,228 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"relay/internal/envelope"
+	"relay/internal/tiers"
+	"relay/internal/txn"
+)
+
+// Codes of key ordering.
+const (
+	// CodeKeyBlocked marks a record that waits in a tier behind an earlier
+	// record of its key; it has not failed itself.
+	CodeKeyBlocked = "KEY_BLOCKED"
+	// CodeKeyHeld quarantines a record whose key's earlier record was
+	// quarantined, under the hold setting, so they can be replayed together.
+	CodeKeyHeld = "KEY_HELD"
+)
+
+// KeyOrdering keeps per-key order (RELAY_ORDERING=key). While a key has a
+// record in a retry tier (its head), later records of the key follow it
+// into the tier, numbered (relay.key.seq), and each is processed only when
+// every earlier one is resolved. Records of other keys are not held back.
+//
+// The state of every blocked key is durable: each change is a record of the
+// compacted state topic, written in the transaction of the record that
+// caused it, in the partition of the record's source partition number, and
+// restored (Restore) before the partition is processed again. Memory holds
+// one small entry per blocked key.
+type KeyOrdering struct {
+	// StateTopic is the compacted state topic.
+	StateTopic string
+	// Hold quarantines the followers of a quarantined head (KEY_HELD);
+	// without it they go on.
+	Hold bool
+	// Load reads the committed state records of one state-topic partition.
+	Load func(ctx context.Context, partition int32) (map[string][]byte, error)
+
+	keys    map[string]*keyState
+	loaded  map[int32]bool
+	journal map[string]*keyState // state before the open transaction changed it; nil = absent
+}
+
+// keyState is one blocked key: the records of the key with seq in
+// [Next, Tail) are outstanding, in order; Next may be processed now.
+type keyState struct {
+	Next      int64     `json:"next"`
+	Tail      int64     `json:"tail"`
+	Tier      int       `json:"tier"`      // tier of the head's latest hop
+	NotBefore time.Time `json:"notBefore"` // the head's due time
+	Held      bool      `json:"held,omitempty"`
+	Head      string    `json:"head,omitempty"` // failure id of the head, for operators
+}
+
+// stateKey identifies a key: source topic, source partition, key bytes.
+func stateKey(topic string, partition int32, key []byte) string {
+	return "key|" + topic + "|" + strconv.Itoa(int(partition)) + "|" + base64.RawURLEncoding.EncodeToString(key)
+}
+
+func partitionOfStateKey(k string) (int32, bool) {
+	parts := strings.Split(k, "|")
+	if len(parts) != 4 {
+		return 0, false
+	}
+	p, err := strconv.Atoi(parts[2])
+	return int32(p), err == nil
+}
+
+// Blocked is the number of blocked keys in memory.
+func (k *KeyOrdering) Blocked() int { return len(k.keys) }
+
+func (k *KeyOrdering) get(sk string) *keyState {
+	if s, ok := k.keys[sk]; ok {
+		c := *s
+		return &c
+	}
+	return nil
+}
+
+// put changes a key's state (nil: unblocked) and returns the state record
+// that makes the change durable in the open transaction.
+func (k *KeyOrdering) put(sk string, partition int32, s *keyState) txn.Output {
+	if k.keys == nil {
+		k.keys = map[string]*keyState{}
+	}
+	if k.journal == nil {
+		k.journal = map[string]*keyState{}
+	}
+	if _, seen := k.journal[sk]; !seen {
+		k.journal[sk] = k.keys[sk] // nil when absent
+	}
+	out := txn.Output{Topic: k.StateTopic, Partition: partition, Key: []byte(sk)}
+	if s == nil {
+		delete(k.keys, sk)
+		return out // a tombstone: compaction forgets the key
+	}
+	c := *s
+	k.keys[sk] = &c
+	out.Value, _ = json.Marshal(&c) // plain struct: cannot fail
+	return out
+}
+
+func (k *KeyOrdering) commit() { clear(k.journal) }
+
+// abort undoes what the aborted transaction changed.
+func (k *KeyOrdering) abort() {
+	for sk, prev := range k.journal {
+		if prev == nil {
+			delete(k.keys, sk)
+		} else {
+			k.keys[sk] = prev
+		}
+	}
+	clear(k.journal)
+}
+
+// Restore loads the state of the partitions a member was just assigned,
+// before any of their records is handled.
+func (k *KeyOrdering) Restore(ctx context.Context, partitions []int32) error {
+	if k.keys == nil {
+		k.keys = map[string]*keyState{}
+	}
+	if k.loaded == nil {
+		k.loaded = map[int32]bool{}
+	}
+	for _, p := range partitions {
+		if k.loaded[p] {
+			continue
+		}
+		entries, err := k.Load(ctx, p)
+		if err != nil {
+			return fmt.Errorf("restore blocked keys of partition %d from %s: %w", p, k.StateTopic, err)
+		}
+		for sk, v := range entries {
+			if !strings.HasPrefix(sk, "key|") || v == nil {
+				continue
+			}
+			var s keyState
+			if err := json.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("state record %q in %s[%d] is not readable: %w", sk, k.StateTopic, p, err)
+			}
+			k.keys[sk] = &s
+		}
+		k.loaded[p] = true
+	}
+	return nil
+}
+
+// Forget drops the state of revoked partitions: their next owner restores
+// it from the state topic.
+func (k *KeyOrdering) Forget(partitions []int32) {
+	drop := map[int32]bool{}
+	for _, p := range partitions {
+		drop[p] = true
+		delete(k.loaded, p)
+	}
+	for sk := range k.keys {
+		if p, ok := partitionOfStateKey(sk); ok && drop[p] {
+			delete(k.keys, sk)
+		}
+	}
+}
+
+// keySeq reads relay.key.seq; -1 if absent or unreadable.
+func keySeq(headers []txn.Header) int64 {
+	v, ok := envelope.Lookup(headers, envelope.KeySeq)
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func withSeq(outs []txn.Output, seq int64) []txn.Output {
+	for i := range outs {
+		outs[i].Headers = append(outs[i].Headers, txn.Header{Key: envelope.KeySeq, Value: []byte(strconv.FormatInt(seq, 10))})
+	}
+	return outs
+}
+
+// keyed is the key-ordering part of Handle. It returns handled=false when
+// the record takes the ordinary path (then after reports the outcome).
+type keyedRecord struct {
+	sk    string
+	state *keyState // nil: the key is not blocked
+	seq   int64     // the record's place; -1 for a source record of a free key
+}
+
+// follow writes rec behind the head of its key: into the head's tier, due
+// with the head, keeping (or giving) its place seq. It is not an attempt.
+func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, kr keyedRecord, seq int64) []txn.Output {
+	ks := kr.state
+	now := m.Now()
+	f := &envelope.Failure{
+		ID: id, SourceTopic: origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
+		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.Group, Attempt: st.Attempt - 1,
+		FirstFailedAt: now, LastFailedAt: now, NotBefore: ks.NotBefore,
+		Class: tiers.Ordering.String(), Code: CodeKeyBlocked,
+		Message: "waits behind " + ks.Head + ", an earlier record of its key",
+	}
+	if prev != nil {
+		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset
+		f.SourceTimestamp, f.ReplayID, f.ReplayCount = prev.SourceTimestamp, prev.ReplayID, prev.ReplayCount
+		f.Attempt, f.FirstFailedAt, f.LastFailedAt = prev.Attempt, prev.FirstFailedAt, prev.LastFailedAt
+		if prev.Code != CodeKeyBlocked {
+			f.Class, f.Code, f.Message = prev.Class, prev.Code, prev.Message
+		}
+		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
+	}
+	headers := envelope.Strip(rec.Headers)
+	headers = append(headers, f.Headers()...)
+	headers = appendTrace(headers, rec.Headers)
+	m.count(OutcomeRetry, CodeKeyBlocked)
+	return withSeq([]txn.Output{{
+		Topic: origin.Routes.Tiers[ks.Tier], Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
+		Headers: headers, Timestamp: rec.Timestamp,
+	}}, seq)
+}
