@@ -1,0 +1,257 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
+	"relay/internal/schema"
+)
+
+// orderHook fails every call for the order ids in failing, and each call
+// for an id in flaky with its probability; it answers 204 otherwise.
+type orderHook struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	failing map[string]bool
+	flaky   atomic.Int64 // percent
+	calls   map[string]int
+}
+
+func newOrderHook(t *testing.T) *orderHook {
+	h := &orderHook{failing: map[string]bool{}, calls: map[string]int{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Record map[string]any `json:"record"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		id, _ := req.Record["id"].(string)
+		h.mu.Lock()
+		h.calls[id]++
+		fail := h.failing[id]
+		h.mu.Unlock()
+		if fail || rand.Int64N(100) < h.flaky.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *orderHook) setFailing(id string, fail bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failing[id] = fail
+}
+
+func (h *orderHook) callsOf(id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[id]
+}
+
+func keyScenario(t *testing.T, o *orders, h *orderHook, partitions int, extra ...string) *scenario {
+	return newScenario(t, partitions, append(append(o.env(registryURL),
+		"RELAY_ORDERING", "key", "RELAY_HOOK_URL", h.srv.URL, "RELAY_HOOK_TIMEOUT", "500ms", "RELAY_SCHEMA_TIMEOUT", "500ms",
+		"RELAY_RETRY_TIERS", "1s,2s", "RELAY_BLOCKING_ATTEMPTS", "0",
+		"RELAY_RETRY_MAX_ATTEMPTS", "100", "RELAY_RETRY_MAX_ELAPSED", "10m"), extra...)...)
+}
+
+// produceOrder writes one order with key to a partition and returns its
+// source offset.
+func produceOrder(t *testing.T, o *orders, topic string, partition int32, key, id string) int64 {
+	t.Helper()
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr := make(chan kafka.Event, 1)
+	if err := p.Produce(&kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
+		Key:            []byte(key), Value: o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"}),
+	}, dr); err != nil {
+		t.Fatal(err)
+	}
+	m := (<-dr).(*kafka.Message)
+	if m.TopicPartition.Error != nil {
+		t.Fatal(m.TopicPartition.Error)
+	}
+	return int64(m.TopicPartition.Offset)
+}
+
+// TestKeyStateSurvivesKillAndMoves: A1 keeps failing while A2 and A3
+// follow it into the tiers. relay is killed with SIGKILL, and another
+// instance (another transactional id) takes the partition: it restores
+// the blocked key from the state topic, so A4, produced after the move,
+// still waits behind A1, and the output is A1, A2, A3, A4.
+func TestKeyStateSurvivesKillAndMoves(t *testing.T) {
+	o := registerOrders(t)
+	h := newOrderHook(t)
+	h.setFailing("A1", true)
+	s := keyScenario(t, o, h, 1)
+	produceOrder(t, o, s.src.topic, 0, "A", "A1")
+	produceOrder(t, o, s.src.topic, 0, "A", "A2")
+	produceOrder(t, o, s.src.topic, 0, "A", "A3")
+	produceOrder(t, o, s.src.topic, 0, "B", "B1")
+	r1 := startRelay(t, "relay-1", s.env(uniq(t, "txn-1")))
+	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
+	for h.callsOf("A1") < 2 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	r1.signal(syscall.SIGKILL)
+	r1.wait(10 * time.Second)
+	if got := outputOrder(t, s, 0); len(got) != 1 || got[0] != "B1" {
+		t.Fatalf("before the move the output is %v, want [B1]", got)
+	}
+	r2 := startRelay(t, "relay-2", s.env(uniq(t, "txn-2")))
+	r2.waitLog("blocked keys restored", 60*time.Second)
+	if !regexpMatch(`"blocked_keys":1\b`, r2.stderr.String()) {
+		t.Fatalf("relay-2 did not restore the blocked key:\n%s", tail(r2.stderr.String(), 20))
+	}
+	produceOrder(t, o, s.src.topic, 0, "A", "A4")
+	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
+	time.Sleep(2 * time.Second)
+	if got := outputOrder(t, s, 0); len(got) != 1 {
+		t.Fatalf("A4 overtook A1 after the move: output %v", got)
+	}
+	h.setFailing("A1", false)
+	deadline := time.Now().Add(40 * time.Second)
+	var got []string
+	for time.Now().Before(deadline) {
+		if got = outputOrder(t, s, 0); len(got) == 5 {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	r2.stop()
+	if fmt.Sprint(got) != "[B1 A1 A2 A3 A4]" {
+		t.Fatalf("output %v, want [B1 A1 A2 A3 A4]", got)
+	}
+}
+
+// TestKeyOrderingHold: with RELAY_ORDERING_ON_QUARANTINE=hold, A1 is
+// quarantined when its budget ends and A2, behind it, is quarantined too
+// (KEY_HELD); B1 is processed.
+func TestKeyOrderingHold(t *testing.T) {
+	o := registerOrders(t)
+	h := newOrderHook(t)
+	h.setFailing("A1", true)
+	s := keyScenario(t, o, h, 1, "RELAY_ORDERING_ON_QUARANTINE", "hold", "RELAY_RETRY_MAX_ATTEMPTS", "2")
+	want := map[string]string{}
+	for _, r := range []struct{ key, id, want string }{
+		{"A", "A1", "quarantine:HOOK_UNAVAILABLE_EXHAUSTED"}, {"A", "A2", "quarantine:KEY_HELD"}, {"B", "B1", "output"},
+	} {
+		off := produceOrder(t, o, s.src.topic, 0, r.key, r.id)
+		want[envelope.ID(s.src.topic, 0, off)] = r.want
+	}
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	waitSettled(t, s, 60*time.Second)
+	assertOutcomes(t, s, want)
+	r.stop()
+}
+
+// TestKeyOrderingWholeRun is the whole-run property of key ordering:
+// 10,000 records over 200 keys, random transient failures on random
+// records, two instances, five SIGKILLs and a rebalance. For every key the
+// output holds its records in source order (minus the quarantined ones),
+// and no record is lost or duplicated.
+func TestKeyOrderingWholeRun(t *testing.T) {
+	const partitions, keys, total, kills = 4, 200, 10000, 5
+	o := registerOrders(t)
+	h := newOrderHook(t)
+	h.flaky.Store(3)
+	s := keyScenario(t, o, h, partitions, "RELAY_RETRY_MAX_ATTEMPTS", "6", "RELAY_RETRY_MAX_ELAPSED", "2m")
+	want := map[string]string{}
+	batch := func(n int) {
+		var recs []rec
+		for range n {
+			i := len(want) + len(recs)
+			k := fmt.Sprintf("key-%03d", rand.IntN(keys))
+			recs = append(recs, rec{[]byte(k), o.value(t, 3, map[string]any{"id": fmt.Sprint(i), "amount": int64(i), "currency": "EUR"}),
+				"output|quarantine:HOOK_UNAVAILABLE_EXHAUSTED"})
+		}
+		for id, w := range produceRecs(t, s.src.topic, recs) {
+			want[id] = w
+		}
+	}
+	ids := [2]string{uniq(t, "txn-a"), uniq(t, "txn-b")}
+	start := func(n, i int) *relay {
+		return startRelay(t, fmt.Sprintf("relay-%c-%d", 'a'+n, i), s.env(ids[n]))
+	}
+	batch(total / 2)
+	rs := [2]*relay{start(0, 0), nil}
+	rs[0].waitLog("partitions assigned", 60*time.Second)
+	rs[1] = start(1, 0) // the rebalance
+	per := total / 2 / kills
+	for i := range kills {
+		batch(per)
+		time.Sleep(jitter(500*time.Millisecond, 1500*time.Millisecond))
+		n := i % 2
+		rs[n].signal(syscall.SIGKILL)
+		rs[n].wait(10 * time.Second)
+		rs[n] = start(n, i+1)
+	}
+	h.flaky.Store(0)
+	waitSettled(t, s, 4*time.Minute)
+	got := assertOutcomes(t, s, want)
+	for _, r := range rs {
+		r.stop()
+	}
+	// Per key: the source offsets of its outputs, in output order, rise.
+	type out struct {
+		srcOffset, outOffset int64
+	}
+	byKey := map[string][]out{}
+	for id, ls := range got {
+		l := ls[0]
+		if l.topic != s.output {
+			continue
+		}
+		var p int32
+		var off int64
+		if _, err := fmt.Sscanf(id[len(s.src.topic)+1:], "%d/%d", &p, &off); err != nil {
+			t.Fatal(err)
+		}
+		k := string(l.msg.Key)
+		byKey[k] = append(byKey[k], out{off, int64(l.msg.TopicPartition.Offset)})
+	}
+	broken := 0
+	for k, os := range byKey {
+		sort.Slice(os, func(i, j int) bool { return os[i].outOffset < os[j].outOffset })
+		for i := 1; i < len(os); i++ {
+			if os[i].srcOffset < os[i-1].srcOffset {
+				broken++
+				if broken <= 5 {
+					t.Errorf("key %s: source offset %d came out after %d", k, os[i].srcOffset, os[i-1].srcOffset)
+				}
+				break
+			}
+		}
+	}
+	hops := 0
+	for _, topic := range s.tiers {
+		hops += len(readCommitted(t, topic, s.partitions))
+	}
+	t.Logf("%d keys, %d tier records over the run", len(byKey), hops)
+	if broken > 0 {
+		t.Fatalf("%d keys out of order", broken)
+	}
+	if hops < 50 {
+		t.Fatalf("only %d tier records: the run did not exercise blocked keys", hops)
+	}
+	_ = schema.ParseWire
+}
