@@ -207,11 +207,27 @@ func waitSettled(t *testing.T, s *scenario, d time.Duration) {
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, time.Until(deadline))
 	// Tier topics are written in transactions: their end offsets count
 	// the commit markers, which no consumer ever commits past. Caught up
-	// means: past the last record. Twice, as a tier record may have moved
-	// to another tier while the first one was checked.
-	for range 2 {
+	// means: past the last record. A record may move to another tier (or
+	// back behind its key's head) while the tiers are checked, so settled
+	// means: drained, and no tier written to for two seconds after.
+	for {
+		before := map[string]map[int32]int64{}
 		for _, topic := range s.tiers {
 			waitTierDrained(t, s, topic, deadline)
+			before[topic] = endOffsets(t, topic, s.partitions)
+		}
+		time.Sleep(2 * time.Second)
+		quiet := true
+		for _, topic := range s.tiers {
+			if !equalOffsets(before[topic], endOffsets(t, topic, s.partitions)) {
+				quiet = false
+			}
+		}
+		if quiet {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tiers of %s did not settle by the deadline", s.src.topic)
 		}
 	}
 	for _, topic := range append([]string{s.output, s.quarantine, s.rejected}, s.tiers...) {

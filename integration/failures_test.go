@@ -159,7 +159,7 @@ func TestTransientRecoversInPlace(t *testing.T) {
 func TestRegistryOutageThroughTiers(t *testing.T) {
 	o := registerOrders(t)
 	proxy := newFaultProxy(t)
-	s := newScenario(t, 2, append(o.env(proxy.url()),
+	s := newScenario(t, 2, append(o.env(proxy.url()), "RELAY_ORDERING", "unordered",
 		"RELAY_RETRY_TIERS", "2s,3s", "RELAY_BLOCKING_ATTEMPTS", "1", "RELAY_BLOCKING_BACKOFF", "100ms",
 		"RELAY_RETRY_MAX_ATTEMPTS", "20", "RELAY_RETRY_MAX_ELAPSED", "2m")...)
 	r := startRelay(t, "relay", s.env(uniq(t, "txn")))

@@ -96,9 +96,12 @@ func (a *admission) env(registry string) []string {
 }
 
 // flakyHook answers 503 to the first call for pct percent of the message
-// ids (chosen by hash, so the same ids every run), 204 otherwise.
+// ids (chosen by hash, so the same ids every run), 204 otherwise. With
+// byKey, the share is of record keys: every record of a chosen key fails
+// its first call.
 type flakyHook struct {
 	pct   uint32
+	byKey bool
 	mu    sync.Mutex
 	seen  map[string]bool
 	calls int
@@ -107,22 +110,30 @@ type flakyHook struct {
 	ln    net.Listener
 }
 
-func startFlakyHook(pct int) (*flakyHook, error) {
+func startFlakyHook(pct int, byKey bool) (*flakyHook, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	h := &flakyHook{pct: uint32(pct), seen: map[string]bool{}, ln: ln}
+	h := &flakyHook{pct: uint32(pct), byKey: byKey, seen: map[string]bool{}, ln: ln}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
 }
 
 func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
 	id := r.Header.Get("Idempotency-Key")
+	chooser := id
+	if h.byKey {
+		var req struct {
+			Key string `json:"key"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		chooser = req.Key
+	}
+	_, _ = io.Copy(io.Discard, r.Body)
 	f := fnv.New32a()
-	_, _ = f.Write([]byte(id))
+	_, _ = f.Write([]byte(chooser))
 	h.mu.Lock()
 	h.calls++
 	fail := f.Sum32()%100 < h.pct && !h.seen[id]

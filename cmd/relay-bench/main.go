@@ -30,6 +30,7 @@ type options struct {
 	relayEnv   string
 	registry   string
 	admission  bool
+	keyModes   bool
 	timeout    time.Duration
 	keepTopics bool
 }
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms")
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
+	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once per record")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.Parse()
@@ -132,7 +134,20 @@ func run(ctx context.Context, o options) (err error) {
 		}
 		modes = append(modes,
 			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
-			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10), value: value},
+			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10, "RELAY_ORDERING=unordered"), value: value},
+		)
+	}
+	if o.keyModes {
+		value := func() ([]byte, error) {
+			a, err := b.setupAdmission()
+			if err != nil {
+				return nil, err
+			}
+			return a.value, nil
+		}
+		modes = append(modes,
+			modeSpec{name: "f-key-ok", label: "(f) key ordering + hook, no failures", start: b.admissionStarter(0, "RELAY_ORDERING=key"), value: value},
+			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
 		)
 	}
 	extra, _ := parseEnv(o.relayEnv)

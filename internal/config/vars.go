@@ -86,7 +86,7 @@ var Vars = []Var{
 	{Name: EnvBlockingAttempts, Default: "2", Help: "in-place retries of a transient failure before the first tier (0..10); must fit the transaction budget"},
 	{Name: EnvBlockingBackoff, Default: "200ms", Help: "wait before each in-place retry; a Retry-After up to this long is honoured in place, a longer one in a tier"},
 	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then UNCLASSIFIED_EXHAUSTED"},
-	{Name: EnvOrdering, Default: "unordered", Help: "ordering policy: unordered (non-blocking retry tiers, order not kept), partition (a failing record waits in place, its partition paused, the tier delays as waits) or key (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic)"},
+	{Name: EnvOrdering, Default: "key", Help: "ordering policy: unordered (non-blocking retry tiers, order not kept), partition (a failing record waits in place, its partition paused, the tier delays as waits) or key (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic)"},
 	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: release (they go on) or hold (they are quarantined too, code KEY_HELD)"},
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7); empty: values are relayed unchecked"},
 	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, " + EnvSchemaRegistrySecret + " is sent as a bearer token"},
