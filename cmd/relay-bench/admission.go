@@ -136,9 +136,11 @@ func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = f.Write([]byte(chooser))
 	h.mu.Lock()
 	h.calls++
-	fail := f.Sum32()%100 < h.pct && !h.seen[id]
+	// By id: each chosen record fails its first call. By key: each chosen
+	// key fails once, on the first call for any of its records.
+	fail := f.Sum32()%100 < h.pct && !h.seen[chooser]
 	if fail {
-		h.seen[id] = true
+		h.seen[chooser] = true
 		h.fails++
 	}
 	h.mu.Unlock()

@@ -11,16 +11,16 @@ import (
 	"relay/internal/config"
 )
 
-// stateLoader reads one partition of the state topic, committed records
-// only, from its start to its end (the last stable offset), and returns the
-// latest value of each key (nil for a tombstone). It waits out a broker
-// outage; only ctx ends it early.
-func stateLoader(cfg *config.Config) func(ctx context.Context, partition int32) (map[string][]byte, error) {
+// stateLoader reads partitions of the state topic, committed records only,
+// from their start to their end (the last stable offset), with one
+// consumer, and returns the latest value of each key (nil for a
+// tombstone). It waits out a broker outage; only ctx ends it early.
+func stateLoader(cfg *config.Config) func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
 	topic := cfg.StateTopicName()
-	return func(ctx context.Context, partition int32) (map[string][]byte, error) {
+	return func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
 		backoff := 200 * time.Millisecond
 		for {
-			out, err := loadState(ctx, cfg, topic, partition)
+			out, err := loadState(ctx, cfg, topic, partitions)
 			if err == nil || ctx.Err() != nil {
 				return out, err
 			}
@@ -34,7 +34,7 @@ func stateLoader(cfg *config.Config) func(ctx context.Context, partition int32) 
 	}
 }
 
-func loadState(ctx context.Context, cfg *config.Config, topic string, partition int32) (map[string][]byte, error) {
+func loadState(ctx context.Context, cfg *config.Config, topic string, partitions []int32) (map[string][]byte, error) {
 	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
 		// Assigned, never subscribed: the group is only a name.
 		"group.id": cfg.GroupID + ".state-restore", "enable.auto.commit": false,
@@ -44,14 +44,19 @@ func loadState(ctx context.Context, cfg *config.Config, topic string, partition 
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	if err := c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: partition, Offset: kafka.OffsetBeginning}}); err != nil {
+	tps := make([]kafka.TopicPartition, len(partitions))
+	for i, p := range partitions {
+		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning}
+	}
+	if err := c.Assign(tps); err != nil {
 		return nil, err
 	}
+	eof := map[int32]bool{}
 	out := map[string][]byte{}
 	deadline := time.Now().Add(2 * max(cfg.TransactionTimeout, 30*time.Second))
 	for ctx.Err() == nil {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s[%d]: end not reached by %s", topic, partition, deadline.Format(time.RFC3339))
+			return nil, fmt.Errorf("%s %v: end not reached by %s", topic, partitions, deadline.Format(time.RFC3339))
 		}
 		switch ev := c.Poll(200).(type) {
 		case *kafka.Message:
@@ -59,8 +64,12 @@ func loadState(ctx context.Context, cfg *config.Config, topic string, partition 
 				return nil, ev.TopicPartition.Error
 			}
 			out[string(ev.Key)] = ev.Value
+			delete(eof, ev.TopicPartition.Partition)
 		case kafka.PartitionEOF:
-			return out, nil
+			eof[ev.Partition] = true
+			if len(eof) == len(partitions) {
+				return out, nil
+			}
 		case kafka.Error:
 			if ev.IsFatal() {
 				return nil, ev

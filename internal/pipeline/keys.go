@@ -40,8 +40,8 @@ type KeyOrdering struct {
 	// Hold quarantines the followers of a quarantined head (KEY_HELD);
 	// without it they go on.
 	Hold bool
-	// Load reads the committed state records of one state-topic partition.
-	Load func(ctx context.Context, partition int32) (map[string][]byte, error)
+	// Load reads the committed state records of state-topic partitions.
+	Load func(ctx context.Context, partitions []int32) (map[string][]byte, error)
 
 	keys    map[string]*keyState
 	loaded  map[int32]bool
@@ -130,24 +130,30 @@ func (k *KeyOrdering) Restore(ctx context.Context, partitions []int32) error {
 	if k.loaded == nil {
 		k.loaded = map[int32]bool{}
 	}
+	var todo []int32
 	for _, p := range partitions {
-		if k.loaded[p] {
+		if !k.loaded[p] {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	entries, err := k.Load(ctx, todo)
+	if err != nil {
+		return fmt.Errorf("restore blocked keys of partitions %v from %s: %w", todo, k.StateTopic, err)
+	}
+	for sk, v := range entries {
+		if !strings.HasPrefix(sk, "key|") || v == nil {
 			continue
 		}
-		entries, err := k.Load(ctx, p)
-		if err != nil {
-			return fmt.Errorf("restore blocked keys of partition %d from %s: %w", p, k.StateTopic, err)
+		var s keyState
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
 		}
-		for sk, v := range entries {
-			if !strings.HasPrefix(sk, "key|") || v == nil {
-				continue
-			}
-			var s keyState
-			if err := json.Unmarshal(v, &s); err != nil {
-				return fmt.Errorf("state record %q in %s[%d] is not readable: %w", sk, k.StateTopic, p, err)
-			}
-			k.keys[sk] = &s
-		}
+		k.keys[sk] = &s
+	}
+	for _, p := range todo {
 		k.loaded[p] = true
 	}
 	return nil
