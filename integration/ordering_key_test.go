@@ -143,17 +143,27 @@ func TestKeyStateSurvivesKillAndMoves(t *testing.T) {
 	}
 }
 
-// TestKeyOrderingHold: with RELAY_ORDERING_ON_QUARANTINE=hold, A1 is
-// quarantined when its budget ends and A2, behind it, is quarantined too
-// (KEY_HELD); B1 is processed.
-func TestKeyOrderingHold(t *testing.T) {
+// TestKeyOrderingHoldAndRelease: A1 is quarantined when its budget ends.
+// With RELAY_ORDERING_ON_QUARANTINE=hold, A2, behind it, is quarantined too
+// (KEY_HELD); with release, A2 goes on to the output. B1 is processed.
+func TestKeyOrderingHoldAndRelease(t *testing.T) {
+	for _, mode := range []string{"hold", "release"} {
+		t.Run(mode, func(t *testing.T) { keyQuarantinedHead(t, mode) })
+	}
+}
+
+func keyQuarantinedHead(t *testing.T, mode string) {
 	o := registerOrders(t)
 	h := newOrderHook(t)
 	h.setFailing("A1", true)
-	s := keyScenario(t, o, h, 1, "RELAY_ORDERING_ON_QUARANTINE", "hold", "RELAY_RETRY_MAX_ATTEMPTS", "2")
+	s := keyScenario(t, o, h, 1, "RELAY_ORDERING_ON_QUARANTINE", mode, "RELAY_RETRY_MAX_ATTEMPTS", "2")
+	a2 := "quarantine:KEY_HELD"
+	if mode == "release" {
+		a2 = "output"
+	}
 	want := map[string]string{}
 	for _, r := range []struct{ key, id, want string }{
-		{"A", "A1", "quarantine:HOOK_UNAVAILABLE_EXHAUSTED"}, {"A", "A2", "quarantine:KEY_HELD"}, {"B", "B1", "output"},
+		{"A", "A1", "quarantine:HOOK_UNAVAILABLE_EXHAUSTED"}, {"A", "A2", a2}, {"B", "B1", "output"},
 	} {
 		off := produceOrder(t, o, s.src.topic, 0, r.key, r.id)
 		want[envelope.ID(s.src.topic, 0, off)] = r.want
