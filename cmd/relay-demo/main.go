@@ -79,6 +79,9 @@ func demo(o options) error {
 		"RELAY_SOURCE_TOPICS="+o.source,
 		"RELAY_GROUP_ID="+group,
 		"RELAY_TRANSACTIONAL_ID=relay-demo-0",
+		// Static membership: a rerun after a killed run gets its
+		// partitions back at once, not after the session timeout.
+		"RELAY_KAFKA_GROUP_INSTANCE_ID=relay-demo-0",
 		"RELAY_KAFKA_BOOTSTRAP_SERVERS="+o.bootstrap,
 		"RELAY_HTTP_ADDR="+o.httpAddr,
 		"RELAY_SCHEMA_REGISTRY_URL="+o.registry,

@@ -179,7 +179,7 @@ func printTable(o options, m map[string]float64, r outcomes, took time.Duration,
 	fmt.Printf(`
   records in                  %d
   in exactly one end state    %d  (missing %d, duplicated %d, not where expected %d)
-  retry-tier hops             %.0f
+  tier hops (retries + key followers) %.0f
   transactions committed      %.0f  (aborted %.0f)
   commit latency mean         %s  (p99 <= %s)
   wall time                   %s  (%.0f records/s end to end)

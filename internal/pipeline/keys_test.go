@@ -181,3 +181,29 @@ func TestKeyOrderingRestoreAndForget(t *testing.T) {
 		t.Fatal("a failed restore must be an error, not an empty state")
 	}
 }
+
+// TestFollowerFirstPassRetriesInPlace: a follower that fails at its turn is
+// on its first pass: it is retried in place, then goes to the first tier,
+// not to the tier after the one it waited in.
+func TestFollowerFirstPassRetriesInPlace(t *testing.T) {
+	m, a, now := keyed(t, false)
+	m.Policy.BlockingAttempts = 1
+	unavailable := tiers.Failf(tiers.CauseRegistryUnavailable, "503")
+	a.errs = []error{unavailable, unavailable}
+	outs, _ := m.Handle(context.Background(), rec("orders", 0, 10, "A"))
+	a1 := outs[0]
+	outs, _ = m.Handle(context.Background(), rec("orders", 0, 11, "A"))
+	a2 := outs[0]
+	m.OnCommit()
+	*now = t0.Add(31 * time.Second)
+	if outs, _ = m.Handle(context.Background(), asRead(a1, 0)); outs[0].Topic != "orders.valid" {
+		t.Fatalf("A1: %v", topics(outs))
+	}
+	a.errs = []error{unavailable, unavailable}
+	calls := a.calls
+	outs, _ = m.Handle(context.Background(), asRead(a2, 1))
+	f, _ := envelope.Parse(outs[0].Headers)
+	if a.calls-calls != 2 || outs[0].Topic != "orders.retry.30s" || f.Attempt != 2 || !f.FirstFailedAt.Equal(*now) {
+		t.Fatalf("A2 at its turn: %d calls, %s, %+v", a.calls-calls, outs[0].Topic, f)
+	}
+}

@@ -109,8 +109,10 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		prev, id, srcOffset = f, f.ID, f.SourceOffset
 		st.Attempt, st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
 		if f.Code == CodeKeyBlocked {
-			// It only waited behind its key: its own budget starts now.
-			st.FirstFailedAt = now
+			// It only waited behind its key: this is its first pass,
+			// with in-place retries and then the first tier, and its
+			// own budget starts now.
+			st.FirstFailedAt, st.AtSource = now, true
 		}
 	}
 	keyed := m.Keys != nil && rec.Key != nil && len(origin.Routes.Tiers) > 0
