@@ -129,14 +129,7 @@ func TestKeyStateSurvivesKillAndMoves(t *testing.T) {
 		t.Fatalf("A4 overtook A1 after the move: output %v", got)
 	}
 	h.setFailing("A1", false)
-	deadline := time.Now().Add(40 * time.Second)
-	var got []string
-	for time.Now().Before(deadline) {
-		if got = outputOrder(t, s, 0); len(got) == 5 {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	got := waitOutput(t, s, 0, 5, 40*time.Second)
 	r2.stop()
 	if fmt.Sprint(got) != "[B1 A1 A2 A3 A4]" {
 		t.Fatalf("output %v, want [B1 A1 A2 A3 A4]", got)

@@ -153,13 +153,7 @@ func TestUnorderedLaterRecordOvertakes(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var got []string
-	for time.Now().Before(deadline) {
-		if got = outputOrder(t, s, 0); len(got) == 3 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	got := waitOutput(t, s, 0, 3, time.Until(deadline))
 	r.stop()
 	if len(got) != 3 || got[len(got)-1] != "A1" {
 		t.Fatalf("partition 0 output %v: under unordered, A1 comes out after A2 and B1", got)
@@ -208,19 +202,26 @@ func TestPartitionOrderingQuarantinesAndMovesOn(t *testing.T) {
 func TestKeyOrderingSeed6(t *testing.T) {
 	s, calls, _, r := seed6(t, "key")
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 30*time.Second)
-	deadline := time.Now().Add(40 * time.Second)
-	var got []string
-	for time.Now().Before(deadline) {
-		if got = outputOrder(t, s, 0); len(got) == 3 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	got := waitOutput(t, s, 0, 3, 40*time.Second)
 	r.stop()
 	if len(got) != 3 || got[0] != "B1" || got[1] != "A1" || got[2] != "A2" {
 		t.Fatalf("partition 0 output %v, want [B1 A1 A2]: B1 not delayed, A2 after A1", got)
 	}
 	if calls.get("A2") != 1 {
 		t.Errorf("A2 reached the hook %d times; a follower is tried only at its turn", calls.get("A2"))
+	}
+}
+
+// waitOutput polls the output of a partition until it holds n records or d
+// passes, and returns the ids in output order.
+func waitOutput(t *testing.T, s *scenario, partition int32, n int, d time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got := outputOrder(t, s, partition)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

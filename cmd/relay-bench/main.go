@@ -124,27 +124,21 @@ func run(ctx context.Context, o options) (err error) {
 		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
 		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
 	}
-	if o.admission {
-		value := func() ([]byte, error) {
-			a, err := b.setupAdmission()
-			if err != nil {
-				return nil, err
-			}
-			return a.value, nil
+	// value gives the admission modes their Avro records.
+	value := func() ([]byte, error) {
+		a, err := b.setupAdmission()
+		if err != nil {
+			return nil, err
 		}
+		return a.value, nil
+	}
+	if o.admission {
 		modes = append(modes,
 			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
 			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10, "RELAY_ORDERING=unordered"), value: value},
 		)
 	}
 	if o.keyModes {
-		value := func() ([]byte, error) {
-			a, err := b.setupAdmission()
-			if err != nil {
-				return nil, err
-			}
-			return a.value, nil
-		}
 		modes = append(modes,
 			modeSpec{name: "f-key-ok", label: "(f) key ordering + hook, no failures", start: b.admissionStarter(0, "RELAY_ORDERING=key"), value: value},
 			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
