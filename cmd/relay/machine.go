@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"relay/internal/config"
@@ -115,5 +116,10 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 }
 
 func describeBudget(cfg *config.Config) string {
-	return fmt.Sprintf("in place %d×%s, tiers %v, at most %d attempts within %s", cfg.BlockingAttempts, cfg.BlockingBackoff, cfg.RetryTiers, cfg.RetryMaxAttempts, cfg.RetryMaxElapsed)
+	labels := make([]string, len(cfg.RetryTiers))
+	for i, t := range cfg.RetryTiers {
+		labels[i] = t.Label
+	}
+	return fmt.Sprintf("in place %d×%s, tiers [%s], at most %d attempts within %s", cfg.BlockingAttempts, cfg.BlockingBackoff,
+		strings.Join(labels, ","), cfg.RetryMaxAttempts, cfg.RetryMaxElapsed)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	}
 	roles := runRoles
 	if cfg.Ordering == "key" {
-		roles = append(roles, "state")
+		roles = slices.Concat(runRoles, []string{"state"})
 	}
 	var plan []topics.Spec
 	for _, s := range topics.Plan(cfg, parts) {

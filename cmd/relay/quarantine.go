@@ -88,51 +88,22 @@ func parseFailureID(id string) (topic string, partition int32, offset int64, err
 // and returns the last envelope with the failure id: records keep their
 // source partition number, so the one partition is enough.
 func findEnvelope(ctx context.Context, cfg *config.Config, topic string, partition int32, id string) (*envelope.View, error) {
-	m := clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id": "relay-cli", "enable.auto.commit": false, "isolation.level": "read_committed",
-		"enable.partition.eof": true,
-	})
-	c, err := kafka.NewConsumer(m)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = c.Close() }()
-	timeout := max(cfg.OpTimeout, 10*time.Second)
-	lo, hi, err := c.QueryWatermarkOffsets(topic, partition, int(timeout/time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("%s[%d]: %w", topic, partition, err)
-	}
-	if hi <= lo {
-		return nil, nil
-	}
-	if err := c.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: partition, Offset: kafka.Offset(lo)}}); err != nil {
-		return nil, err
-	}
 	var found *envelope.View
-	deadline := time.Now().Add(2 * time.Minute)
-	for ctx.Err() == nil && time.Now().Before(deadline) {
-		switch ev := c.Poll(200).(type) {
-		case *kafka.Message:
-			if v, ok := envelope.Lookup(toHeaders(ev.Headers), envelope.FailureID); ok && string(v) == id {
-				hs := toHeaders(ev.Headers)
-				f, _ := envelope.Parse(hs)
-				tp, _ := envelope.Lookup(hs, envelope.TraceParent)
-				view := envelope.NewView(f, string(tp), ev.Key, len(ev.Value))
-				view.Location = &envelope.Where{Topic: topic, Partition: partition, Offset: int64(ev.TopicPartition.Offset)}
-				found = &view
-			}
-			if int64(ev.TopicPartition.Offset) >= hi-1 {
-				return found, nil
-			}
-		case kafka.PartitionEOF:
-			return found, nil
-		case kafka.Error:
-			if ev.IsFatal() {
-				return nil, ev
-			}
+	err := readToEnd(ctx, cfg, "relay-cli", topic, []int32{partition}, 2*time.Minute, func(m *kafka.Message) {
+		hs := toHeaders(m.Headers)
+		if v, ok := envelope.Lookup(hs, envelope.FailureID); !ok || string(v) != id {
+			return
 		}
+		f, _ := envelope.Parse(hs)
+		tp, _ := envelope.Lookup(hs, envelope.TraceParent)
+		view := envelope.NewView(f, string(tp), m.Key, len(m.Value))
+		view.Location = &envelope.Where{Topic: topic, Partition: partition, Offset: int64(m.TopicPartition.Offset)}
+		found = &view
+	})
+	if err != nil {
+		return nil, err
 	}
-	return found, ctx.Err()
+	return found, nil
 }
 
 func toHeaders(hs []kafka.Header) []envelope.Header {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -35,46 +33,11 @@ func stateLoader(cfg *config.Config) func(ctx context.Context, partitions []int3
 }
 
 func loadState(ctx context.Context, cfg *config.Config, topic string, partitions []int32) (map[string][]byte, error) {
-	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		// Assigned, never subscribed: the group is only a name.
-		"group.id": cfg.GroupID + ".state-restore", "enable.auto.commit": false,
-		"isolation.level": "read_committed", "enable.partition.eof": true,
-	}))
+	out := map[string][]byte{}
+	err := readToEnd(ctx, cfg, cfg.GroupID+".state-restore", topic, partitions, 2*max(cfg.TransactionTimeout, 30*time.Second),
+		func(m *kafka.Message) { out[string(m.Key)] = m.Value })
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = c.Close() }()
-	tps := make([]kafka.TopicPartition, len(partitions))
-	for i, p := range partitions {
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning}
-	}
-	if err := c.Assign(tps); err != nil {
-		return nil, err
-	}
-	eof := map[int32]bool{}
-	out := map[string][]byte{}
-	deadline := time.Now().Add(2 * max(cfg.TransactionTimeout, 30*time.Second))
-	for ctx.Err() == nil {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s %v: end not reached by %s", topic, partitions, deadline.Format(time.RFC3339))
-		}
-		switch ev := c.Poll(200).(type) {
-		case *kafka.Message:
-			if ev.TopicPartition.Error != nil {
-				return nil, ev.TopicPartition.Error
-			}
-			out[string(ev.Key)] = ev.Value
-			delete(eof, ev.TopicPartition.Partition)
-		case kafka.PartitionEOF:
-			eof[ev.Partition] = true
-			if len(eof) == len(partitions) {
-				return out, nil
-			}
-		case kafka.Error:
-			if ev.IsFatal() {
-				return nil, ev
-			}
-		}
-	}
-	return nil, errors.Join(ctx.Err(), errors.New("restore interrupted"))
+	return out, nil
 }

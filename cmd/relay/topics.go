@@ -10,7 +10,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"relay/internal/config"
 	"relay/internal/topics"
 )
 
@@ -134,5 +133,3 @@ func consumerOnlyAndProducerOnly() map[string]bool {
 	}
 	return out
 }
-
-var _ = config.EnvSourceTopics

@@ -194,8 +194,7 @@ func withSeq(outs []txn.Output, seq int64) []txn.Output {
 	return outs
 }
 
-// keyed is the key-ordering part of Handle. It returns handled=false when
-// the record takes the ordinary path (then after reports the outcome).
+// keyedRecord is what Handle knows of a record's key under key ordering.
 type keyedRecord struct {
 	sk    string
 	state *keyState // nil: the key is not blocked
@@ -207,28 +206,17 @@ type keyedRecord struct {
 func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, kr keyedRecord, seq int64) []txn.Output {
 	ks := kr.state
 	now := m.Now()
-	f := &envelope.Failure{
-		ID: id, SourceTopic: origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
-		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.Group, Attempt: st.Attempt - 1,
-		FirstFailedAt: now, LastFailedAt: now, NotBefore: ks.NotBefore,
-		Class: tiers.Ordering.String(), Code: CodeKeyBlocked,
-		Message: "waits behind " + ks.Head + ", an earlier record of its key",
-	}
+	f := m.failureOf(rec, origin, prev, id)
+	f.Attempt, f.FirstFailedAt, f.LastFailedAt, f.NotBefore = st.Attempt-1, now, now, ks.NotBefore
+	f.Class, f.Code = tiers.Ordering.String(), CodeKeyBlocked
+	f.Message = "waits behind " + ks.Head + ", an earlier record of its key"
 	if prev != nil {
-		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset
-		f.SourceTimestamp, f.ReplayID, f.ReplayCount = prev.SourceTimestamp, prev.ReplayID, prev.ReplayCount
 		f.Attempt, f.FirstFailedAt, f.LastFailedAt = prev.Attempt, prev.FirstFailedAt, prev.LastFailedAt
 		if prev.Code != CodeKeyBlocked {
 			f.Class, f.Code, f.Message = prev.Class, prev.Code, prev.Message
 		}
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
-	headers := envelope.Strip(rec.Headers)
-	headers = append(headers, f.Headers()...)
-	headers = appendTrace(headers, rec.Headers)
 	m.count(OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{{
-		Topic: origin.Routes.Tiers[ks.Tier], Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
-		Headers: headers, Timestamp: rec.Timestamp,
-	}}, seq)
+	return withSeq([]txn.Output{hop(rec, origin.Routes.Tiers[ks.Tier], f, nil)}, seq)
 }

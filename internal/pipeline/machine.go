@@ -292,20 +292,10 @@ func (m *Machine) attempt(ctx context.Context, rec *txn.Record, origin Origin, i
 // headers and timestamp, and adds the envelope.
 func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, d tiers.Decision, cause error, info schema.Info) []txn.Output {
 	now := m.Now()
-	f := &envelope.Failure{
-		ID: id, SourceTopic: origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
-		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.Group, Attempt: st.Attempt,
-		FirstFailedAt: st.FirstFailedAt, LastFailedAt: now,
-		Class: d.Class.String(), Code: d.Code, Message: m.Redactor.Redact(cause.Error()),
-		SchemaID: info.ID, SchemaSubject: info.Subject, SchemaVersion: info.Version,
-	}
-	if prev != nil {
-		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset
-		f.ReplayID, f.ReplayCount = prev.ReplayID, prev.ReplayCount
-		if !prev.SourceTimestamp.IsZero() {
-			f.SourceTimestamp = prev.SourceTimestamp
-		}
-	}
+	f := m.failureOf(rec, origin, prev, id)
+	f.Attempt, f.FirstFailedAt, f.LastFailedAt = st.Attempt, st.FirstFailedAt, now
+	f.Class, f.Code, f.Message = d.Class.String(), d.Code, m.Redactor.Redact(cause.Error())
+	f.SchemaID, f.SchemaSubject, f.SchemaVersion = info.ID, info.Subject, info.Version
 	var topic, outcome string
 	switch d.Kind {
 	case tiers.RetryTier:
@@ -316,16 +306,40 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 	default:
 		topic, outcome = origin.Routes.Quarantine, OutcomeQuarantined
 	}
-	headers := envelope.Strip(rec.Headers)
-	headers = append(headers, f.Headers()...)
-	headers = append(headers, m.Compat.Headers(f)...)
-	headers = appendTrace(headers, rec.Headers)
 	m.count(outcome, d.Code)
 	m.Log.Info("record failed", "id", id, "outcome", outcome, "code", d.Code, "class", f.Class, "attempt", f.Attempt, "topic", topic, "error", f.Message)
-	return []txn.Output{{
+	return []txn.Output{hop(rec, topic, f, m.Compat.Headers(f))}
+}
+
+// failureOf starts the envelope of rec: its identity and where it first
+// appeared, taken from its earlier envelope when it comes from a tier.
+func (m *Machine) failureOf(rec *txn.Record, origin Origin, prev *envelope.Failure, id string) *envelope.Failure {
+	f := &envelope.Failure{
+		ID: id, SourceTopic: origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
+		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.Group,
+	}
+	if prev != nil {
+		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset
+		f.ReplayID, f.ReplayCount = prev.ReplayID, prev.ReplayCount
+		if !prev.SourceTimestamp.IsZero() {
+			f.SourceTimestamp = prev.SourceTimestamp
+		}
+	}
+	return f
+}
+
+// hop is rec's next record in topic: its original key, value, headers and
+// timestamp, relay's old headers replaced by envelope f (and extra), and
+// the trace context carried.
+func hop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header) txn.Output {
+	headers := envelope.Strip(rec.Headers)
+	headers = append(headers, f.Headers()...)
+	headers = append(headers, extra...)
+	headers = appendTrace(headers, rec.Headers)
+	return txn.Output{
 		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
 		Headers: headers, Timestamp: rec.Timestamp,
-	}}
+	}
 }
 
 func (m *Machine) count(outcome, code string) {
