@@ -15,6 +15,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/ledger"
 	"relay/internal/rules"
 	"relay/internal/schema"
 	"relay/internal/telemetry"
@@ -55,7 +56,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 
 	// Metrics and the endpoint come before the consumer: a taken port
 	// then stops relay with nothing to clean up.
-	metrics, err := telemetry.New()
+	metrics, err := telemetry.New(environ)
 	if err != nil {
 		log.Error("metrics", "err", err)
 		return exitFailure
@@ -92,7 +93,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		log.Error("admin client", "err", err)
 		return exitFailure
 	}
-	err = preflight(ctx, admin, cfg, log)
+	retention, err := preflight(ctx, admin, cfg, log)
 	admin.Close()
 	if err != nil {
 		_ = consumer.Close()
@@ -114,6 +115,12 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		}
 	}
 	machine := newMachine(cfg, adm, ruleSet, metrics, log)
+	watch := newLedgerWatch(cfg, log)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); watch.run(watchCtx) }()
+	defer func() { stopWatch(); <-watchDone }()
+	metrics.SetQuarantine(func() ledger.Summary { return watch.index.Summary(retentionOf(retention)) })
 
 	loop := txn.New(txn.Settings{
 		Topics:          machine.Table.Topics(),
@@ -121,7 +128,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		MaxRecords:      cfg.MaxRecordsPerTxn,
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
-	}, consumer, newProducer, machine, log, metrics)
+	}, consumer, newProducer, watchedMachine{machine, watch}, log, metrics)
 
 	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
 		"schema_checked", adm != nil, "rules", ruleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))

@@ -11,6 +11,7 @@ import (
 	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/hook"
+	"relay/internal/ledger"
 	"relay/internal/pipeline"
 	"relay/internal/rules"
 	"relay/internal/schema"
@@ -24,6 +25,7 @@ func routes(cfg *config.Config) []pipeline.Routes {
 		r := pipeline.Routes{
 			Source: src, Output: cfg.OutputTopicFor(src),
 			Quarantine: cfg.Expand(cfg.QuarantineTopic, src), Rejected: cfg.Expand(cfg.RejectedTopic, src),
+			Replay: cfg.Expand(cfg.ReplayTopic, src),
 		}
 		for _, t := range cfg.RetryTiers {
 			if cfg.Ordering == "partition" {
@@ -99,6 +101,8 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
 		Outcomes: out, Log: log, Now: time.Now,
 		WaitInPlace: cfg.Ordering == "partition",
+		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
+		Settled: &ledger.Settled{}, LoadState: stateLoader(cfg),
 	}
 	if adm != nil {
 		m.Admitter = adm
@@ -110,7 +114,7 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 		m.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
 	}
 	if cfg.Ordering == "key" {
-		m.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Load: stateLoader(cfg)}
+		m.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}
 	}
 	return m
 }

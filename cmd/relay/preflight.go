@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +14,10 @@ import (
 	"relay/internal/topics"
 )
 
-// runRoles are the hops `relay run` writes to; each keeps the source
-// partition number, so each must have at least the source's partitions.
-var runRoles = []string{"output", "retry", "quarantine", "rejected"}
+// runRoles are the topics `relay run` reads or writes besides its sources;
+// each keeps the source partition number, so each must have at least the
+// source's partitions.
+var runRoles = []string{"output", "retry", "quarantine", "rejected", "replay", "state"}
 
 // preflight checks that every source exists and that every hop relay writes
 // has at least as many partitions as its source: writing to a partition
@@ -25,37 +25,35 @@ var runRoles = []string{"output", "retry", "quarantine", "rejected"}
 // report lost records to exactly this). It warns when quarantine retention
 // is shorter than the response objective. It waits for the broker while it
 // is unreachable.
-func preflight(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) error {
+// It returns the retention of each quarantine topic that has a finite one,
+// for the retention headroom metric.
+func preflight(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	backoff := time.Second
 	for {
-		err := checkTopics(ctx, a, cfg, log)
+		ret, err := checkTopics(ctx, a, cfg, log)
 		var ke kafka.Error
 		if err == nil || !errors.As(err, &ke) {
 			// nil, or a verdict on the topics themselves.
-			return err
+			return ret, err
 		}
 		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", backoff.String())
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 
-func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) error {
+func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	parts, err := topics.Sources(a, cfg, cfg.OpTimeout)
 	if err != nil {
-		return err
-	}
-	roles := runRoles
-	if cfg.Ordering == "key" {
-		roles = slices.Concat(runRoles, []string{"state"})
+		return nil, err
 	}
 	var plan []topics.Spec
 	for _, s := range topics.Plan(cfg, parts) {
-		for _, r := range roles {
+		for _, r := range runRoles {
 			if strings.HasPrefix(s.Role, r) {
 				plan = append(plan, s)
 			}
@@ -63,26 +61,27 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	}
 	states, err := topics.Inspect(a, plan, cfg.OpTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := topics.Check(states); err != nil {
-		return err
+		return nil, err
 	}
-	if cfg.Ordering == "key" {
-		// The range assignor keeps partition p of co-partitioned topics
-		// on one member; a tier topic with more partitions than its
-		// source would split a key's records across members.
-		var errs []error
-		for _, s := range states {
-			if strings.HasPrefix(s.Role, "retry") && s.Have != s.Partitions {
-				errs = append(errs, fmt.Errorf("%s topic %q has %d partitions; key ordering needs exactly its source %q's %d, so a source partition and its tier partitions go to the same member",
-					s.Role, s.Name, s.Have, s.Source, s.Partitions))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return err
+	// The range assignor keeps partition p of co-partitioned topics on
+	// one member. A record's key state and its ledger entry live with its
+	// source partition number, and a tier or replay topic with more
+	// partitions than its source would hand partition p to another
+	// member.
+	var errs []error
+	for _, s := range states {
+		if (strings.HasPrefix(s.Role, "retry") || s.Role == "replay") && s.Have != s.Partitions {
+			errs = append(errs, fmt.Errorf("%s topic %q has %d partitions; relay needs exactly its source %q's %d, so a source partition and its %s partition go to the same member",
+				s.Role, s.Name, s.Have, s.Source, s.Partitions, s.Role))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	retention := map[string]time.Duration{}
 	for _, s := range states {
 		if s.Role != "quarantine" {
 			continue
@@ -94,9 +93,12 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 		case err != nil:
 			log.Warn("cannot read quarantine retention", "topic", s.Name, "err", err)
 		case ok && ret < cfg.QuarantineObjective:
+			retention[s.Name] = ret
 			log.Warn(fmt.Sprintf("quarantine retention is shorter than the response objective: records may be deleted before anyone must have looked at them; raise retention.ms of the topic or lower %s", config.EnvQuarantineObjective),
 				"topic", s.Name, "retention", ret.String(), "objective", cfg.QuarantineObjective.String())
+		case ok:
+			retention[s.Name] = ret
 		}
 	}
-	return nil
+	return retention, nil
 }

@@ -92,14 +92,14 @@ func (p *parser) validateFailures(c *Config) {
 		if len(c.RetryTiers) == 0 {
 			p.fail(EnvRetryTiers, "is empty, but key ordering moves a failing record and its followers through the tiers")
 		}
-		// A source partition, its tier partitions and its state live
-		// on one member: the range assignor gives co-partitioned topics
-		// (same partition count) to the same member.
-		if s, ok := c.Kafka["partition.assignment.strategy"]; ok && s != "range" {
-			p.fail(c.VarForProperty("partition.assignment.strategy"), "%q: key ordering needs range, so a source partition and its tier partitions go to the same member", s)
-		}
-		c.Kafka["partition.assignment.strategy"] = "range"
 	}
+	// A source partition, its tier and replay partitions, its blocked keys
+	// and its ledger entries live on one member: the range assignor gives
+	// co-partitioned topics (same partition count) to the same member.
+	if s, ok := c.Kafka["partition.assignment.strategy"]; ok && s != "range" {
+		p.fail(c.VarForProperty("partition.assignment.strategy"), "%q: relay needs range, so a source partition and its tier and replay partitions go to the same member", s)
+	}
+	c.Kafka["partition.assignment.strategy"] = "range"
 	if c.Ordering == "partition" && len(c.RetryTiers) == 0 && c.RetryMaxAttempts > c.BlockingAttempts+1 {
 		p.fail(EnvRetryTiers, "is empty, but partition ordering waits the tier delays between attempts; give at least one delay, or lower %s to %d",
 			EnvRetryMaxAttempts, c.BlockingAttempts+1)

@@ -51,6 +51,7 @@ func TestFailureSettingsRejected(t *testing.T) {
 		{with(map[string]string{EnvRetryMaxElapsed: "10s"}), EnvRetryMaxElapsed, "shorter than the first tier"},
 		{with(map[string]string{EnvOrdering: "key", EnvRetryTiers: ""}), EnvRetryTiers, "key ordering"},
 		{with(map[string]string{EnvOrdering: "key", "RELAY_KAFKA_PARTITION_ASSIGNMENT_STRATEGY": "cooperative-sticky"}), "RELAY_KAFKA_PARTITION_ASSIGNMENT_STRATEGY", "range"},
+		{with(map[string]string{EnvOrdering: "unordered", "RELAY_KAFKA_PARTITION_ASSIGNMENT_STRATEGY": "roundrobin"}), "RELAY_KAFKA_PARTITION_ASSIGNMENT_STRATEGY", "range"},
 		{with(map[string]string{EnvOrderingOnQuarantine: "drop"}), EnvOrderingOnQuarantine, "not one of"},
 		{with(map[string]string{EnvOrdering: "partition", EnvRetryTiers: ""}), EnvRetryTiers, "partition ordering waits"},
 		{with(map[string]string{EnvOrdering: "random"}), EnvOrdering, "not one of"},

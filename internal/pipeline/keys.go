@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -32,7 +31,8 @@ const (
 // The state of every blocked key is durable: each change is a record of the
 // compacted state topic, written in the transaction of the record that
 // caused it, in the partition of the record's source partition number, and
-// restored (Restore) before the partition is processed again. Memory holds
+// restored (Restore, through Machine.OnAssigned) before the partition is
+// processed again. Memory holds
 // one small entry per blocked key.
 type KeyOrdering struct {
 	// StateTopic is the compacted state topic.
@@ -40,11 +40,7 @@ type KeyOrdering struct {
 	// Hold quarantines the followers of a quarantined head (KEY_HELD);
 	// without it they go on.
 	Hold bool
-	// Load reads the committed state records of state-topic partitions.
-	Load func(ctx context.Context, partitions []int32) (map[string][]byte, error)
-
 	keys    map[string]*keyState
-	loaded  map[int32]bool
 	journal map[string]*keyState // state before the open transaction changed it; nil = absent
 }
 
@@ -121,27 +117,11 @@ func (k *KeyOrdering) abort() {
 	clear(k.journal)
 }
 
-// Restore loads the state of the partitions a member was just assigned,
-// before any of their records is handled.
-func (k *KeyOrdering) Restore(ctx context.Context, partitions []int32) error {
+// Restore adds the blocked keys among state-topic records (key → value,
+// as the machine's LoadState reads them for newly assigned partitions).
+func (k *KeyOrdering) Restore(entries map[string][]byte) error {
 	if k.keys == nil {
 		k.keys = map[string]*keyState{}
-	}
-	if k.loaded == nil {
-		k.loaded = map[int32]bool{}
-	}
-	var todo []int32
-	for _, p := range partitions {
-		if !k.loaded[p] {
-			todo = append(todo, p)
-		}
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	entries, err := k.Load(ctx, todo)
-	if err != nil {
-		return fmt.Errorf("restore blocked keys of partitions %v from %s: %w", todo, k.StateTopic, err)
 	}
 	for sk, v := range entries {
 		if !strings.HasPrefix(sk, "key|") || v == nil {
@@ -153,9 +133,6 @@ func (k *KeyOrdering) Restore(ctx context.Context, partitions []int32) error {
 		}
 		k.keys[sk] = &s
 	}
-	for _, p := range todo {
-		k.loaded[p] = true
-	}
 	return nil
 }
 
@@ -165,7 +142,6 @@ func (k *KeyOrdering) Forget(partitions []int32) {
 	drop := map[int32]bool{}
 	for _, p := range partitions {
 		drop[p] = true
-		delete(k.loaded, p)
 	}
 	for sk := range k.keys {
 		if p, ok := partitionOfStateKey(sk); ok && drop[p] {
@@ -210,7 +186,9 @@ func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure,
 	f.Attempt, f.FirstFailedAt, f.LastFailedAt, f.NotBefore = st.Attempt-1, now, now, ks.NotBefore
 	f.Class, f.Code = tiers.Ordering.String(), CodeKeyBlocked
 	f.Message = "waits behind " + ks.Head + ", an earlier record of its key"
-	if prev != nil {
+	if prev != nil && prev.Attempt > 0 {
+		// A tier record: it keeps its history. (A replayed record starts
+		// a new pass: it has none.)
 		f.Attempt, f.FirstFailedAt, f.LastFailedAt = prev.Attempt, prev.FirstFailedAt, prev.LastFailedAt
 		if prev.Code != CodeKeyBlocked {
 			f.Class, f.Code, f.Message = prev.Class, prev.Code, prev.Message

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
@@ -154,30 +155,31 @@ func TestKeyOrderingRestoreAndForget(t *testing.T) {
 	m, _, _ := keyed(t, false)
 	st, _ := json.Marshal(keyState{Next: 3, Tail: 5, Tier: 1, NotBefore: t0, Head: "orders/2/7"})
 	loads := 0
-	m.Keys.Load = func(_ context.Context, ps []int32) (map[string][]byte, error) {
+	m.Settled = &ledger.Settled{}
+	m.LoadState = func(_ context.Context, ps []int32) (map[string][]byte, error) {
 		loads++
 		if len(ps) != 2 || ps[0] != 2 {
 			return nil, nil
 		}
 		return map[string][]byte{stateKey("orders", 2, []byte("A")): st, stateKey("orders", 2, []byte("gone")): nil}, nil
 	}
-	if err := m.Keys.Restore(context.Background(), []int32{2, 3}); err != nil {
+	if err := m.OnAssigned(context.Background(), []int32{2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	outs, _ := m.Handle(context.Background(), rec("orders", 2, 50, "A"))
 	if len(outs) != 2 || outs[0].Topic != "orders.retry.5m" || keySeq(outs[0].Headers) != 5 {
 		t.Fatalf("a restored blocked key must make new records follow: %v", topics(outs))
 	}
-	_ = m.Keys.Restore(context.Background(), []int32{2})
+	_ = m.OnAssigned(context.Background(), []int32{2})
 	if loads != 1 {
 		t.Fatalf("loaded %d times; partitions already loaded are not read again", loads)
 	}
-	m.Keys.Forget([]int32{2})
+	m.OnRevoked([]int32{2})
 	if m.Keys.Blocked() != 0 {
 		t.Fatal("forget must drop the revoked partition's keys")
 	}
-	m.Keys.Load = func(context.Context, []int32) (map[string][]byte, error) { return nil, errors.New("broker away") }
-	if err := m.Keys.Restore(context.Background(), []int32{2}); err == nil {
+	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) { return nil, errors.New("broker away") }
+	if err := m.OnAssigned(context.Background(), []int32{2}); err == nil {
 		t.Fatal("a failed restore must be an error, not an empty state")
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"relay/internal/envelope"
 	"relay/internal/hook"
+	"relay/internal/ledger"
 	"relay/internal/schema"
 	"relay/internal/tiers"
 	"relay/internal/txn"
@@ -35,7 +37,15 @@ type Hook interface {
 // Outcomes counts what becomes of records. The machine reports outcomes
 // of a transaction only once it committed (see OnCommit).
 type Outcomes interface {
+	// Outcome: n records reached outcome, with code ("" when processed).
 	Outcome(outcome, code string, n int)
+	// Ended: a record that had failed at least once reached an end state
+	// (processed, quarantined, rejected) after attempts, elapsed since it
+	// first failed.
+	Ended(outcome string, attempts int, elapsed time.Duration)
+	// Replayed: n replayed records reached a ledger outcome (resolved,
+	// failed-again, duplicate).
+	Replayed(outcome string, n int)
 }
 
 // Outcome names, as metrics and the demo show them.
@@ -66,11 +76,38 @@ type Machine struct {
 	WaitInPlace bool
 	// Keys, when set, keeps per-key order (RELAY_ORDERING=key).
 	Keys *KeyOrdering
+	// StateTopic, when set, is where the quarantine ledger is written:
+	// every quarantine, and every outcome of a replayed record, is a
+	// ledger record of the same transaction (see package ledger).
+	StateTopic string
+	// Actor names this instance in the ledger.
+	Actor string
+	// Settled recognises copies of replayed records whose failure is
+	// settled already (set with StateTopic).
+	Settled *ledger.Settled
+	// LoadState reads the committed records of state-topic partitions
+	// (key → latest value); OnAssigned restores blocked keys and settled
+	// failures from it.
+	LoadState func(ctx context.Context, partitions []int32) (map[string][]byte, error)
 
-	pending map[[2]string]int // outcomes of the open transaction
+	pending pending // what the open transaction will have done
+	loaded  map[int32]bool
 	// waiting is the retry state of the record each partition waits for
 	// (WaitInPlace): one entry per partition at most.
 	waiting map[partKey]*waitState
+}
+
+// pending is what the open transaction did, reported once it commits.
+type pending struct {
+	outcomes map[[2]string]int
+	replays  map[string]int
+	ended    []ended
+}
+
+type ended struct {
+	outcome  string
+	attempts int
+	elapsed  time.Duration
 }
 
 type partKey struct {
@@ -95,6 +132,23 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 	var prev *envelope.Failure
 	id := envelope.ID(rec.Topic, rec.Partition, rec.Offset)
 	srcOffset := rec.Offset
+	if origin.Replay {
+		f, err := envelope.Parse(rec.Headers)
+		if err == nil && (f.ReplayCount < 1 || f.ReplayID == "") {
+			err = errors.New("no relay.replay.id and relay.replay.count: not published by relay replay")
+		}
+		if err != nil {
+			return m.terminal(rec, origin, nil, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Invalid, Code: CodeEnvelopeInvalid},
+				fmt.Errorf("replay record without a readable envelope: %w", err), schema.Info{}), nil
+		}
+		// A replay is a new pass with the record's own identity and a
+		// fresh budget; the ledger keeps the history of earlier passes.
+		prev = &envelope.Failure{
+			ID: f.ID, SourceTopic: f.SourceTopic, SourcePartition: f.SourcePartition, SourceOffset: f.SourceOffset,
+			SourceTimestamp: f.SourceTimestamp, ReplayID: f.ReplayID, ReplayCount: f.ReplayCount,
+		}
+		id, srcOffset = f.ID, f.SourceOffset
+	}
 	if origin.Tier >= 0 {
 		f, err := envelope.Parse(rec.Headers)
 		if err != nil {
@@ -113,6 +167,11 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			// with in-place retries and then the first tier, and its
 			// own budget starts now.
 			st.FirstFailedAt, st.AtSource = now, true
+		}
+	}
+	if prev != nil && prev.ReplayCount > 0 && m.Settled != nil {
+		if state, done := m.Settled.Check(id, prev.ReplayCount); done {
+			return m.duplicate(rec, prev, state), nil
 		}
 	}
 	keyed := m.Keys != nil && rec.Key != nil && len(origin.Routes.Tiers) > 0
@@ -158,10 +217,18 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		out, info, err := m.attempt(ctx, rec, origin, id, srcOffset)
 		if err == nil {
 			m.count(OutcomeProcessed, "")
-			if keyed && kr.state != nil {
-				return []txn.Output{out, m.Keys.put(kr.sk, rec.Partition, advance(kr.state))}, nil
+			outs := []txn.Output{out}
+			if prev != nil || st.Attempt > 1 {
+				m.end(OutcomeProcessed, st)
 			}
-			return []txn.Output{out}, nil
+			if prev != nil && prev.ReplayCount > 0 {
+				outs[0].Headers = append(outs[0].Headers, replayHeaders(prev)...)
+				outs = append(outs, m.replayOutcome(rec, prev, st, ledger.Resolved, ledger.OutcomeProcessed, "", info)...)
+			}
+			if keyed && kr.state != nil {
+				outs = append(outs, m.Keys.put(kr.sk, rec.Partition, advance(kr.state)))
+			}
+			return outs, nil
 		}
 		if ctx.Err() != nil {
 			// Shutting down: the record stays where it is.
@@ -308,7 +375,91 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 	}
 	m.count(outcome, d.Code)
 	m.Log.Info("record failed", "id", id, "outcome", outcome, "code", d.Code, "class", f.Class, "attempt", f.Attempt, "topic", topic, "error", f.Message)
-	return []txn.Output{hop(rec, topic, f, m.Compat.Headers(f))}
+	outs := []txn.Output{hop(rec, topic, f, m.Compat.Headers(f))}
+	if d.Kind == tiers.RetryTier {
+		return outs
+	}
+	if f.Attempt > 1 || prev != nil {
+		m.end(outcome, st)
+	}
+	switch {
+	case f.ReplayCount > 0 && d.Kind == tiers.Reject:
+		outs = append(outs, m.replayOutcome(rec, prev, st, ledger.Resolved, ledger.OutcomeRejected, d.Code, info)...)
+	case f.ReplayCount > 0:
+		outs = append(outs, m.replayOutcome(rec, prev, st, ledger.FailedAgain, "", d.Code, info)...)
+	case d.Kind == tiers.Quarantine && m.StateTopic != "":
+		e := &ledger.Event{
+			ID: id, State: ledger.Open, At: now, Actor: m.Actor, Reason: "quarantined by relay: " + d.Code,
+			Code: d.Code, Attempt: f.Attempt, FirstFailedAt: f.FirstFailedAt,
+			Source:        ledger.Source{Topic: f.SourceTopic, Partition: f.SourcePartition, Offset: f.SourceOffset},
+			SchemaVersion: f.SchemaVersion, Topic: topic, RecordTime: rec.Timestamp,
+		}
+		outs = append(outs, m.ledgerOutput(e))
+	}
+	return outs
+}
+
+// replayOutcome is the ledger record of a replayed record's end: resolved
+// (processed or rejected) or failed-again. Nothing without a ledger.
+func (m *Machine) replayOutcome(rec *txn.Record, prev *envelope.Failure, st tiers.State, state, outcome, code string, info schema.Info) []txn.Output {
+	if m.StateTopic == "" {
+		return nil
+	}
+	e := &ledger.Event{
+		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: outcome, Code: code,
+		Attempt: st.Attempt, FirstFailedAt: st.FirstFailedAt,
+		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
+		Source:        ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
+		SchemaVersion: info.Version,
+	}
+	switch {
+	case state == ledger.FailedAgain:
+		e.Reason = "replay " + prev.ReplayID + " failed again: " + code
+		// The record is quarantined again, in the same partition.
+		e.Topic, e.RecordTime = m.Table.quarantineOf(prev.SourceTopic), rec.Timestamp
+	case outcome == ledger.OutcomeRejected:
+		e.Reason = "replay " + prev.ReplayID + " rejected: " + code
+	default:
+		e.Reason = "replay " + prev.ReplayID + " processed"
+	}
+	m.replayed(state)
+	return []txn.Output{m.ledgerOutput(e)}
+}
+
+// duplicate settles a copy of a replayed record whose failure is settled
+// already: nothing is output; the ledger says so, and it is counted.
+func (m *Machine) duplicate(rec *txn.Record, prev *envelope.Failure, state string) []txn.Output {
+	m.Log.Warn("replayed record already settled; not output again", "id", prev.ID, "state", state,
+		"replay_id", prev.ReplayID, "replay_count", prev.ReplayCount, "topic", rec.Topic, "offset", rec.Offset)
+	m.replayed(ledger.OutcomeDuplicate)
+	if m.StateTopic == "" {
+		return nil
+	}
+	e := &ledger.Event{
+		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: ledger.OutcomeDuplicate,
+		Reason:   "copy of replay " + prev.ReplayID + " skipped: the failure is " + state + " already",
+		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
+		Source:   ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
+	}
+	return []txn.Output{{Topic: m.StateTopic, Partition: e.Partition(), Key: []byte(e.Key()), Value: e.Value()}}
+}
+
+// ledgerOutput is the state-topic record of ledger change e, noted as
+// settled for the open transaction.
+func (m *Machine) ledgerOutput(e *ledger.Event) txn.Output {
+	if m.Settled != nil {
+		m.Settled.Record(e)
+	}
+	return txn.Output{Topic: m.StateTopic, Partition: e.Partition(), Key: []byte(e.Key()), Value: e.Value()}
+}
+
+// replayHeaders mark an output as a replay of its failure: the identity
+// stays relay.message.id.
+func replayHeaders(f *envelope.Failure) []txn.Header {
+	return []txn.Header{
+		{Key: envelope.ReplayID, Value: []byte(f.ReplayID)},
+		{Key: envelope.ReplayCount, Value: []byte(strconv.Itoa(f.ReplayCount))},
+	}
 }
 
 // failureOf starts the envelope of rec: its identity and where it first
@@ -343,10 +494,28 @@ func hop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header)
 }
 
 func (m *Machine) count(outcome, code string) {
-	if m.pending == nil {
-		m.pending = map[[2]string]int{}
+	if m.pending.outcomes == nil {
+		m.pending.outcomes = map[[2]string]int{}
 	}
-	m.pending[[2]string{outcome, code}]++
+	m.pending.outcomes[[2]string{outcome, code}]++
+}
+
+func (m *Machine) replayed(outcome string) {
+	if m.pending.replays == nil {
+		m.pending.replays = map[string]int{}
+	}
+	m.pending.replays[outcome]++
+}
+
+// end notes a record that had failed and reached an end state.
+func (m *Machine) end(outcome string, st tiers.State) {
+	m.pending.ended = append(m.pending.ended, ended{outcome, st.Attempt, m.Now().Sub(st.FirstFailedAt)})
+}
+
+func (m *Machine) forget() {
+	clear(m.pending.outcomes)
+	clear(m.pending.replays)
+	m.pending.ended = m.pending.ended[:0]
 }
 
 // OnCommit reports the outcomes of the committed transaction.
@@ -354,20 +523,32 @@ func (m *Machine) OnCommit() {
 	if m.Keys != nil {
 		m.Keys.commit()
 	}
+	if m.Settled != nil {
+		m.Settled.Commit()
+	}
 	if m.Outcomes != nil {
-		for k, n := range m.pending {
+		for k, n := range m.pending.outcomes {
 			m.Outcomes.Outcome(k[0], k[1], n)
 		}
+		for k, n := range m.pending.replays {
+			m.Outcomes.Replayed(k, n)
+		}
+		for _, e := range m.pending.ended {
+			m.Outcomes.Ended(e.outcome, e.attempts, e.elapsed)
+		}
 	}
-	clear(m.pending)
+	m.forget()
 }
 
 // OnAbort forgets the outcomes of the aborted transaction: its records
 // will be handled again.
 func (m *Machine) OnAbort() {
-	clear(m.pending)
+	m.forget()
 	if m.Keys != nil {
 		m.Keys.abort()
+	}
+	if m.Settled != nil {
+		m.Settled.Abort()
 	}
 }
 
@@ -394,23 +575,70 @@ func appendTrace(dst, src []txn.Header) []txn.Header {
 	return dst
 }
 
-// OnAssigned implements txn.PartitionListener: key ordering restores the
-// blocked keys of the partitions before their records are handled.
+// OnAssigned implements txn.PartitionListener: the blocked keys (key
+// ordering) and the settled failures (ledger) of the partitions are
+// restored from the state topic before their records are handled.
 func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
-	if m.Keys == nil {
+	if (m.Keys == nil && m.Settled == nil) || m.LoadState == nil {
 		return nil
 	}
-	if err := m.Keys.Restore(ctx, partitions); err != nil {
-		return err
+	if m.loaded == nil {
+		m.loaded = map[int32]bool{}
 	}
-	m.Log.Info("blocked keys restored", "partitions", partitions, "blocked_keys", m.Keys.Blocked())
+	var todo []int32
+	for _, p := range partitions {
+		if !m.loaded[p] {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	entries, err := m.LoadState(ctx, todo)
+	if err != nil {
+		return fmt.Errorf("restore state of partitions %v from %s: %w", todo, m.StateTopic, err)
+	}
+	if m.Keys != nil {
+		if err := m.Keys.Restore(entries); err != nil {
+			return err
+		}
+	}
+	if m.Settled != nil {
+		if err := m.Settled.Restore(entries); err != nil {
+			return err
+		}
+	}
+	for _, p := range todo {
+		m.loaded[p] = true
+	}
+	m.Log.Info("state restored", "partitions", todo, "blocked_keys", m.blocked(), "settled_failures", m.settled())
 	return nil
+}
+
+func (m *Machine) blocked() int {
+	if m.Keys == nil {
+		return 0
+	}
+	return m.Keys.Blocked()
+}
+
+func (m *Machine) settled() int {
+	if m.Settled == nil {
+		return 0
+	}
+	return m.Settled.Len()
 }
 
 // OnRevoked implements txn.PartitionListener.
 func (m *Machine) OnRevoked(partitions []int32) {
 	if m.Keys != nil {
 		m.Keys.Forget(partitions)
+	}
+	if m.Settled != nil {
+		m.Settled.Forget(partitions)
+	}
+	for _, p := range partitions {
+		delete(m.loaded, p)
 	}
 	for pk := range m.waiting {
 		for _, p := range partitions {

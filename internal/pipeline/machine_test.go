@@ -38,6 +38,10 @@ type countOutcomes map[string]int
 
 func (c countOutcomes) Outcome(o, code string, n int) { c[o+"/"+code] += n }
 
+func (c countOutcomes) Ended(o string, attempts int, _ time.Duration) { c["ended/"+o] += attempts }
+
+func (c countOutcomes) Replayed(o string, n int) { c["replay/"+o] += n }
+
 var t0 = time.Date(2026, 7, 31, 9, 10, 0, 0, time.UTC)
 
 func newMachine(a Admitter, now *time.Time) (*Machine, countOutcomes) {

@@ -8,6 +8,9 @@ type Routes struct {
 	Output     string
 	Quarantine string
 	Rejected   string
+	// Replay is the replay topic relay consumes ("" when none): records
+	// the replay command published from quarantine.
+	Replay string
 	// Tiers are the retry-tier topics, in the order of their delays.
 	Tiers []string
 }
@@ -15,8 +18,11 @@ type Routes struct {
 // Origin says where a consumed record comes from.
 type Origin struct {
 	Routes *Routes
-	// Tier is the index of the tier topic, or -1 for the source.
+	// Tier is the index of the tier topic, or -1 for the source and the
+	// replay topic.
 	Tier int
+	// Replay is set for the replay topic.
+	Replay bool
 }
 
 // Table finds the routes of every topic relay consumes.
@@ -30,6 +36,9 @@ func NewTable(routes []Routes) *Table {
 	for i := range routes {
 		r := &routes[i]
 		t.byTopic[r.Source] = Origin{Routes: r, Tier: -1}
+		if r.Replay != "" {
+			t.byTopic[r.Replay] = Origin{Routes: r, Tier: -1, Replay: true}
+		}
 		for n, tier := range r.Tiers {
 			t.byTopic[tier] = Origin{Routes: r, Tier: n}
 		}
@@ -43,7 +52,15 @@ func (t *Table) Of(topic string) (Origin, bool) {
 	return o, ok
 }
 
-// Topics lists every topic relay consumes: sources and tiers.
+// quarantineOf names the quarantine topic of a source topic.
+func (t *Table) quarantineOf(source string) string {
+	if o, ok := t.byTopic[source]; ok {
+		return o.Routes.Quarantine
+	}
+	return ""
+}
+
+// Topics lists every topic relay consumes: sources, tiers and replay.
 func (t *Table) Topics() []string {
 	out := make([]string, 0, len(t.byTopic))
 	for topic := range t.byTopic {

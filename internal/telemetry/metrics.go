@@ -10,6 +10,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"relay/internal/ledger"
 )
 
 // Metric names, as Prometheus shows them (OTel adds the _total suffix to
@@ -25,21 +27,42 @@ const (
 	// MetricRecordOutcomes counts committed outcomes by outcome
 	// (processed, retry, quarantined, rejected) and error code.
 	MetricRecordOutcomes = "relay.records.outcome"
+	// MetricEndedAttempts and MetricEndedDuration describe records that
+	// failed at least once when they reach an end state (processed,
+	// quarantined, rejected): attempts made, and time since the first
+	// failure — the time spent in place and in the tiers.
+	MetricEndedAttempts = "relay.retry.attempts"
+	MetricEndedDuration = "relay.retry.duration"
+	// MetricReplayOutcomes counts replayed records by ledger outcome:
+	// resolved, failed-again, duplicate.
+	MetricReplayOutcomes = "relay.replay.outcome"
+	// Quarantine ledger gauges, for the partitions this instance owns.
+	MetricUnresolved = "relay.quarantine.unresolved"
+	MetricOldestAge  = "relay.quarantine.oldest.age"
+	MetricHeadroom   = "relay.quarantine.retention.headroom"
 )
+
+// QuarantineSource gives the ledger summary the quarantine gauges show.
+type QuarantineSource func() ledger.Summary
 
 // Metrics implements txn.Observer with OpenTelemetry instruments.
 type Metrics struct {
 	Registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
 
-	consumed, committed, outputs, txns, aborted, outcomes metric.Int64Counter
-	latency                                               metric.Float64Histogram
-	assigned                                              atomic.Int64
-	ready                                                 atomic.Bool
+	consumed, committed, outputs, txns, aborted, outcomes, replays metric.Int64Counter
+	latency, endedDuration                                         metric.Float64Histogram
+	endedAttempts                                                  metric.Int64Histogram
+	assigned                                                       atomic.Int64
+	ready                                                          atomic.Bool
+	quarantine                                                     atomic.Pointer[QuarantineSource]
+	now                                                            func() time.Time
 }
 
-// New builds the instruments and a Prometheus registry that exports them.
-func New() (*Metrics, error) {
+// New builds the instruments and a Prometheus registry that exports them,
+// and, when the standard OTEL_EXPORTER_OTLP_* variables name an endpoint,
+// an OTLP/HTTP exporter too.
+func New(environ []string) (*Metrics, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
@@ -53,8 +76,26 @@ func New() (*Metrics, error) {
 			Boundaries: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}},
 	)
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(view))
-	m := &Metrics{Registry: reg, provider: mp}
+	attemptsView := sdkmetric.NewView(
+		sdkmetric.Instrument{Name: MetricEndedAttempts},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: []float64{1, 2, 3, 4, 5, 7, 10, 15, 20, 50}}},
+	)
+	durationView := sdkmetric.NewView(
+		sdkmetric.Instrument{Name: MetricEndedDuration},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
+			Boundaries: []float64{.1, .5, 1, 5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
+		}},
+	)
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(view, attemptsView, durationView)}
+	otlp, err := otlpReader(environ)
+	if err != nil {
+		return nil, err
+	}
+	if otlp != nil {
+		opts = append(opts, sdkmetric.WithReader(otlp))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
 	meter := mp.Meter("relay")
 	counter := func(name, desc string) metric.Int64Counter {
 		if err != nil {
@@ -70,7 +111,19 @@ func New() (*Metrics, error) {
 	m.txns = counter(MetricTxnCommitted, "committed transactions")
 	m.aborted = counter(MetricTxnAborted, "aborted transactions, by reason")
 	m.outcomes = counter(MetricRecordOutcomes, "records by committed outcome and error code")
+	m.replays = counter(MetricReplayOutcomes, "replayed records by ledger outcome: resolved, failed-again, duplicate")
 	if err != nil {
+		return nil, err
+	}
+	if m.endedAttempts, err = meter.Int64Histogram(MetricEndedAttempts,
+		metric.WithDescription("attempts of records that failed at least once, when they reach an end state, by outcome")); err != nil {
+		return nil, err
+	}
+	if m.endedDuration, err = meter.Float64Histogram(MetricEndedDuration, metric.WithUnit("s"),
+		metric.WithDescription("time from a record's first failure to its end state (in place and in tiers), by outcome")); err != nil {
+		return nil, err
+	}
+	if err := m.quarantineGauges(meter); err != nil {
 		return nil, err
 	}
 	if m.latency, err = meter.Float64Histogram(MetricCommitLatency, metric.WithUnit("s"),
@@ -85,6 +138,59 @@ func New() (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// quarantineGauges registers the ledger gauges; they observe nothing until
+// SetQuarantine gives them a source.
+func (m *Metrics) quarantineGauges(meter metric.Meter) error {
+	unresolved, err := meter.Int64ObservableGauge(MetricUnresolved,
+		metric.WithDescription("quarantined failures not resolved or discarded (open, replaying, failed-again), by error code"))
+	if err != nil {
+		return err
+	}
+	oldest, err := meter.Float64ObservableGauge(MetricOldestAge, metric.WithUnit("s"),
+		metric.WithDescription("age of the oldest unresolved quarantined failure, since it was first quarantined, by error code"))
+	if err != nil {
+		return err
+	}
+	headroom, err := meter.Float64ObservableGauge(MetricHeadroom, metric.WithUnit("s"),
+		metric.WithDescription("time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it"))
+	if err != nil {
+		return err
+	}
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		src := m.quarantine.Load()
+		if src == nil {
+			return nil
+		}
+		sum := (*src)()
+		now := m.now()
+		for _, c := range sum.ByCode {
+			code := metric.WithAttributes(attribute.String("code", c.Code))
+			o.ObserveInt64(unresolved, int64(c.Unresolved), code)
+			o.ObserveFloat64(oldest, now.Sub(c.Oldest).Seconds(), code)
+		}
+		for topic, d := range sum.Deadline {
+			o.ObserveFloat64(headroom, d.Sub(now).Seconds(), metric.WithAttributes(attribute.String("topic", topic)))
+		}
+		return nil
+	}, unresolved, oldest, headroom)
+	return err
+}
+
+// SetQuarantine gives the quarantine gauges their source.
+func (m *Metrics) SetQuarantine(src QuarantineSource) { m.quarantine.Store(&src) }
+
+// Ended implements pipeline.Outcomes.
+func (m *Metrics) Ended(outcome string, attempts int, elapsed time.Duration) {
+	o := metric.WithAttributes(attribute.String("outcome", outcome))
+	m.endedAttempts.Record(context.Background(), int64(attempts), o)
+	m.endedDuration.Record(context.Background(), elapsed.Seconds(), o)
+}
+
+// Replayed implements pipeline.Outcomes.
+func (m *Metrics) Replayed(outcome string, n int) {
+	m.replays.Add(context.Background(), int64(n), metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
 // Close flushes and stops the meter provider.

@@ -32,7 +32,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestEndpoints(t *testing.T) {
-	m, err := New()
+	m, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestListenOnTakenPortFails(t *testing.T) {
-	m, err := New()
+	m, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

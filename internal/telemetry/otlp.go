@@ -1,0 +1,44 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// otlpReader is a periodic OTLP/HTTP (protobuf) metric reader when the
+// standard variables ask for one: OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT set, and OTEL_METRICS_EXPORTER not
+// "none" (nor "prometheus" alone). The exporter and the reader read the
+// other OTEL_* variables themselves (headers, timeout, interval). nil
+// when none is asked for. gRPC is not built in: a protocol of "grpc" is an
+// error, not a silent fallback.
+func otlpReader(environ []string) (sdkmetric.Reader, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "OTEL_") {
+			env[k] = v
+		}
+	}
+	if env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" && env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] == "" {
+		return nil, nil
+	}
+	if ex := env["OTEL_METRICS_EXPORTER"]; ex != "" && !strings.Contains(ex, "otlp") {
+		return nil, nil
+	}
+	proto := env["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]
+	if proto == "" {
+		proto = env["OTEL_EXPORTER_OTLP_PROTOCOL"]
+	}
+	if proto != "" && proto != "http/protobuf" {
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: relay exports OTLP over http/protobuf only", proto)
+	}
+	exp, err := otlpmetrichttp.New(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("OTLP metric exporter: %w", err)
+	}
+	return sdkmetric.NewPeriodicReader(exp), nil
+}
