@@ -25,13 +25,18 @@ Usage:
   relay topics plan|apply
                   show or create the topics relay needs (output, retry tiers,
                   quarantine, rejected, replay, state)
-  relay quarantine show <failure-id>
-                  print a quarantined record's failure envelope as JSON
+  relay quarantine list|show|stats|discard
+                  the quarantine as an operational queue: what failed, since
+                  when, how close to retention; close failures with a reason
+  relay replay --reason TEXT <selection> [--dry-run] [--sample N] [--rate R]
+                  replay quarantined records through relay, rate-limited and
+                  recorded in the ledger (relay replay --help)
   relay help      show this help
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
 passed to librdkafka, OTEL_*); see the README. Exit codes: 0 ok, 1 runtime
-failure, 2 bad command line or configuration.
+failure, 2 bad command line or configuration; relay replay adds 3 (stopped by
+its repeat-failure threshold) and 4 (outcomes not known in time).
 `
 
 func main() {
@@ -62,6 +67,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return runTopics(ctx, args[1:], cliLookup(lookup), environ, stdout, stderr)
 	case "quarantine":
 		return runQuarantine(ctx, args[1:], lookup, environ, stdout, stderr)
+	case "replay":
+		return runReplay(ctx, args[1:], lookup, environ, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

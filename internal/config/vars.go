@@ -46,6 +46,7 @@ const (
 	EnvQuarantineObjective  = "RELAY_QUARANTINE_OBJECTIVE"
 	EnvQuarantineRetention  = "RELAY_QUARANTINE_RETENTION"
 	EnvOutputRetention      = "RELAY_OUTPUT_RETENTION"
+	EnvActor                = "RELAY_ACTOR"
 
 	// KafkaPrefix marks variables passed through to librdkafka:
 	// RELAY_KAFKA_BOOTSTRAP_SERVERS becomes bootstrap.servers.
@@ -105,6 +106,7 @@ var Vars = []Var{
 	{Name: EnvQuarantineObjective, Default: "168h", Help: "response objective for quarantined records; relay warns when quarantine retention is shorter"},
 	{Name: EnvQuarantineRetention, Default: "720h", Help: "retention.ms relay topics apply gives quarantine and rejected topics"},
 	{Name: EnvOutputRetention, Default: "168h", Help: "retention.ms relay topics apply gives output and replay topics"},
+	{Name: EnvActor, Help: "who relay quarantine discard and relay replay record in the ledger (--actor overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; must be shorter than transaction.timeout.ms and max.poll.interval.ms"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},

@@ -122,11 +122,11 @@ func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 }
 
 // rank orders the changes of one replay count: open, then replaying, then
-// its outcome, then a discard.
+// its outcome, then a discard; a duplicate (a copy recognised later) last.
 func rank(e *Event) int {
 	switch {
 	case e.Outcome == OutcomeDuplicate:
-		return 0 // says something about a copy, changes nothing
+		return 5 // says something about a copy, changes nothing
 	case e.State == Open:
 		return 1
 	case e.State == Replaying:
