@@ -58,8 +58,8 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	// then stops relay with nothing to clean up.
 	metrics, err := telemetry.New(environ)
 	if err != nil {
-		log.Error("metrics", "err", err)
-		return exitFailure
+		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", err)
+		return exitUsage
 	}
 	defer func() { _ = metrics.Close(context.Background()) }()
 	if cfg.HTTPAddr != "" {

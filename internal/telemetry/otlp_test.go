@@ -1,0 +1,70 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"relay/internal/ledger"
+)
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, the same instruments go to an OTLP
+// collector over HTTP: here a fake one that keeps the bodies it gets.
+func TestOTLPExportsTheSameInstruments(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	var bodies bytes.Buffer
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		bodies.Write(b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "100")
+	m, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetQuarantine(func() ledger.Summary {
+		return ledger.Summary{ByCode: []ledger.CodeStats{{Code: "HOOK_INVALID_INPUT", Unresolved: 2, Oldest: time.Now().Add(-time.Hour)}}}
+	})
+	m.Outcome("quarantined", "HOOK_INVALID_INPUT", 2)
+	m.Replayed("resolved", 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := bodies.String()
+		p := append([]string{}, paths...)
+		mu.Unlock()
+		if strings.Contains(got, MetricUnresolved) && strings.Contains(got, MetricReplayOutcomes) && strings.Contains(got, "HOOK_INVALID_INPUT") {
+			if p[0] != "/v1/metrics" {
+				t.Fatalf("posted to %s, want /v1/metrics", p[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector did not get relay's metrics: %d posts", len(p))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOTLPOverGRPCIsAClearError(t *testing.T) {
+	_, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"})
+	if err == nil || !strings.Contains(err.Error(), "http/protobuf") {
+		t.Fatalf("err %v", err)
+	}
+}
