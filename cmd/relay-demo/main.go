@@ -163,12 +163,19 @@ func demo(o options) error {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
 	printTable(o, metrics, res, took, waitErr)
-	if res.example != "" {
-		fmt.Printf("\n$ relay quarantine show %s\n", res.example)
-		show := exec.Command(o.relayBin, "quarantine", "show", res.example)
-		show.Env, show.Stdout, show.Stderr = env, os.Stdout, os.Stderr
-		_ = show.Run()
+	relayCmd := func(args ...string) {
+		fmt.Printf("\n$ relay %s\n", strings.Join(quoted(args), " "))
+		c := exec.Command(o.relayBin, args...)
+		c.Env, c.Stdout, c.Stderr = env, os.Stdout, os.Stderr
+		_ = c.Run()
 	}
+	if res.example != "" {
+		relayCmd("quarantine", "show", res.example)
+	}
+	// The quarantine as an operational queue: what waits, since when, and
+	// what a replay would do today (a dry run writes nothing).
+	relayCmd("quarantine", "stats")
+	relayCmd("replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "demo: would a replay help today?", "--dry-run")
 	fmt.Println("\nThe local stack keeps running. Stop it with: make down   (make down PURGE=1 also deletes its data)")
 	if res.missing > 0 || res.duplicates > 0 || res.unexpected > 0 || waitErr != nil {
 		return errors.New("demo run did not end cleanly (see above)")
@@ -325,4 +332,16 @@ func secs(s float64) string {
 		return "n/a"
 	}
 	return (time.Duration(s * float64(time.Second))).Round(100 * time.Microsecond).String()
+}
+
+// quoted shell-quotes the arguments that need it, for display.
+func quoted(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " ?:") {
+			a = "'" + a + "'"
+		}
+		out[i] = a
+	}
+	return out
 }

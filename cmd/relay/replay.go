@@ -507,6 +507,11 @@ func (r *replayRun) run(ctx context.Context, ops *ops, sel *selection, stdout io
 		fmt.Fprintf(r.stderr, "relay replay: %v\n", err)
 		r.summary(stdout, sel, "failed: "+err.Error())
 		return exitFailure
+	case ctx.Err() != nil:
+		r.prog.done(r.snapshot())
+		r.summary(stdout, sel, fmt.Sprintf("interrupted: %d of %d published (committed, replaying in the ledger); the rest was not published and stays as it was",
+			r.published, r.total))
+		return exitFailure
 	case code == exitOK && why != "":
 		code = exitStopped
 	}

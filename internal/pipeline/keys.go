@@ -39,7 +39,7 @@ type KeyOrdering struct {
 	StateTopic string
 	// Hold quarantines the followers of a quarantined head (KEY_HELD);
 	// without it they go on.
-	Hold bool
+	Hold    bool
 	keys    map[string]*keyState
 	journal map[string]*keyState // state before the open transaction changed it; nil = absent
 }

@@ -169,11 +169,6 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			st.FirstFailedAt, st.AtSource = now, true
 		}
 	}
-	if prev != nil && prev.ReplayCount > 0 && m.Settled != nil {
-		if state, done := m.Settled.Check(id, prev.ReplayCount); done {
-			return m.duplicate(rec, prev, state), nil
-		}
-	}
 	keyed := m.Keys != nil && rec.Key != nil && len(origin.Routes.Tiers) > 0
 	var kr keyedRecord
 	if keyed {
@@ -192,12 +187,24 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			case kr.seq != kr.state.Next:
 				// Not its turn: back behind the head.
 				return m.follow(rec, origin, prev, id, st, kr, kr.seq), nil
-			case kr.state.Held:
-				outs := m.terminal(rec, origin, prev, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Ordering, Code: CodeKeyHeld},
-					errors.New("held: an earlier record of its key was quarantined (ordering hold)"), schema.Info{})
-				return append(withSeq(outs, kr.seq), m.Keys.put(kr.sk, rec.Partition, advance(kr.state))), nil
 			}
 		}
+	}
+	// A copy of a replayed record whose failure is settled already is not
+	// handled again; at its key's turn it lets the next record go.
+	if prev != nil && prev.ReplayCount > 0 && m.Settled != nil {
+		if state, done := m.Settled.Check(id, prev.ReplayCount); done {
+			outs := m.duplicate(rec, prev, state)
+			if keyed && kr.state != nil {
+				outs = append(outs, m.Keys.put(kr.sk, rec.Partition, advance(kr.state)))
+			}
+			return outs, nil
+		}
+	}
+	if keyed && kr.state != nil && kr.state.Held {
+		outs := m.terminal(rec, origin, prev, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Ordering, Code: CodeKeyHeld},
+			errors.New("held: an earlier record of its key was quarantined (ordering hold)"), schema.Info{})
+		return append(withSeq(outs, kr.seq), m.Keys.put(kr.sk, rec.Partition, advance(kr.state))), nil
 	}
 	pk := partKey{rec.Topic, rec.Partition}
 	if w, ok := m.waiting[pk]; ok {
@@ -439,7 +446,7 @@ func (m *Machine) duplicate(rec *txn.Record, prev *envelope.Failure, state strin
 		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: ledger.OutcomeDuplicate,
 		Reason:   "copy of replay " + prev.ReplayID + " skipped: the failure is " + state + " already",
 		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
-		Source:   ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
+		Source: ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
 	}
 	return []txn.Output{{Topic: m.StateTopic, Partition: e.Partition(), Key: []byte(e.Key()), Value: e.Value()}}
 }

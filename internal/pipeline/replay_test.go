@@ -151,3 +151,43 @@ func TestReplayRecordWithoutReplayHeadersIsQuarantined(t *testing.T) {
 		t.Fatalf("%v %+v", topics(outs), f)
 	}
 }
+
+// A copy of a replayed record that waited behind its key is recognised at
+// its turn, and lets the key go on: the key is not blocked for ever.
+func TestDuplicateAtItsKeysTurnReleasesTheKey(t *testing.T) {
+	m, a, now, _ := ledgered(t)
+	m.Policy.BlockingAttempts = 0
+	m.Keys = &KeyOrdering{StateTopic: m.StateTopic}
+	ctx := context.Background()
+	q := quarantineOne(t, m, a)
+	if outs, _ := m.Handle(ctx, replayRecord(q, 0, 1)); len(outs) != 2 || outs[0].Topic != "orders.valid" {
+		t.Fatalf("replay: %v", topics(outs))
+	}
+	m.OnCommit()
+	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
+	head, _ := m.Handle(ctx, source(20))
+	m.OnCommit()
+	follower, _ := m.Handle(ctx, replayRecord(q, 1, 1))
+	if len(follower) != 2 || follower[0].Topic != "orders.retry.30s" {
+		t.Fatalf("the copy must wait behind the blocked key: %v", topics(follower))
+	}
+	m.OnCommit()
+	*now = t0.Add(time.Minute)
+	if outs, _ := m.Handle(ctx, asRead(head[0], 0)); outs[0].Topic != "orders.valid" {
+		t.Fatalf("head: %v", topics(outs))
+	}
+	m.OnCommit()
+	outs, _ := m.Handle(ctx, asRead(follower[0], 1))
+	for _, o := range outs {
+		if o.Topic != m.StateTopic {
+			t.Fatalf("a copy was output: %v", topics(outs))
+		}
+	}
+	if len(outs) != 2 || ledgerEvent(t, outs[0]).Outcome != ledger.OutcomeDuplicate || outs[1].Value != nil {
+		t.Fatalf("want the duplicate note and the key's tombstone: %v", topics(outs))
+	}
+	m.OnCommit()
+	if m.Keys.Blocked() != 0 {
+		t.Fatal("the key must be free again")
+	}
+}
