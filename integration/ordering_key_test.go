@@ -118,7 +118,7 @@ func TestKeyStateSurvivesKillAndMoves(t *testing.T) {
 		t.Fatalf("before the move the output is %v, want [B1]", got)
 	}
 	r2 := startRelay(t, "relay-2", s.env(uniq(t, "txn-2")))
-	r2.waitLog("blocked keys restored", 60*time.Second)
+	r2.waitLog("state restored", 60*time.Second)
 	if !regexpMatch(`"blocked_keys":1\b`, r2.stderr.String()) {
 		t.Fatalf("relay-2 did not restore the blocked key:\n%s", tail(r2.stderr.String(), 20))
 	}

@@ -1,14 +1,18 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -401,5 +405,93 @@ func TestQuarantineMetricsAndDiscard(t *testing.T) {
 	if res := f.s.cli(t, nil, "quarantine", "show", id); res.code != 0 || !strings.Contains(res.stdout, `"state": "discarded"`) ||
 		!strings.Contains(res.stdout, "alice") {
 		t.Errorf("show after discard: exit %d", res.code)
+	}
+}
+
+// TestReplaySurvivesKills: a replay whose command is SIGKILLed mid-way,
+// and whose relay is SIGKILLed while it consumes the replay topic, still
+// ends with every selected record in the output exactly once and resolved
+// in the ledger, once the command is run again.
+func TestReplaySurvivesKills(t *testing.T) {
+	const n = 200
+	f := newQuarantineFixture(t, n, 0, 0, 0)
+	r := f.startFixed(t)
+	args := []string{"replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "fix", "--rate", "20", "--progress", "lines", "--wait", "2m"}
+	cmd := exec.Command(relayBin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RELAY_KAFKA_BOOTSTRAP_SERVERS=" + bootstrap}
+	for k, v := range f.s.env("", f.fixed()...) {
+		if k != "RELAY_TRANSACTIONAL_ID" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	progress, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// relay is killed once it has resolved some replayed records, while
+	// more arrive; the command a second later, while it publishes. The
+	// command's progress lines say when.
+	resolved := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(progress)
+		once := false
+		for sc.Scan() {
+			if m := progressLine.FindStringSubmatch(sc.Text()); m != nil && !once {
+				if n, _ := strconv.Atoi(m[3]); n >= 10 {
+					once = true
+					close(resolved)
+				}
+			}
+		}
+	}()
+	deadline := time.Now().Add(time.Minute)
+	select {
+	case <-resolved:
+	case <-time.After(time.Until(deadline)):
+		t.Fatal("relay resolved no replayed record")
+	}
+	r.signal(syscall.SIGKILL)
+	r.wait(10 * time.Second)
+	time.Sleep(2 * time.Second)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	r2 := startRelay(t, "fixed-2", f.s.env(uniq(t, "txn-c"), f.fixed()...))
+	defer r2.stop()
+	res := f.s.cli(t, f.fixed(), args...)
+	// It sees what the first one published, committed before it was
+	// killed (being replayed), even behind the killed relay's open
+	// transaction, so it publishes none of it again.
+	m := regexp.MustCompile(`selected (\d+);.* duplicate 0;.*skipped: already resolved (\d+), being replayed (\d+)`).FindStringSubmatch(res.stdout)
+	if res.code != 0 || m == nil {
+		t.Fatalf("the second replay: exit %d, want 0, no duplicate, resolved and in-flight records skipped", res.code)
+	}
+	if inFlight, _ := strconv.Atoi(m[3]); inFlight < 5 {
+		t.Errorf("only %d records in flight after the kills", inFlight)
+	}
+	if sel, _ := strconv.Atoi(m[1]); sel == 0 || sel >= n-10 {
+		t.Fatalf("the second replay selected %d of %d: the kills did not land mid-way", sel, n)
+	}
+	deadline = time.Now().Add(2 * time.Minute)
+	for {
+		l := ledgerOf(t, f.s)
+		if byState(l)[ledger.Resolved] == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every replayed record resolved: %v", byState(l))
+		}
+		time.Sleep(time.Second)
+	}
+	outs := outputsByID(t, f.s)
+	for _, id := range f.v1 {
+		if len(outs[id]) != 1 {
+			t.Errorf("%s: %d outputs, want exactly 1", id, len(outs[id]))
+		}
+	}
+	if len(outs) != n+1 { // and the one valid record of the fixture
+		t.Errorf("%d distinct outputs, want %d", len(outs), n+1)
 	}
 }

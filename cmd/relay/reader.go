@@ -11,11 +11,14 @@ import (
 	"relay/internal/config"
 )
 
-// readToEnd reads partitions of topic from their start to their end,
-// committed records only (read_committed: the end is the last stable
-// offset), and calls each for every record. group only names the reader:
-// it is assigned, never subscribed, and commits nothing. Reaching no end
-// within bound is an error.
+// readToEnd reads partitions of topic from their start to the end they had
+// when it was called, committed records only, and calls each for every
+// record. The end is the high watermark, not the last stable offset: a
+// transaction still open (an instance that died in it, a command that
+// still commits) is waited for until it is committed or aborted, so what
+// was written before the call is seen. group only names the reader: it is
+// assigned, never subscribed, and commits nothing. Reaching no end within
+// bound is an error.
 func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration, each func(*kafka.Message)) error {
 	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
 		"group.id": group, "enable.auto.commit": false,
@@ -25,18 +28,33 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	tps := make([]kafka.TopicPartition, len(partitions))
-	for i, p := range partitions {
-		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning}
+	ends, err := highWatermarks(cfg, topic, partitions)
+	if err != nil {
+		return err
+	}
+	end := map[int32]int64{}
+	var tps []kafka.TopicPartition
+	for _, p := range partitions {
+		if high := ends[p]; high > 0 {
+			end[p] = high
+			tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning})
+		}
+	}
+	if len(tps) == 0 {
+		return nil
 	}
 	if err := c.Assign(tps); err != nil {
 		return err
 	}
-	eof := map[int32]bool{}
+	reached := func(p int32, next int64) {
+		if want, ok := end[p]; ok && next >= want {
+			delete(end, p)
+		}
+	}
 	deadline := time.Now().Add(bound)
 	for ctx.Err() == nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s %v: end not reached within %s", topic, partitions, bound)
+			return fmt.Errorf("%s %v: end not reached within %s (a transaction still open?)", topic, partitions, bound)
 		}
 		switch ev := c.Poll(200).(type) {
 		case *kafka.Message:
@@ -44,17 +62,50 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 				return ev.TopicPartition.Error
 			}
 			each(ev)
-			delete(eof, ev.TopicPartition.Partition)
+			reached(ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset)+1)
 		case kafka.PartitionEOF:
-			eof[ev.Partition] = true
-			if len(eof) == len(partitions) {
-				return nil
-			}
+			reached(ev.Partition, int64(ev.Offset))
 		case kafka.Error:
 			if ev.IsFatal() {
 				return ev
 			}
+		case nil:
+			// Aborted records and transaction markers move the
+			// position without a message or a new EOF.
+			pos, err := c.Position(tps)
+			if err == nil {
+				for _, tp := range pos {
+					if tp.Offset >= 0 {
+						reached(tp.Partition, int64(tp.Offset))
+					}
+				}
+			}
+		}
+		if len(end) == 0 {
+			return nil
 		}
 	}
 	return errors.Join(ctx.Err(), fmt.Errorf("reading %s interrupted", topic))
+}
+
+// highWatermarks asks for the partitions' high watermarks. The probe reads
+// uncommitted: a read_committed client is told the last stable offset,
+// which stops at the first open transaction.
+func highWatermarks(cfg *config.Config, topic string, partitions []int32) (map[int32]int64, error) {
+	probe, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
+		"group.id": "relay-probe", "enable.auto.commit": false, "isolation.level": "read_uncommitted",
+	}))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = probe.Close() }()
+	out := map[int32]int64{}
+	for _, p := range partitions {
+		_, high, err := probe.QueryWatermarkOffsets(topic, p, int(max(cfg.OpTimeout, 10*time.Second)/time.Millisecond))
+		if err != nil {
+			return nil, fmt.Errorf("end of %s[%d]: %w", topic, p, err)
+		}
+		out[p] = high
+	}
+	return out, nil
 }

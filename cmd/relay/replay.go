@@ -295,6 +295,17 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 	defer ops.close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var w *ledgerWriter
+	if !o.dryRun {
+		// Fence an earlier replay of the group first: its last
+		// transaction is then committed or aborted, so the snapshot below
+		// sees its changes (or that there are none).
+		if w, err = newLedgerWriter(ctx, ops.cfg, ops.cfg.GroupID+".replay"); err != nil {
+			fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
+			return exitFailure
+		}
+		defer w.close()
+	}
 	s, ok := ops.load(ctx)
 	if !ok {
 		return exitFailure
@@ -311,7 +322,7 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		fmt.Fprintf(stdout, "nothing to replay: 0 failures selected%s\n", skips(sel.skipped))
 		return exitOK
 	}
-	r := &replayRun{cfg: ops.cfg, o: o, id: newReplayID(now), actor: actorOf(o.actor, lookup), outcomes: map[string]string{},
+	r := &replayRun{cfg: ops.cfg, o: o, id: newReplayID(now), actor: actorOf(o.actor, lookup), w: w, outcomes: map[string]string{},
 		pending: map[string]bool{}, stderr: stderr}
 	return r.run(ctx, ops, sel, stdout)
 }
@@ -474,11 +485,6 @@ func (r *replayRun) run(ctx context.Context, ops *ops, sel *selection, stdout io
 		return exitFailure
 	}
 	defer func() { _ = r.tail.Close() }()
-	if r.w, err = newLedgerWriter(ctx, r.cfg, r.cfg.GroupID+".replay"); err != nil {
-		fmt.Fprintf(r.stderr, "relay replay: %v\nnothing was replayed\n", err)
-		return exitFailure
-	}
-	defer r.w.close()
 	r.total = len(sel.records)
 	r.prog = newProgress(r.o.progress, r.stderr, r.id, r.total, r.o.rate)
 	first, rest := sample(sel.records, r.o.sample)
