@@ -495,3 +495,31 @@ func TestReplaySurvivesKills(t *testing.T) {
 		t.Errorf("%d distinct outputs, want %d", len(outs), n+1)
 	}
 }
+
+// TestDiscardDuringReplayIsRespected: a failure discarded while a replay
+// that selected it is still publishing is left alone by the replay: not
+// published, not output, still discarded.
+func TestDiscardDuringReplayIsRespected(t *testing.T) {
+	f := newQuarantineFixture(t, 10, 0, 0, 0)
+	r := f.startFixed(t)
+	defer r.stop()
+	last := f.v1[len(f.v1)-1] // published last: source order
+	done := make(chan cliResult, 1)
+	go func() {
+		done <- f.s.cli(t, f.fixed(), "replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "fix", "--rate", "2", "--progress", "none")
+	}()
+	time.Sleep(3 * time.Second)
+	if res := f.s.cli(t, []string{"RELAY_ACTOR", "bob"}, "quarantine", "discard", last, "--reason", "customer cancelled"); res.code != 0 {
+		t.Fatalf("discard during the replay: exit %d", res.code)
+	}
+	res := <-done
+	if res.code != 0 || !strings.Contains(res.stdout, "published 9;") || !strings.Contains(res.stdout, "changed by someone else during the replay: discarded 1") {
+		t.Fatalf("replay: exit %d, want 9 published and the discarded one left alone", res.code)
+	}
+	if e := ledgerOf(t, f.s)[last]; e.State != ledger.Discarded || e.ReplayCount != 0 {
+		t.Fatalf("%s: %s at replay count %d, want discarded and never replayed", last, e.State, e.ReplayCount)
+	}
+	if n := len(outputsByID(t, f.s)[last]); n != 0 {
+		t.Fatalf("%s was output %d times after its discard", last, n)
+	}
+}

@@ -61,7 +61,13 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", err)
 		return exitUsage
 	}
-	defer func() { _ = metrics.Close(context.Background()) }()
+	defer func() {
+		// A last export to an OTLP collector, bounded: a collector that
+		// is away must not hold the exit.
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = metrics.Close(c)
+	}()
 	if cfg.HTTPAddr != "" {
 		srv, err := telemetry.Listen(ctx, cfg.HTTPAddr, metrics)
 		if err != nil {

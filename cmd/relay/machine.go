@@ -102,7 +102,7 @@ func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pip
 		Outcomes: out, Log: log, Now: time.Now,
 		WaitInPlace: cfg.Ordering == "partition",
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
-		Settled: &ledger.Settled{}, LoadState: stateLoader(cfg),
+		Settled: &ledger.Settled{}, LoadState: stateLoader(cfg, log),
 	}
 	if adm != nil {
 		m.Admitter = adm

@@ -232,6 +232,12 @@ func (ff *filterFlags) build(now time.Time) (*filter, error) {
 	if f.until, err = parseWhen("--until", ff.until, now); err != nil {
 		errs = append(errs, err)
 	}
+	if !f.since.IsZero() && !f.until.IsZero() && f.since.After(f.until) {
+		errs = append(errs, fmt.Errorf("--since %s is after --until %s: the window is empty", ff.since, ff.until))
+	}
+	if f.minAge > 0 && f.maxAge > 0 && f.minAge > f.maxAge {
+		errs = append(errs, fmt.Errorf("--min-age %s is above --max-age %s: nothing can match", ff.minAge, ff.maxAge))
+	}
 	return f, errors.Join(errs...)
 }
 
@@ -301,6 +307,10 @@ func quarantineList(ctx context.Context, args []string, lookup func(string) (str
 		return code
 	}
 	defer o.close()
+	if err := checkSource(o.cfg, f.source); err != nil {
+		fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
+		return exitUsage
+	}
 	s, ok := o.load(ctx)
 	if !ok {
 		return exitFailure
@@ -377,7 +387,7 @@ func quarantineShow(ctx context.Context, args []string, lookup func(string) (str
 	fl := s.byID[id]
 	if fl == nil {
 		fmt.Fprintf(stderr, "relay quarantine show: %s is not in the ledger nor in a quarantine topic\n", id)
-		return exitFailure
+		return exitUsage
 	}
 	out := shown{State: fl.State}
 	if fl.Entry != nil {
@@ -534,6 +544,15 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 		fmt.Fprintf(stdout, "discarded %s (by %s: %s)\n", id, who, strings.TrimSpace(*reason))
 	}
 	return exitOK
+}
+
+// checkSource refuses a --source relay is not configured for: it would
+// select nothing, silently.
+func checkSource(cfg *config.Config, source string) error {
+	if source == "" || slices.Contains(cfg.SourceTopics, source) {
+		return nil
+	}
+	return fmt.Errorf("--source %q is not one of %s (%s)", source, config.EnvSourceTopics, strings.Join(cfg.SourceTopics, ","))
 }
 
 // parseFailureID splits topic/partition/offset; the topic may contain '/'

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sort"
@@ -47,6 +48,9 @@ skipped and counted):
   --source TOPIC / --partition P
   --all                    every open failure
   --include-failed-again   also failures whose earlier replay failed again
+  --include-replaying      also failures still replaying from an earlier replay (its record lost,
+                           e.g. past the replay topic's retention); relay outputs a failure once
+                           whichever copy comes first, and notes the other as a duplicate
 
 Options:
   --reason TEXT            why (required; recorded in the ledger)
@@ -77,6 +81,7 @@ type replayOpts struct {
 	reason, actor, ids          string
 	ff                          filterFlags
 	all, failedAgain, dryRun    bool
+	replaying                   bool
 	sample, minOutcomes         int
 	rate, maxFailureRate        float64
 	wait                        time.Duration
@@ -95,6 +100,7 @@ func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, e
 	o.ff.register(fs, false)
 	fs.BoolVar(&o.all, "all", false, "")
 	fs.BoolVar(&o.failedAgain, "include-failed-again", false, "")
+	fs.BoolVar(&o.replaying, "include-replaying", false, "")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "")
 	fs.IntVar(&o.sample, "sample", 0, "")
 	fs.Float64Var(&o.rate, "rate", 50, "")
@@ -114,13 +120,13 @@ func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, e
 	if strings.TrimSpace(o.reason) == "" {
 		errs = append(errs, errors.New("--reason is required: say why (a fix was deployed, a dependency recovered)"))
 	}
-	if o.rate <= 0 || o.rate > 10000 {
+	if math.IsNaN(o.rate) || o.rate <= 0 || o.rate > 10000 {
 		errs = append(errs, fmt.Errorf("--rate %g: must be above 0 and at most 10000 records per second", o.rate))
 	}
 	if o.sample < 0 {
 		errs = append(errs, fmt.Errorf("--sample %d: must be 0 (none) or more", o.sample))
 	}
-	if o.maxFailureRate < 0 || o.maxFailureRate > 1 {
+	if math.IsNaN(o.maxFailureRate) || o.maxFailureRate < 0 || o.maxFailureRate > 1 {
 		errs = append(errs, fmt.Errorf("--max-failure-rate %g: must be between 0 and 1", o.maxFailureRate))
 	}
 	if o.minOutcomes < 1 {
@@ -143,6 +149,9 @@ func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, e
 		f.states = []string{ledger.Open}
 		if o.failedAgain {
 			f.states = append(f.states, ledger.FailedAgain)
+		}
+		if o.replaying {
+			f.states = append(f.states, ledger.Replaying)
 		}
 		if ids := splitList(o.ids); len(ids) > 0 {
 			f.ids = map[string]bool{}
@@ -203,12 +212,14 @@ func choose(s *snapshot, o *replayOpts, now time.Time) (*selection, error) {
 			sel.skipped["already resolved"]++
 		case fl.State == ledger.Discarded:
 			sel.skipped["discarded"]++
-		case fl.State == ledger.Replaying:
+		case fl.State == ledger.Replaying && !o.replaying:
 			sel.skipped["being replayed"]++
 		case fl.State == ledger.FailedAgain && !explicit && !o.failedAgain:
 			sel.skipped["failed again (add --include-failed-again)"]++
 		case fl.Record == nil:
 			sel.skipped["record gone (retention)"]++
+		case fl.Record.Damaged != nil:
+			sel.skipped["envelope unreadable (see quarantine show)"]++
 		default:
 			sel.records = append(sel.records, fl)
 			sel.bytes += len(fl.Record.Value)
@@ -295,16 +306,9 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 	defer ops.close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	var w *ledgerWriter
-	if !o.dryRun {
-		// Fence an earlier replay of the group first: its last
-		// transaction is then committed or aborted, so the snapshot below
-		// sees its changes (or that there are none).
-		if w, err = newLedgerWriter(ctx, ops.cfg, ops.cfg.GroupID+".replay"); err != nil {
-			fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
-			return exitFailure
-		}
-		defer w.close()
+	if err := checkSource(ops.cfg, o.filter.source); err != nil {
+		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
+		return exitUsage
 	}
 	s, ok := ops.load(ctx)
 	if !ok {
@@ -322,9 +326,30 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		fmt.Fprintf(stdout, "nothing to replay: 0 failures selected%s\n", skips(sel.skipped))
 		return exitOK
 	}
+	// The input is good. Now fence an earlier replay of the group: its
+	// last transaction is then committed or aborted, and the snapshot is
+	// read again, so it sees that replay's changes (or that there are
+	// none).
+	w, err := newLedgerWriter(ctx, ops.cfg, ops.cfg.GroupID+".replay")
+	if err != nil {
+		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
+		return exitFailure
+	}
+	defer w.close()
+	if s, ok = ops.load(ctx); !ok {
+		return exitFailure
+	}
+	if sel, err = choose(s, o, now); err != nil {
+		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
+		return exitUsage
+	}
+	if len(sel.records) == 0 {
+		fmt.Fprintf(stdout, "nothing to replay: 0 failures selected%s\n", skips(sel.skipped))
+		return exitOK
+	}
 	r := &replayRun{cfg: ops.cfg, o: o, id: newReplayID(now), actor: actorOf(o.actor, lookup), w: w, outcomes: map[string]string{},
-		pending: map[string]bool{}, stderr: stderr}
-	return r.run(ctx, ops, sel, stdout)
+		pending: map[string]bool{}, changed: map[string]string{}, skippedLate: map[string]int{}, stderr: stderr}
+	return r.run(ctx, s, sel, stdout)
 }
 
 // errFlags is a command line the flag package refused (and explained).
@@ -473,14 +498,20 @@ type replayRun struct {
 	total     int
 	published int
 	// outcomes: failure id → resolved, rejected, failed-again, duplicate;
-	// pending: published, outcome not known yet.
+	// pending: published, outcome not known yet; changed: selected
+	// failures someone else changed since the snapshot (a discard, another
+	// replay), which this replay leaves alone.
 	outcomes map[string]string
 	pending  map[string]bool
+	changed  map[string]string
+	// skippedLate counts selected failures left alone because someone
+	// changed them during the replay, by their new state.
+	skippedLate map[string]int
 }
 
-func (r *replayRun) run(ctx context.Context, ops *ops, sel *selection, stdout io.Writer) int {
+func (r *replayRun) run(ctx context.Context, s *snapshot, sel *selection, stdout io.Writer) int {
 	var err error
-	if r.tail, err = openTail(ops, r.cfg); err != nil {
+	if r.tail, err = openTail(r.cfg, s.stateEnds); err != nil {
 		fmt.Fprintf(r.stderr, "relay replay: %v\nnothing was replayed\n", err)
 		return exitFailure
 	}
@@ -521,18 +552,20 @@ func (r *replayRun) run(ctx context.Context, ops *ops, sel *selection, stdout io
 	case code == exitOK && why != "":
 		code = exitStopped
 	}
-	if code == exitOK && !r.await(ctx) {
+	if code == exitOK && !r.await(ctx) && ctx.Err() == nil {
 		code, why = exitIncomplete, fmt.Sprintf("outcomes of %d replayed records are not known within --wait %s: is relay running for group %s? They stay replaying in the ledger",
 			len(r.pending), r.o.wait, r.cfg.GroupID)
 	}
 	r.prog.done(r.snapshot())
+	if ctx.Err() != nil {
+		r.summary(stdout, sel, fmt.Sprintf("interrupted while waiting for outcomes: %d published; the outcomes of %d are not known yet (they stay replaying until relay settles them)",
+			r.published, len(r.pending)))
+		return exitFailure
+	}
 	if code == exitStopped {
 		why = "stopped: " + why + fmt.Sprintf("; %d selected records were not published and stay as they were", r.total-r.published)
 	}
 	r.summary(stdout, sel, why)
-	if ctx.Err() != nil && code == exitOK {
-		return exitFailure
-	}
 	return code
 }
 
@@ -553,21 +586,32 @@ func (r *replayRun) publish(ctx context.Context, recs []*failure, check bool) (w
 		}
 		due := min(len(recs), int(time.Since(start).Seconds()*r.o.rate)+1)
 		if due > i {
-			batch := recs[i:min(due, i+500)]
+			// A tenth of a second's worth at most: a slow commit does
+			// not turn into a burst, and the threshold is checked often.
+			batch := recs[i:min(due, i+max(1, int(r.o.rate/10)))]
 			now := time.Now()
 			msgs := make([]*kafka.Message, 0, 2*len(batch))
+			var sent []*failure
 			for _, fl := range batch {
+				if st := r.changed[fl.ID]; st != "" {
+					r.skippedLate[st]++
+					continue
+				}
 				rec, ev := r.replayOf(fl, now)
 				msgs = append(msgs, rec, eventMessage(stateTopic, ev))
+				sent = append(sent, fl)
 			}
-			if err := r.w.write(ctx, msgs); err != nil {
-				return "", fmt.Errorf("publishing to the replay topic: %w (the %d records of this transaction were not published)", err, len(batch))
+			if len(msgs) > 0 {
+				if err := r.w.write(ctx, msgs); err != nil {
+					return "", fmt.Errorf("publishing to the replay topic: %w (whether the last transaction, %d records, was committed is not known: "+
+						"run the replay again; what was published shows as replaying and is skipped)", err, len(sent))
+				}
 			}
-			for _, fl := range batch {
+			for _, fl := range sent {
 				r.pending[fl.ID] = true
 			}
 			i += len(batch)
-			r.published += len(batch)
+			r.published += len(sent)
 			r.prog.update(r.snapshot())
 			continue
 		}
@@ -609,9 +653,10 @@ func (r *replayRun) replayOf(fl *failure, now time.Time) (*kafka.Message, *ledge
 	return msg, ev
 }
 
-// openTail starts reading the state topic at its current end, before
-// anything is published, so every outcome of this replay is seen.
-func openTail(o *ops, cfg *config.Config) (*kafka.Consumer, error) {
+// openTail follows the state topic from where the snapshot's read began,
+// so every change since then is seen: this replay's outcomes, and what
+// others did to the selected failures meanwhile.
+func openTail(cfg *config.Config, from map[int32]int64) (*kafka.Consumer, error) {
 	topic := cfg.StateTopicName()
 	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
 		"group.id": "relay-cli", "enable.auto.commit": false, "isolation.level": "read_committed",
@@ -619,19 +664,9 @@ func openTail(o *ops, cfg *config.Config) (*kafka.Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, err := o.admin.GetMetadata(&topic, false, 10000)
-	if err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	var tps []kafka.TopicPartition
-	for _, p := range md.Topics[topic].Partitions {
-		_, high, err := c.QueryWatermarkOffsets(topic, p.ID, 10000)
-		if err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("end of %s partition %d: %w", topic, p.ID, err)
-		}
-		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p.ID, Offset: kafka.Offset(high)})
+	tps := make([]kafka.TopicPartition, 0, len(from))
+	for p, off := range from {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.Offset(off)})
 	}
 	if err := c.Assign(tps); err != nil {
 		_ = c.Close()
@@ -648,6 +683,9 @@ func (r *replayRun) poll(d time.Duration) {
 		switch ev := r.tail.Poll(max(ms, 0)).(type) {
 		case *kafka.Message:
 			e, ok, _ := ledger.Decode(string(ev.Key), ev.Value)
+			if ok && e != nil && e.ReplayID != r.id && e.Outcome != ledger.OutcomeDuplicate && e.State != ledger.Open && !r.pending[e.ID] {
+				r.changed[e.ID] = e.State // not ours: a discard, another replay
+			}
 			if ok && e != nil && e.ReplayID == r.id && r.pending[e.ID] {
 				switch {
 				case e.Outcome == ledger.OutcomeDuplicate:
@@ -657,6 +695,9 @@ func (r *replayRun) poll(d time.Duration) {
 				case e.State == ledger.Resolved, e.State == ledger.FailedAgain:
 					r.settle(e.ID, e.State)
 				}
+			}
+			if time.Now().After(deadline) {
+				return
 			}
 			continue
 		case nil:
@@ -731,9 +772,10 @@ func (r *replayRun) summary(w io.Writer, sel *selection, why string) {
 			Reason   string `json:"reason"`
 			counts
 			Skipped map[string]int    `json:"skipped"`
+			Late    map[string]int    `json:"changedDuringReplay,omitempty"`
 			Stopped string            `json:"stopped,omitempty"`
 			Failed  map[string]string `json:"outcomes"`
-		}{r.id, r.actor, r.o.reason, c, sel.skipped, why, r.outcomes}
+		}{r.id, r.actor, r.o.reason, c, sel.skipped, r.skippedLate, why, r.outcomes}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
@@ -742,6 +784,9 @@ func (r *replayRun) summary(w io.Writer, sel *selection, why string) {
 	fmt.Fprintf(w, "replay %s by %s: %q\n", r.id, r.actor, r.o.reason)
 	fmt.Fprintf(w, "selected %d; published %d; resolved %d; rejected %d; failed-again %d; duplicate %d; outcome unknown %d%s\n",
 		c.Total, c.Published, c.Resolved, c.Rejected, c.FailedAgain, c.Duplicate, c.Pending, skips(sel.skipped))
+	if len(r.skippedLate) > 0 {
+		fmt.Fprintf(w, "left alone, changed by someone else during the replay:%s\n", strings.TrimPrefix(skips(r.skippedLate), "; skipped:"))
+	}
 	if why != "" {
 		fmt.Fprintln(w, why)
 	}

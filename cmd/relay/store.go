@@ -43,6 +43,9 @@ type quarantined struct {
 	Value     []byte
 	Headers   []kafka.Header
 	Timestamp time.Time
+	// Damaged says why its envelope cannot be read whole; such a record is
+	// listed but not replayed.
+	Damaged error
 }
 
 // snapshot is what operator commands act on: every failure of the
@@ -51,12 +54,15 @@ type snapshot struct {
 	failures  []*failure
 	byID      map[string]*failure
 	retention map[string]time.Duration
-	// ends are the end offsets of the state topic when it was read.
+	// stateEnds are the state topic's high watermarks before it was
+	// read: a replay follows the ledger from there.
 	stateEnds map[int32]int64
 }
 
-// readBound bounds each read of a topic to its end.
-const readBound = 2 * time.Minute
+// readBound bounds each read of a topic to its end: it covers an open
+// transaction of a dead instance (transaction.timeout.ms) and a large
+// quarantine.
+const readBound = 10 * time.Minute
 
 // loadSnapshot reads the state topic and every quarantine topic to their
 // ends (committed records only) and joins them by failure id.
@@ -70,7 +76,10 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient)
 	if n == 0 {
 		return nil, fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
 	}
-	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}, stateEnds: map[int32]int64{}}
+	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}}
+	if s.stateEnds, err = highWatermarks(cfg, stateTopic, seq(n)); err != nil {
+		return nil, err
+	}
 	var events []*ledger.Event
 	var bad error
 	err = readToEnd(ctx, cfg, "relay-cli", stateTopic, seq(n), readBound, func(m *kafka.Message) {
@@ -81,7 +90,6 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient)
 		if ok && e != nil {
 			events = append(events, e)
 		}
-		s.stateEnds[m.TopicPartition.Partition] = int64(m.TopicPartition.Offset) + 1
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +122,10 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient)
 				return // not relay's
 			}
 			q := &quarantined{F: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
-				Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp}
+				Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp, Damaged: err}
+			if q.F.SourceTopic == "" {
+				q.F.SourceTopic = src
+			}
 			fl := s.byID[f.ID]
 			if fl == nil {
 				// Quarantined before the ledger existed: open.

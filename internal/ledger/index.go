@@ -116,6 +116,9 @@ func (x *Index) Apply(p int32, e *Event) {
 	}
 	r := rank(e)
 	if e.Outcome == OutcomeDuplicate {
+		if it.State == Replaying && e.ReplayCount >= it.count {
+			it.State = e.State // a copy of a settled failure: settled as that
+		}
 		return
 	}
 	if e.ReplayCount > it.count || (e.ReplayCount == it.count && r >= it.rank) {
@@ -220,8 +223,10 @@ func (s *Settled) Abort() {
 }
 
 // Restore adds the settled failures of state-topic records (key → value,
-// as the state topic's restore reads them).
-func (s *Settled) Restore(entries map[string][]byte) error {
+// as the state topic's restore reads them). Unreadable ledger records (a
+// newer version's, damaged ones) are skipped and returned: one bad record
+// must not keep relay from starting.
+func (s *Settled) Restore(entries map[string][]byte) (skipped []error) {
 	if s.m == nil {
 		s.m = map[string]settled{}
 		s.journal = map[string]*settled{}
@@ -229,7 +234,8 @@ func (s *Settled) Restore(entries map[string][]byte) error {
 	for k, v := range entries {
 		e, ok, err := Decode(k, v)
 		if err != nil {
-			return err
+			skipped = append(skipped, err)
+			continue
 		}
 		if ok && e.Outcome != OutcomeDuplicate && (e.State == Resolved || e.State == Discarded || e.State == FailedAgain) {
 			if old, seen := s.m[e.ID]; seen && old.state == FailedAgain && e.State == FailedAgain && old.count > e.ReplayCount {
@@ -238,7 +244,7 @@ func (s *Settled) Restore(entries map[string][]byte) error {
 			s.put(e)
 		}
 	}
-	return nil
+	return skipped
 }
 
 // Forget drops the failures of revoked partitions.

@@ -215,6 +215,11 @@ func Fold(events []*Event) map[string]*Entry {
 		}
 		cur := en.Current()
 		en.State = cur.State
+		if last := &en.History[len(en.History)-1]; last.Outcome == OutcomeDuplicate && cur.State == Replaying && last.ReplayCount >= cur.ReplayCount {
+			// The replay's record was a copy of a failure settled
+			// already: relay said so, and it is settled as that.
+			en.State = last.State
+		}
 		if en.Code == "" {
 			en.Code = cur.Code
 		}

@@ -146,8 +146,10 @@ func TestSettledRecognisesCopiesAndUndoesAborts(t *testing.T) {
 	}
 	var r Settled
 	e := ev(Resolved, 1, 0)
-	if err := r.Restore(map[string][]byte{e.Key(): e.Value(), "key|x": []byte("{}"), ev(Open, 0, 0).Key(): ev(Open, 0, 0).Value()}); err != nil {
-		t.Fatal(err)
+	bad := map[string][]byte{e.Key(): e.Value(), "key|x": []byte("{}"), ev(Open, 0, 0).Key(): ev(Open, 0, 0).Value(),
+		"q|y|0|open": []byte(`{"failureId":"y","state":"archived"}`)}
+	if skipped := r.Restore(bad); len(skipped) != 1 {
+		t.Fatalf("skipped %v, want the one unreadable record", skipped)
 	}
 	if _, done := r.Check("orders/1/7", 1); !done || r.Len() != 1 {
 		t.Fatal("restore must bring settled failures back")
@@ -155,5 +157,24 @@ func TestSettledRecognisesCopiesAndUndoesAborts(t *testing.T) {
 	r.Forget([]int32{1})
 	if r.Len() != 0 {
 		t.Fatal("forget drops a revoked partition's failures")
+	}
+}
+
+// A replay whose record relay recognised as a copy of a settled failure
+// does not leave the failure replaying for ever.
+func TestDuplicateSettlesAReplayingFailure(t *testing.T) {
+	disc := ev(Discarded, 0, time.Minute)
+	dup := ev(Discarded, 1, 3*time.Minute)
+	dup.Outcome = OutcomeDuplicate
+	life := []*Event{ev(Open, 0, 0), disc, ev(Replaying, 1, 2*time.Minute), dup}
+	if en := Fold(life)["orders/1/7"]; en.State != Discarded {
+		t.Fatalf("state %s, want discarded", en.State)
+	}
+	var x Index
+	for _, e := range life {
+		x.Apply(1, e)
+	}
+	if s := x.Summary(nil); s.ByState[Discarded] != 1 {
+		t.Fatalf("index %+v", s.ByState)
 	}
 }

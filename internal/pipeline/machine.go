@@ -225,8 +225,8 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		if err == nil {
 			m.count(OutcomeProcessed, "")
 			outs := []txn.Output{out}
-			if prev != nil || st.Attempt > 1 {
-				m.end(OutcomeProcessed, st)
+			if st.Attempt > 1 || origin.Tier >= 0 {
+				m.end(OutcomeProcessed, st) // it had failed in this pass
 			}
 			if prev != nil && prev.ReplayCount > 0 {
 				outs[0].Headers = append(outs[0].Headers, replayHeaders(prev)...)
@@ -386,8 +386,8 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 	if d.Kind == tiers.RetryTier {
 		return outs
 	}
-	if f.Attempt > 1 || prev != nil {
-		m.end(outcome, st)
+	if st.Attempt > 1 || origin.Tier >= 0 {
+		m.end(outcome, st) // it had failed before in this pass
 	}
 	switch {
 	case f.ReplayCount > 0 && d.Kind == tiers.Reject:
@@ -611,8 +611,8 @@ func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
 		}
 	}
 	if m.Settled != nil {
-		if err := m.Settled.Restore(entries); err != nil {
-			return err
+		for _, err := range m.Settled.Restore(entries) {
+			m.Log.Warn("unreadable ledger record skipped", "topic", m.StateTopic, "err", err)
 		}
 	}
 	for _, p := range todo {

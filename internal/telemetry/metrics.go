@@ -116,7 +116,7 @@ func New(environ []string) (*Metrics, error) {
 		return nil, err
 	}
 	if m.endedAttempts, err = meter.Int64Histogram(MetricEndedAttempts,
-		metric.WithDescription("attempts of records that failed at least once, when they reach an end state, by outcome")); err != nil {
+		metric.WithDescription("attempts of records that were retried (in place or from a tier), when they reach an end state, by outcome")); err != nil {
 		return nil, err
 	}
 	if m.endedDuration, err = meter.Float64Histogram(MetricEndedDuration, metric.WithUnit("s"),

@@ -342,6 +342,28 @@ func (l *Loop) reinit(ctx context.Context, why string) {
 	}
 	l.rewind(ctx)
 	l.pause(ctx)
+	l.reloadState(ctx)
+}
+
+// reloadState makes the handler read its durable state again after a
+// transaction whose outcome was unknown: OnAbort undid the transaction's
+// changes in memory, but the commit may have landed. The new producer
+// fenced the old one, so the transaction is settled now, and the state
+// topic says how.
+func (l *Loop) reloadState(ctx context.Context) {
+	pl, ok := l.handler.(PartitionListener)
+	if !ok || l.fatal != nil || len(l.assigned) == 0 {
+		return
+	}
+	tps := make([]kafka.TopicPartition, 0, len(l.assigned))
+	for k := range l.assigned {
+		tps = append(tps, k.at(0))
+	}
+	parts := numbers(tps)
+	pl.OnRevoked(parts)
+	if err := pl.OnAssigned(ctx, parts); err != nil {
+		l.fatal = fmt.Errorf("%w: reload state after an unknown commit outcome: %w", ErrFatal, err)
+	}
 }
 
 // rewind seeks every partition of the ended transaction back to its committed

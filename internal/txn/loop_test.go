@@ -407,3 +407,33 @@ func TestRevokeDuringLongOutageIsNotFatal(t *testing.T) {
 			countCalls(second, "init"), second.committedTxns)
 	}
 }
+
+// stateful is a handler with durable state: it counts how often the loop
+// asks it to load and to forget its partitions.
+type stateful struct {
+	assigned, revoked int
+}
+
+func (s *stateful) Handle(_ context.Context, r *Record) ([]Output, error) {
+	return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}}, nil
+}
+func (s *stateful) OnAssigned(context.Context, []int32) error { s.assigned++; return nil }
+func (s *stateful) OnRevoked([]int32)                         { s.revoked++ }
+
+// After a commit with an unknown outcome the handler's memory may be behind
+// the commit that landed: the loop makes it read its state again once the
+// new producer has settled the old transaction.
+func TestUnknownCommitOutcomeReloadsHandlerState(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errOdd}
+	h := newHarness(t, first, second)
+	s := &stateful{}
+	h.handler = s
+	h.c.committed[0] = 42
+	if err := h.run(h.c.assign(0), h.c.msg(0, 40), h.c.msg(0, 41)); err != nil {
+		t.Fatal(err)
+	}
+	if s.revoked < 1 || s.assigned < 2 {
+		t.Fatalf("assigned %d, revoked %d; want the state forgotten and loaded again after the re-initialisation", s.assigned, s.revoked)
+	}
+}
