@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -38,7 +39,8 @@ func (s *scenario) cli(t *testing.T, extra []string, args ...string) cliResult {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("relay %v: %v", args, err)
@@ -47,7 +49,7 @@ func (s *scenario) cli(t *testing.T, extra []string, args ...string) cliResult {
 	return cliResult{stdout: out.String(), stderr: errb.String(), code: code}
 }
 
-func (s *scenario) stateTopic() string { return "_relay." + s.group + ".state" }
+func (s *scenario) stateTopic() string  { return "_relay." + s.group + ".state" }
 func (s *scenario) replayTopic() string { return s.src.topic + ".replay" }
 
 // ledgerOf reads the scenario's ledger: failure id → entry.
@@ -98,11 +100,11 @@ type timedRec struct {
 // one valid order, then stops it. fixed() is the environment of the fix:
 // v1 accepted too.
 type quarantineFixture struct {
-	s                    *scenario
-	o                    *orders
-	v1, garbage, trunc   []string
-	valid                string
-	extra                []string
+	s                  *scenario
+	o                  *orders
+	v1, garbage, trunc []string
+	valid              string
+	extra              []string
 }
 
 func newQuarantineFixture(t *testing.T, v1, garbage, trunc int, recordAge time.Duration, extra ...string) *quarantineFixture {

@@ -175,7 +175,7 @@ func (f *filter) match(fl *failure, now time.Time) bool {
 // filterFlags registers the selection flags shared by list and replay.
 type filterFlags struct {
 	codes, states, schemaVersions, minAge, maxAge, since, until, source string
-	partition                                                          int
+	partition                                                           int
 }
 
 func (ff *filterFlags) register(fs *flag.FlagSet, withStates bool) {

@@ -78,17 +78,17 @@ const (
 )
 
 type replayOpts struct {
-	reason, actor, ids          string
-	ff                          filterFlags
-	all, failedAgain, dryRun    bool
-	replaying                   bool
-	sample, minOutcomes         int
-	rate, maxFailureRate        float64
-	wait                        time.Duration
-	progress                    string
-	asJSON                      bool
-	filter                      *filter
-	selected                    bool
+	reason, actor, ids       string
+	ff                       filterFlags
+	all, failedAgain, dryRun bool
+	replaying                bool
+	sample, minOutcomes      int
+	rate, maxFailureRate     float64
+	wait                     time.Duration
+	progress                 string
+	asJSON                   bool
+	filter                   *filter
+	selected                 bool
 }
 
 func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, error) {
@@ -577,7 +577,7 @@ func (r *replayRun) publish(ctx context.Context, recs []*failure, check bool) (w
 	stateTopic := r.cfg.StateTopicName()
 	for i := 0; i < len(recs); {
 		if ctx.Err() != nil {
-			return "interrupted", nil
+			return "interrupted", nil //nolint:nilerr // an interrupt is reported by run, not as a publish error
 		}
 		r.poll(0)
 		if rate, n := r.failureRate(); check && n >= r.o.minOutcomes && rate > r.o.maxFailureRate {

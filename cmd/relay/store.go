@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -222,7 +223,8 @@ func (w *ledgerWriter) write(ctx context.Context, msgs []*kafka.Message) error {
 			if err == nil {
 				break
 			}
-			if ke, ok := err.(kafka.Error); ok && ke.Code() == kafka.ErrQueueFull {
+			var ke kafka.Error
+			if errors.As(err, &ke) && ke.Code() == kafka.ErrQueueFull {
 				w.p.Flush(100)
 				continue
 			}
