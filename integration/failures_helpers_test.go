@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,28 +138,39 @@ type rec struct {
 // hash) and returns id → expectation for every record the broker took.
 func produceRecs(t *testing.T, topic string, recs []rec) map[string]string {
 	t.Helper()
+	msgs := make([]*kafka.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Key: r.key, Value: r.value, Opaque: r.want}
+	}
+	out := map[string]string{}
+	for _, m := range deliver(t, msgs) {
+		out[envelope.ID(topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))] = m.Opaque.(string)
+	}
+	return out
+}
+
+// deliver produces msgs (acks=all) and returns them as the broker took
+// them, with their partitions and offsets.
+func deliver(t *testing.T, msgs []*kafka.Message) []*kafka.Message {
+	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	out := map[string]string{}
-	var mu sync.Mutex
-	done := make(chan kafka.Event, len(recs))
-	for _, r := range recs {
-		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Key: r.key, Value: r.value, Opaque: r.want}
+	done := make(chan kafka.Event, len(msgs))
+	for _, m := range msgs {
 		if err := p.Produce(m, done); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for range recs {
+	out := make([]*kafka.Message, 0, len(msgs))
+	for range msgs {
 		m := (<-done).(*kafka.Message)
 		if m.TopicPartition.Error != nil {
 			t.Fatalf("produce: %v", m.TopicPartition.Error)
 		}
-		mu.Lock()
-		out[envelope.ID(topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))] = m.Opaque.(string)
-		mu.Unlock()
+		out = append(out, m)
 	}
 	return out
 }

@@ -157,24 +157,12 @@ func newQuarantineFixture(t *testing.T, v1, garbage, trunc int, recordAge time.D
 // produceTimedKinds writes recs and fills id → kind (the key's prefix).
 func produceTimedKinds(t *testing.T, topic string, recs []timedRec, kinds map[string]string) {
 	t.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	done := make(chan kafka.Event, len(recs))
-	for _, r := range recs {
+	msgs := make([]*kafka.Message, len(recs))
+	for i, r := range recs {
 		kind, _, _ := strings.Cut(string(r.key), "-")
-		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Key: r.key, Value: r.value, Timestamp: r.ts, Opaque: kind}
-		if err := p.Produce(m, done); err != nil {
-			t.Fatal(err)
-		}
+		msgs[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Key: r.key, Value: r.value, Timestamp: r.ts, Opaque: kind}
 	}
-	for range recs {
-		m := (<-done).(*kafka.Message)
-		if m.TopicPartition.Error != nil {
-			t.Fatalf("produce: %v", m.TopicPartition.Error)
-		}
+	for _, m := range deliver(t, msgs) {
 		kinds[envelope.ID(topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))] = m.Opaque.(string)
 	}
 }

@@ -124,6 +124,23 @@ func opsSetup(name string, lookup func(string) (string, bool), environ []string,
 
 func (o *ops) close() { o.admin.Close() }
 
+// withSnapshot runs an operator command's body on a fresh snapshot of the
+// ledger and the quarantine; it returns the body's exit code, or the
+// setup's or the read's.
+func withSnapshot(ctx context.Context, name string, lookup func(string) (string, bool), environ []string, stderr io.Writer,
+	body func(o *ops, s *snapshot) int) int {
+	o, code := opsSetup(name, lookup, environ, stderr)
+	if code != exitOK {
+		return code
+	}
+	defer o.close()
+	s, ok := o.load(ctx)
+	if !ok {
+		return exitFailure
+	}
+	return body(o, s)
+}
+
 // load reads the snapshot, reporting a failure.
 func (o *ops) load(ctx context.Context) (*snapshot, bool) {
 	s, err := loadSnapshot(ctx, o.cfg, o.admin)
@@ -302,22 +319,20 @@ func quarantineList(ctx context.Context, args []string, lookup func(string) (str
 		fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
 		return exitUsage
 	}
-	o, code := opsSetup("relay quarantine list", lookup, environ, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer o.close()
-	if err := checkSource(o.cfg, f.source); err != nil {
-		fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
-		return exitUsage
-	}
-	s, ok := o.load(ctx)
-	if !ok {
-		return exitFailure
-	}
+	return withSnapshot(ctx, "relay quarantine list", lookup, environ, stderr, func(o *ops, s *snapshot) int {
+		if err := checkSource(o.cfg, f.source); err != nil {
+			fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
+			return exitUsage
+		}
+		printList(stdout, s, f, now, *asJSON)
+		return exitOK
+	})
+}
+
+func printList(stdout io.Writer, s *snapshot, f *filter, now time.Time, asJSON bool) {
 	enc := json.NewEncoder(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	if !*asJSON {
+	if !asJSON {
 		fmt.Fprintln(tw, "FAILURE ID\tSTATE\tCODE\tAGE\tSCHEMA\tREPLAYS\tRECORD")
 	}
 	for _, fl := range s.failures {
@@ -328,7 +343,7 @@ func quarantineList(ctx context.Context, args []string, lookup func(string) (str
 		if fl.Record != nil {
 			where = fmt.Sprintf("%s/%d/%d", fl.Record.Topic, fl.Record.Partition, fl.Record.Offset)
 		}
-		if *asJSON {
+		if asJSON {
 			_ = enc.Encode(listItem{ID: fl.ID, State: fl.State, Code: fl.Code, Since: fl.Since.UTC(), AgeSeconds: int64(now.Sub(fl.Since).Seconds()),
 				Source: fl.Source, SchemaVersion: fl.SchemaVersion, ReplayCount: fl.ReplayCount, Record: where})
 			continue
@@ -339,10 +354,9 @@ func quarantineList(ctx context.Context, args []string, lookup func(string) (str
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", fl.ID, fl.State, fl.Code, age(now.Sub(fl.Since)), sv, fl.ReplayCount, where)
 	}
-	if !*asJSON {
+	if !asJSON {
 		_ = tw.Flush()
 	}
-	return exitOK
 }
 
 type listItem struct {
@@ -375,15 +389,12 @@ func quarantineShow(ctx context.Context, args []string, lookup func(string) (str
 		fmt.Fprintf(stderr, "relay quarantine show: %v\n", err)
 		return exitUsage
 	}
-	o, code := opsSetup("relay quarantine show", lookup, environ, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer o.close()
-	s, ok := o.load(ctx)
-	if !ok {
-		return exitFailure
-	}
+	return withSnapshot(ctx, "relay quarantine show", lookup, environ, stderr, func(_ *ops, s *snapshot) int {
+		return printShown(stdout, stderr, s, id)
+	})
+}
+
+func printShown(stdout, stderr io.Writer, s *snapshot, id string) int {
 	fl := s.byID[id]
 	if fl == nil {
 		fmt.Fprintf(stderr, "relay quarantine show: %s is not in the ledger nor in a quarantine topic\n", id)
@@ -422,18 +433,16 @@ func quarantineStats(ctx context.Context, args []string, lookup func(string) (st
 		fmt.Fprintf(stderr, "relay quarantine stats: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
-	o, code := opsSetup("relay quarantine stats", lookup, environ, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer o.close()
-	s, ok := o.load(ctx)
-	if !ok {
-		return exitFailure
-	}
+	return withSnapshot(ctx, "relay quarantine stats", lookup, environ, stderr, func(_ *ops, s *snapshot) int {
+		printStats(stdout, s, *asJSON)
+		return exitOK
+	})
+}
+
+func printStats(stdout io.Writer, s *snapshot, asJSON bool) {
 	now := time.Now()
 	sum := s.summary()
-	if *asJSON {
+	if asJSON {
 		type codeOut struct {
 			ledger.CodeStats
 			OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
@@ -452,7 +461,7 @@ func quarantineStats(ctx context.Context, args []string, lookup func(string) (st
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
-		return exitOK
+		return
 	}
 	fmt.Fprintf(stdout, "failures by state:")
 	for _, st := range ledger.States {
@@ -469,7 +478,6 @@ func quarantineStats(ctx context.Context, args []string, lookup func(string) (st
 		fmt.Fprintf(stdout, "retention headroom of %s: %s (the oldest unresolved record may be deleted from %s)\n",
 			t, age(d.Sub(now)), d.UTC().Format(time.RFC3339))
 	}
-	return exitOK
 }
 
 func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
@@ -496,17 +504,15 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 		fmt.Fprintf(stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
 		return exitUsage
 	}
-	o, code := opsSetup("relay quarantine discard", lookup, environ, stderr)
-	if code != exitOK {
-		return code
-	}
-	defer o.close()
-	cfg := o.cfg
-	s, ok := o.load(ctx)
-	if !ok {
-		return exitFailure
-	}
-	who := actorOf(*actor, lookup)
+	who, why := actorOf(*actor, lookup), strings.TrimSpace(*reason)
+	return withSnapshot(ctx, "relay quarantine discard", lookup, environ, stderr, func(o *ops, s *snapshot) int {
+		return discard(ctx, o.cfg, s, ids, who, why, stdout, stderr)
+	})
+}
+
+// discard closes failures in one transaction, or none if any cannot be.
+func discard(ctx context.Context, cfg *config.Config, s *snapshot, ids []string, who, why string, stdout, stderr io.Writer) int {
+	var errs []error
 	now := time.Now()
 	var msgs []*kafka.Message
 	for _, id := range ids {
@@ -522,7 +528,7 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 			errs = append(errs, fmt.Errorf("%s: already %s", id, fl.State))
 			continue
 		}
-		e := &ledger.Event{ID: id, State: ledger.Discarded, At: now, Actor: who, Reason: strings.TrimSpace(*reason),
+		e := &ledger.Event{ID: id, State: ledger.Discarded, At: now, Actor: who, Reason: why,
 			Code: fl.Code, ReplayCount: fl.ReplayCount, Source: fl.Source, SchemaVersion: fl.SchemaVersion}
 		msgs = append(msgs, eventMessage(cfg.StateTopicName(), e))
 	}
@@ -541,7 +547,7 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 		return exitFailure
 	}
 	for _, id := range ids {
-		fmt.Fprintf(stdout, "discarded %s (by %s: %s)\n", id, who, strings.TrimSpace(*reason))
+		fmt.Fprintf(stdout, "discarded %s (by %s: %s)\n", id, who, why)
 	}
 	return exitOK
 }
