@@ -304,9 +304,13 @@ func TestReplayStopsOnRepeatFailures(t *testing.T) {
 	if res.code != 3 || !strings.Contains(res.stdout, "stopped: repeat-failure rate 100%") {
 		t.Fatalf("without a sample: exit %d, want 3", res.code)
 	}
+	// What was published before the stop still gets its outcome.
 	s := byState(ledgerOf(t, f.s))
-	if s[ledger.FailedAgain] < 9 || s[ledger.FailedAgain] > 15 || s[ledger.Open] != 30-s[ledger.FailedAgain] || s[ledger.Replaying] != 0 {
-		t.Fatalf("after the stop: %v; want 4 to 10 more failed-again, the rest open", s)
+	for deadline := time.Now().Add(30 * time.Second); s[ledger.Replaying] > 0 && time.Now().Before(deadline); s = byState(ledgerOf(t, f.s)) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if s[ledger.FailedAgain] < 9 || s[ledger.FailedAgain] > 20 || s[ledger.Open] != 30-s[ledger.FailedAgain] || s[ledger.Replaying] != 0 {
+		t.Fatalf("after the stop: %v; want 4 to 15 more failed-again, the rest open", s)
 	}
 	if n := len(readCommitted(t, f.s.replayTopic(), f.s.partitions)); n != s[ledger.FailedAgain] {
 		t.Errorf("%d records published to the replay topic, %d failed again: the stop must publish nothing more", n, s[ledger.FailedAgain])
@@ -462,17 +466,20 @@ func TestReplaySurvivesKills(t *testing.T) {
 	defer r2.stop()
 	res := f.s.cli(t, f.fixed(), args...)
 	// It sees what the first one published, committed before it was
-	// killed (being replayed), even behind the killed relay's open
-	// transaction, so it publishes none of it again.
-	m := regexp.MustCompile(`selected (\d+);.* duplicate 0;.*skipped: already resolved (\d+), being replayed (\d+)`).FindStringSubmatch(res.stdout)
-	if res.code != 0 || m == nil {
-		t.Fatalf("the second replay: exit %d, want 0, no duplicate, resolved and in-flight records skipped", res.code)
+	// killed (resolved by now, or still in flight), even behind the killed
+	// relay's open transaction, so it publishes none of it again.
+	num := func(pattern string) int {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(res.stdout)
+		if m == nil {
+			return -1
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
 	}
-	if inFlight, _ := strconv.Atoi(m[3]); inFlight < 5 {
-		t.Errorf("only %d records in flight after the kills", inFlight)
-	}
-	if sel, _ := strconv.Atoi(m[1]); sel == 0 || sel >= n-10 {
-		t.Fatalf("the second replay selected %d of %d: the kills did not land mid-way", sel, n)
+	selected, dups, settled, inFlight := num(`selected (\d+);`), num(`duplicate (\d+);`), num(`already resolved (\d+)`), max(num(`being replayed (\d+)`), 0)
+	if res.code != 0 || dups != 0 || selected < 1 || settled < 10 || selected+settled+inFlight != n {
+		t.Fatalf("the second replay: exit %d, selected %d, duplicates %d, skipped as resolved %d and in flight %d; want 0, no duplicate, and the %d records split between them",
+			res.code, selected, dups, settled, inFlight, n)
 	}
 	deadline = time.Now().Add(2 * time.Minute)
 	for {
