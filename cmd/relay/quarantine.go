@@ -128,22 +128,23 @@ func (o *ops) close() { o.admin.Close() }
 // ledger and the quarantine; it returns the body's exit code, or the
 // setup's or the read's.
 func withSnapshot(ctx context.Context, name string, lookup func(string) (string, bool), environ []string, stderr io.Writer,
-	body func(o *ops, s *snapshot) int) int {
+	keep func(id string) bool, body func(o *ops, s *snapshot) int) int {
 	o, code := opsSetup(name, lookup, environ, stderr)
 	if code != exitOK {
 		return code
 	}
 	defer o.close()
-	s, ok := o.load(ctx)
+	s, ok := o.load(ctx, keep)
 	if !ok {
 		return exitFailure
 	}
 	return body(o, s)
 }
 
-// load reads the snapshot, reporting a failure.
-func (o *ops) load(ctx context.Context) (*snapshot, bool) {
-	s, err := loadSnapshot(ctx, o.cfg, o.admin)
+// load reads the snapshot, keeping the bytes of the records keep asks for,
+// and reports a failure.
+func (o *ops) load(ctx context.Context, keep func(id string) bool) (*snapshot, bool) {
+	s, err := loadSnapshot(ctx, o.cfg, o.admin, keep)
 	if err != nil {
 		fmt.Fprintf(o.stderr, "%s: %v\n", o.name, err)
 		return nil, false
@@ -319,7 +320,7 @@ func quarantineList(ctx context.Context, args []string, lookup func(string) (str
 		fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
 		return exitUsage
 	}
-	return withSnapshot(ctx, "relay quarantine list", lookup, environ, stderr, func(o *ops, s *snapshot) int {
+	return withSnapshot(ctx, "relay quarantine list", lookup, environ, stderr, nil, func(o *ops, s *snapshot) int {
 		if err := checkSource(o.cfg, f.source); err != nil {
 			fmt.Fprintf(stderr, "relay quarantine list: %v\n", err)
 			return exitUsage
@@ -389,7 +390,8 @@ func quarantineShow(ctx context.Context, args []string, lookup func(string) (str
 		fmt.Fprintf(stderr, "relay quarantine show: %v\n", err)
 		return exitUsage
 	}
-	return withSnapshot(ctx, "relay quarantine show", lookup, environ, stderr, func(_ *ops, s *snapshot) int {
+	keep := func(x string) bool { return x == id }
+	return withSnapshot(ctx, "relay quarantine show", lookup, environ, stderr, keep, func(_ *ops, s *snapshot) int {
 		return printShown(stdout, stderr, s, id)
 	})
 }
@@ -407,7 +409,7 @@ func printShown(stdout, stderr io.Writer, s *snapshot, id string) int {
 	if r := fl.Record; r != nil {
 		hs := toHeaders(r.Headers)
 		tp, _ := envelope.Lookup(hs, envelope.TraceParent)
-		out.View = envelope.NewView(r.F, string(tp), r.Key, len(r.Value))
+		out.View = envelope.NewView(r.F, string(tp), r.Key, r.ValueLen)
 		out.Location = &envelope.Where{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	} else {
 		out.FailureID, out.ErrorCode = fl.ID, fl.Code
@@ -433,7 +435,7 @@ func quarantineStats(ctx context.Context, args []string, lookup func(string) (st
 		fmt.Fprintf(stderr, "relay quarantine stats: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
-	return withSnapshot(ctx, "relay quarantine stats", lookup, environ, stderr, func(_ *ops, s *snapshot) int {
+	return withSnapshot(ctx, "relay quarantine stats", lookup, environ, stderr, nil, func(_ *ops, s *snapshot) int {
 		printStats(stdout, s, *asJSON)
 		return exitOK
 	})
@@ -505,7 +507,7 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 		return exitUsage
 	}
 	who, why := actorOf(*actor, lookup), strings.TrimSpace(*reason)
-	return withSnapshot(ctx, "relay quarantine discard", lookup, environ, stderr, func(o *ops, s *snapshot) int {
+	return withSnapshot(ctx, "relay quarantine discard", lookup, environ, stderr, nil, func(o *ops, s *snapshot) int {
 		return discard(ctx, o.cfg, s, ids, who, why, stdout, stderr)
 	})
 }

@@ -220,9 +220,12 @@ func choose(s *snapshot, o *replayOpts, now time.Time) (*selection, error) {
 			sel.skipped["record gone (retention)"]++
 		case fl.Record.Damaged != nil:
 			sel.skipped["envelope unreadable (see quarantine show)"]++
+		case s.kept && !fl.Record.Kept:
+			// Quarantined (again) between the command's two reads.
+			sel.skipped["changed while the replay started; run it again"]++
 		default:
 			sel.records = append(sel.records, fl)
-			sel.bytes += len(fl.Record.Value)
+			sel.bytes += fl.Record.ValueLen
 		}
 	}
 	sort.Slice(sel.records, func(i, j int) bool {
@@ -310,7 +313,7 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
 		return exitUsage
 	}
-	s, ok := ops.load(ctx)
+	s, ok := ops.load(ctx, nil)
 	if !ok {
 		return exitFailure
 	}
@@ -319,12 +322,25 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
 		return exitUsage
 	}
-	if o.dryRun {
-		return dryRun(ctx, ops.cfg, o, sel, stdout, stderr)
-	}
 	if len(sel.records) == 0 {
 		fmt.Fprintf(stdout, "nothing to replay: 0 failures selected%s\n", skips(sel.skipped))
 		return exitOK
+	}
+	// The bytes of the selected records only: read again, keeping them.
+	chosen := map[string]bool{}
+	for _, fl := range sel.records {
+		chosen[fl.ID] = true
+	}
+	keep := func(id string) bool { return chosen[id] }
+	if o.dryRun {
+		if s, ok = ops.load(ctx, keep); !ok {
+			return exitFailure
+		}
+		if sel, err = choose(s, o, now); err != nil {
+			fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
+			return exitUsage
+		}
+		return dryRun(ctx, ops.cfg, o, sel, stdout, stderr)
 	}
 	// The input is good. Now fence an earlier replay of the group: its
 	// last transaction is then committed or aborted, and the snapshot is
@@ -336,7 +352,7 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		return exitFailure
 	}
 	defer w.close()
-	if s, ok = ops.load(ctx); !ok {
+	if s, ok = ops.load(ctx, keep); !ok {
 		return exitFailure
 	}
 	if sel, err = choose(s, o, now); err != nil {

@@ -41,9 +41,13 @@ type quarantined struct {
 	Partition int32
 	Offset    int64
 	Key       []byte
-	Value     []byte
-	Headers   []kafka.Header
+	ValueLen  int
 	Timestamp time.Time
+	// Value and Headers are there only when the snapshot was asked to
+	// keep them (Kept).
+	Value   []byte
+	Headers []kafka.Header
+	Kept    bool
 	// Damaged says why its envelope cannot be read whole; such a record is
 	// listed but not replayed.
 	Damaged error
@@ -55,6 +59,9 @@ type snapshot struct {
 	failures  []*failure
 	byID      map[string]*failure
 	retention map[string]time.Duration
+	// kept says the snapshot keeps the bytes of some records (and a
+	// record without them was not asked for).
+	kept bool
 	// stateEnds are the state topic's high watermarks before it was
 	// read: a replay follows the ledger from there.
 	stateEnds map[int32]int64
@@ -66,8 +73,10 @@ type snapshot struct {
 const readBound = 10 * time.Minute
 
 // loadSnapshot reads the state topic and every quarantine topic to their
-// ends (committed records only) and joins them by failure id.
-func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient) (*snapshot, error) {
+// ends (committed records only) and joins them by failure id. Memory holds
+// the metadata of every failure, but the value and headers only of the
+// records keep asks for (nil: none), so a large quarantine can be listed.
+func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, keep func(id string) bool) (*snapshot, error) {
 	timeout := max(cfg.OpTimeout, 10*time.Second)
 	stateTopic := cfg.StateTopicName()
 	n, err := topics.Partitions(a, stateTopic, timeout)
@@ -77,7 +86,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient)
 	if n == 0 {
 		return nil, fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
 	}
-	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}}
+	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}, kept: keep != nil}
 	if s.stateEnds, err = highWatermarks(cfg, stateTopic, seq(n)); err != nil {
 		return nil, err
 	}
@@ -123,7 +132,10 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient)
 				return // not relay's
 			}
 			q := &quarantined{F: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
-				Key: m.Key, Value: m.Value, Headers: m.Headers, Timestamp: m.Timestamp, Damaged: err}
+				Key: m.Key, ValueLen: len(m.Value), Timestamp: m.Timestamp, Damaged: err}
+			if keep != nil && keep(f.ID) {
+				q.Value, q.Headers, q.Kept = m.Value, m.Headers, true
+			}
 			if q.F.SourceTopic == "" {
 				q.F.SourceTopic = src
 			}
