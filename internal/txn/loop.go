@@ -501,6 +501,7 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		}
 		l.log.Info("partitions assigned", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
+		l.tellOwned()
 	case kafka.RevokedPartitions:
 		// Forget the partitions first: an abort below rewinds only the
 		// partitions this member keeps (a seek on a partition being
@@ -530,8 +531,22 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		}
 		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
+		l.tellOwned()
 	}
 	return nil
+}
+
+// tellOwned gives an OwnershipListener the current assignment.
+func (l *Loop) tellOwned() {
+	ol, ok := l.handler.(OwnershipListener)
+	if !ok {
+		return
+	}
+	owned := make([]TopicPartition, 0, len(l.assigned))
+	for k := range l.assigned {
+		owned = append(owned, TopicPartition{Topic: k.topic, Partition: k.partition})
+	}
+	ol.OnOwned(owned)
 }
 
 func (l *Loop) startProducer(ctx context.Context) error {

@@ -437,3 +437,23 @@ func TestUnknownCommitOutcomeReloadsHandlerState(t *testing.T) {
 		t.Fatalf("assigned %d, revoked %d; want the state forgotten and loaded again after the re-initialisation", s.assigned, s.revoked)
 	}
 }
+
+type owning struct {
+	stateful
+	owned [][]TopicPartition
+}
+
+func (o *owning) OnOwned(tps []TopicPartition) { o.owned = append(o.owned, tps) }
+
+// An OwnershipListener hears the whole assignment after every change.
+func TestOwnershipListenerHearsEveryChange(t *testing.T) {
+	h := newHarness(t)
+	o := &owning{}
+	h.handler = o
+	if err := h.run(h.c.assign(0, 1), h.c.msg(0, 0), h.c.revoke(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.owned) != 2 || len(o.owned[0]) != 2 || len(o.owned[1]) != 0 {
+		t.Fatalf("heard %v; want both partitions, then none", o.owned)
+	}
+}

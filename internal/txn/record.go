@@ -79,6 +79,20 @@ type PartitionListener interface {
 	OnRevoked(partitions []int32)
 }
 
+// OwnershipListener is implemented by a Handler that wants the exact
+// topic-partitions the member owns (PartitionListener gives numbers only):
+// the loop calls it after every assignment change, from the loop's
+// goroutine, with the whole current set.
+type OwnershipListener interface {
+	OnOwned(owned []TopicPartition)
+}
+
+// TopicPartition is one owned partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
 // TxnListener is implemented by a Handler that keeps per-transaction state
 // (e.g. outcome counts): the loop tells it how each transaction ended.
 type TxnListener interface {
