@@ -16,21 +16,22 @@ import (
 // record. The end is the high watermark, not the last stable offset: a
 // transaction still open (an instance that died in it, a command that
 // still commits) is waited for until it is committed or aborted, so what
-// was written before the call is seen. group only names the reader: it is
-// assigned, never subscribed, and commits nothing. Reaching no end within
-// bound is an error.
-func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration, each func(*kafka.Message)) error {
+// was written before the call is seen. It returns those ends, by
+// partition: a reader that follows on from there misses nothing. group
+// only names the reader: it is assigned, never subscribed, and commits
+// nothing. Reaching no end within bound is an error.
+func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration,
+	each func(*kafka.Message)) (ends map[int32]int64, err error) {
 	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
 		"group.id": group, "enable.auto.commit": false,
 		"isolation.level": "read_committed", "enable.partition.eof": true,
 	}))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	ends, err := highWatermarks(cfg, topic, partitions)
-	if err != nil {
-		return err
+	if ends, err = highWatermarks(cfg, topic, partitions); err != nil {
+		return nil, err
 	}
 	end := map[int32]int64{}
 	var tps []kafka.TopicPartition
@@ -41,10 +42,10 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 		}
 	}
 	if len(tps) == 0 {
-		return nil
+		return ends, nil
 	}
 	if err := c.Assign(tps); err != nil {
-		return err
+		return nil, err
 	}
 	reached := func(p int32, next int64) {
 		if want, ok := end[p]; ok && next >= want {
@@ -54,12 +55,12 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 	deadline := time.Now().Add(bound)
 	for ctx.Err() == nil {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s %v: end not reached within %s (a transaction still open?)", topic, partitions, bound)
+			return nil, fmt.Errorf("%s %v: end not reached within %s (a transaction still open?)", topic, partitions, bound)
 		}
 		switch ev := c.Poll(200).(type) {
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
-				return ev.TopicPartition.Error
+				return nil, ev.TopicPartition.Error
 			}
 			each(ev)
 			reached(ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset)+1)
@@ -67,7 +68,7 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 			reached(ev.Partition, int64(ev.Offset))
 		case kafka.Error:
 			if ev.IsFatal() {
-				return ev
+				return nil, ev
 			}
 		case nil:
 			// Aborted records and transaction markers move the
@@ -82,10 +83,10 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 			}
 		}
 		if len(end) == 0 {
-			return nil
+			return ends, nil
 		}
 	}
-	return errors.Join(ctx.Err(), fmt.Errorf("reading %s interrupted", topic))
+	return nil, errors.Join(ctx.Err(), fmt.Errorf("reading %s interrupted", topic))
 }
 
 // highWatermarks asks for the partitions' high watermarks. The probe reads

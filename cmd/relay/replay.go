@@ -363,7 +363,7 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 		fmt.Fprintf(stdout, "nothing to replay: 0 failures selected%s\n", skips(sel.skipped))
 		return exitOK
 	}
-	r := &replayRun{cfg: ops.cfg, o: o, id: newReplayID(now), actor: actorOf(o.actor, lookup), w: w, outcomes: map[string]string{},
+	r := &replayRun{cfg: ops.cfg, o: o, id: newReplayID(now), actor: actorOf(o.actor, lookup), w: w, outcomes: map[string]string{}, tally: map[string]int{},
 		pending: map[string]bool{}, changed: map[string]string{}, skippedLate: map[string]int{}, stderr: stderr}
 	return r.run(ctx, s, sel, stdout)
 }
@@ -518,6 +518,7 @@ type replayRun struct {
 	// failures someone else changed since the snapshot (a discard, another
 	// replay), which this replay leaves alone.
 	outcomes map[string]string
+	tally    map[string]int // outcomes counted by kind, as they settle
 	pending  map[string]bool
 	changed  map[string]string
 	// skippedLate counts selected failures left alone because someone
@@ -727,9 +728,12 @@ func (r *replayRun) poll(d time.Duration) {
 	}
 }
 
+// settle records the outcome of a published record; each is settled once
+// (it leaves pending).
 func (r *replayRun) settle(id, outcome string) {
 	delete(r.pending, id)
 	r.outcomes[id] = outcome
+	r.tally[outcome]++
 }
 
 // await waits until every published record's outcome is known, or --wait.
@@ -742,15 +746,7 @@ func (r *replayRun) await(ctx context.Context) bool {
 	return len(r.pending) == 0
 }
 
-func (r *replayRun) count(outcome string) int {
-	n := 0
-	for _, o := range r.outcomes {
-		if o == outcome {
-			n++
-		}
-	}
-	return n
-}
+func (r *replayRun) count(outcome string) int { return r.tally[outcome] }
 
 // failureRate is the share of known outcomes that failed again
 // (duplicates aside), and how many outcomes it is over.

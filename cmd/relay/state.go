@@ -44,7 +44,7 @@ func stateLoader(cfg *config.Config, log *slog.Logger) func(ctx context.Context,
 
 func loadState(ctx context.Context, cfg *config.Config, topic string, partitions []int32) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	err := readToEnd(ctx, cfg, cfg.GroupID+".state-restore", topic, partitions, 2*max(cfg.TransactionTimeout, 30*time.Second),
+	_, err := readToEnd(ctx, cfg, cfg.GroupID+".state-restore", topic, partitions, 2*max(cfg.TransactionTimeout, 30*time.Second),
 		func(m *kafka.Message) { out[string(m.Key)] = m.Value })
 	if err != nil {
 		return nil, err

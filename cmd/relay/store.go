@@ -87,12 +87,9 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 		return nil, fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
 	}
 	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}, kept: keep != nil}
-	if s.stateEnds, err = highWatermarks(cfg, stateTopic, seq(n)); err != nil {
-		return nil, err
-	}
 	var events []*ledger.Event
 	var bad error
-	err = readToEnd(ctx, cfg, "relay-cli", stateTopic, seq(n), readBound, func(m *kafka.Message) {
+	s.stateEnds, err = readToEnd(ctx, cfg, "relay-cli", stateTopic, seq(n), readBound, func(m *kafka.Message) {
 		e, ok, err := ledger.Decode(string(m.Key), m.Value)
 		if err != nil && bad == nil {
 			bad = err
@@ -125,7 +122,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 			s.retention[topic] = r
 		}
 		cancel()
-		err = readToEnd(ctx, cfg, "relay-cli", topic, seq(n), readBound, func(m *kafka.Message) {
+		_, err = readToEnd(ctx, cfg, "relay-cli", topic, seq(n), readBound, func(m *kafka.Message) {
 			hs := toHeaders(m.Headers)
 			f, err := envelope.Parse(hs)
 			if err != nil && f == nil {
