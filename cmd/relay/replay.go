@@ -663,7 +663,7 @@ func (r *replayRun) replayOf(fl *failure, now time.Time) (*kafka.Message, *ledge
 	}
 	src := fl.Source
 	if src.Topic == "" {
-		src = ledger.Source{Topic: fl.Record.F.SourceTopic, Partition: fl.Record.F.SourcePartition, Offset: fl.Record.F.SourceOffset}
+		src = ledger.SourceOf(fl.Record.F)
 	}
 	ev := &ledger.Event{ID: fl.ID, State: ledger.Replaying, At: now, Actor: r.actor, Reason: r.o.reason, Code: fl.Code,
 		ReplayID: r.id, ReplayCount: count, Source: src, SchemaVersion: fl.SchemaVersion}

@@ -140,7 +140,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 			if fl == nil {
 				// Quarantined before the ledger existed: open.
 				fl = &failure{ID: f.ID, State: ledger.Open, Code: f.Code, Since: f.LastFailedAt, SchemaVersion: f.SchemaVersion,
-					Source: ledger.Source{Topic: f.SourceTopic, Partition: f.SourcePartition, Offset: f.SourceOffset}}
+					Source: ledger.SourceOf(f)}
 				s.byID[f.ID] = fl
 			}
 			fl.Record = q // the latest one wins

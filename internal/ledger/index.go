@@ -181,9 +181,10 @@ func (s *Settled) Check(id string, count int) (state string, done bool) {
 	return "", false
 }
 
-// Record notes a change written in the open transaction.
+// Record notes a change written in the open transaction. A duplicate note
+// changes nothing: it is about a copy of a failure settled already.
 func (s *Settled) Record(e *Event) {
-	if e.State != Resolved && e.State != Discarded && e.State != FailedAgain {
+	if (e.State != Resolved && e.State != Discarded && e.State != FailedAgain) || e.Outcome == OutcomeDuplicate {
 		return
 	}
 	if s.m == nil {

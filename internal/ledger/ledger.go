@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"relay/internal/envelope"
 )
 
 // States of a quarantined failure.
@@ -48,6 +50,11 @@ type Source struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
+}
+
+// SourceOf is where the failure of envelope f first appeared.
+func SourceOf(f *envelope.Failure) Source {
+	return Source{Topic: f.SourceTopic, Partition: f.SourcePartition, Offset: f.SourceOffset}
 }
 
 // Event is one change of a failure's state.

@@ -178,3 +178,17 @@ func TestDuplicateSettlesAReplayingFailure(t *testing.T) {
 		t.Fatalf("index %+v", s.ByState)
 	}
 }
+
+// A duplicate note does not change what is settled: a stale copy of an
+// earlier replay does not lower a failed-again record's count.
+func TestSettledIgnoresDuplicateNotes(t *testing.T) {
+	var s Settled
+	s.Record(ev(FailedAgain, 2, 0))
+	dup := ev(FailedAgain, 1, time.Minute)
+	dup.Outcome = OutcomeDuplicate
+	s.Record(dup)
+	s.Commit()
+	if _, done := s.Check("orders/1/7", 2); !done {
+		t.Fatal("a duplicate note lowered the settled replay count")
+	}
+}

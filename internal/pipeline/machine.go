@@ -398,7 +398,7 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 		e := &ledger.Event{
 			ID: id, State: ledger.Open, At: now, Actor: m.Actor, Reason: "quarantined by relay: " + d.Code,
 			Code: d.Code, Attempt: f.Attempt, FirstFailedAt: f.FirstFailedAt,
-			Source:        ledger.Source{Topic: f.SourceTopic, Partition: f.SourcePartition, Offset: f.SourceOffset},
+			Source:        ledger.SourceOf(f),
 			SchemaVersion: f.SchemaVersion, Topic: topic, RecordTime: rec.Timestamp,
 		}
 		outs = append(outs, m.ledgerOutput(e))
@@ -416,7 +416,7 @@ func (m *Machine) replayOutcome(rec *txn.Record, prev *envelope.Failure, st tier
 		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: outcome, Code: code,
 		Attempt: st.Attempt, FirstFailedAt: st.FirstFailedAt,
 		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
-		Source:        ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
+		Source:        ledger.SourceOf(prev),
 		SchemaVersion: info.Version,
 	}
 	switch {
@@ -446,13 +446,13 @@ func (m *Machine) duplicate(rec *txn.Record, prev *envelope.Failure, state strin
 		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: ledger.OutcomeDuplicate,
 		Reason:   "copy of replay " + prev.ReplayID + " skipped: the failure is " + state + " already",
 		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
-		Source: ledger.Source{Topic: prev.SourceTopic, Partition: prev.SourcePartition, Offset: prev.SourceOffset},
+		Source: ledger.SourceOf(prev),
 	}
-	return []txn.Output{{Topic: m.StateTopic, Partition: e.Partition(), Key: []byte(e.Key()), Value: e.Value()}}
+	return []txn.Output{m.ledgerOutput(e)}
 }
 
-// ledgerOutput is the state-topic record of ledger change e, noted as
-// settled for the open transaction.
+// ledgerOutput is the state-topic record of ledger change e, noted (when it
+// settles the failure) for the open transaction.
 func (m *Machine) ledgerOutput(e *ledger.Event) txn.Output {
 	if m.Settled != nil {
 		m.Settled.Record(e)
