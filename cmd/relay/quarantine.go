@@ -70,10 +70,11 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newFlags is a flag set that reports its errors, with usage, on stderr.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, quarantineUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	return fs
 }
 
@@ -302,7 +303,7 @@ func parseWhen(name, s string, now time.Time) (time.Time, error) {
 }
 
 func quarantineList(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
-	fs := newFlags("relay quarantine list", stderr)
+	fs := newFlags("relay quarantine list", quarantineUsage, stderr)
 	var ff filterFlags
 	ff.register(fs, true)
 	asJSON := fs.Bool("json", false, "JSON lines instead of a table")
@@ -425,7 +426,7 @@ func printShown(stdout, stderr io.Writer, s *snapshot, id string) int {
 }
 
 func quarantineStats(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
-	fs := newFlags("relay quarantine stats", stderr)
+	fs := newFlags("relay quarantine stats", quarantineUsage, stderr)
 	asJSON := fs.Bool("json", false, "JSON instead of text")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -483,7 +484,7 @@ func printStats(stdout io.Writer, s *snapshot, asJSON bool) {
 }
 
 func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
-	fs := newFlags("relay quarantine discard", stderr)
+	fs := newFlags("relay quarantine discard", quarantineUsage, stderr)
 	reason := fs.String("reason", "", "why (required; recorded in the ledger)")
 	actor := fs.String("actor", "", "who (default RELAY_ACTOR, else user@host)")
 	ids, err := parseInterspersed(fs, args)

@@ -93,7 +93,7 @@ type replayOpts struct {
 
 func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, error) {
 	o := &replayOpts{}
-	fs := flagSet("relay replay", replayUsage, stderr)
+	fs := newFlags("relay replay", replayUsage, stderr)
 	fs.StringVar(&o.reason, "reason", "", "")
 	fs.StringVar(&o.actor, "actor", "", "")
 	fs.StringVar(&o.ids, "ids", "", "")
@@ -169,12 +169,6 @@ func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, e
 		}
 	}
 	return o, errors.Join(errs...)
-}
-
-func flagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := newFlags(name, stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	return fs
 }
 
 // selection is what a replay acts on.
