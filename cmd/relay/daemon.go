@@ -134,6 +134,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		MaxRecords:      cfg.MaxRecordsPerTxn,
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		TxnTimeout:      cfg.TransactionTimeout,
 	}, consumer, newProducer, watchedMachine{machine, watch}, log, metrics)
 
 	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
@@ -235,9 +236,13 @@ func consumerConfig(cfg *config.Config) *kafka.ConfigMap {
 func producerConfig(cfg *config.Config) *kafka.ConfigMap {
 	return clientConfig(cfg, consumerOnly, kafka.ConfigMap{
 		"transactional.id": cfg.TransactionalID,
-		// No per-message delivery reports: the commit says whether every
-		// message of the transaction was written, and aborts otherwise.
-		"go.delivery.reports": false,
+		// The commit says whether every message of the transaction was
+		// written; the reports of failed deliveries say which source
+		// partition to hold back (see txn's stalls). The Go client
+		// refuses delivery.report.only.error, so every delivery is
+		// reported, without its fields, and the loop drops the good ones.
+		"go.delivery.reports":       true,
+		"go.delivery.report.fields": "none",
 	})
 }
 

@@ -121,12 +121,13 @@ var Vars = []Var{
 // managedProps are librdkafka properties relay sets itself; overriding them
 // through RELAY_KAFKA_* would break the exactly-once contract.
 var managedProps = map[string]string{
-	"group.id":                 "set " + EnvGroupID + " instead",
-	"transactional.id":         "set " + EnvTransactionalID + " instead",
-	"enable.auto.commit":       "offsets are committed only inside transactions",
-	"enable.auto.offset.store": "offsets are committed only inside transactions",
-	"isolation.level":          "relay reads read_committed so aborted records are never relayed",
-	"enable.idempotence":       "transactions require the idempotent producer",
-	"enable.partition.eof":     "relay does not use partition EOF events",
-	"go.delivery.reports":      "relay turns per-message reports off; the commit reports failed deliveries",
+	"group.id":                  "set " + EnvGroupID + " instead",
+	"transactional.id":          "set " + EnvTransactionalID + " instead",
+	"enable.auto.commit":        "offsets are committed only inside transactions",
+	"enable.auto.offset.store":  "offsets are committed only inside transactions",
+	"isolation.level":           "relay reads read_committed so aborted records are never relayed",
+	"enable.idempotence":        "transactions require the idempotent producer",
+	"enable.partition.eof":      "relay does not use partition EOF events",
+	"go.delivery.reports":       "relay reads the reports of failed deliveries to hold back the partition they came from",
+	"go.delivery.report.fields": "relay reads only whether a delivery failed, and where",
 }

@@ -24,6 +24,10 @@ const (
 	MetricTxnAborted        = "relay.transactions.aborted"
 	MetricCommitLatency     = "relay.commit.duration"
 	MetricAssignedPartitons = "relay.partitions.assigned"
+	// MetricStalledPartitions counts the source partitions held back
+	// because their records cannot be written (a missing output partition
+	// or topic, a record too large): relay retries them and skips nothing.
+	MetricStalledPartitions = "relay.partitions.stalled"
 	// MetricRecordOutcomes counts committed outcomes by outcome
 	// (processed, retry, quarantined, rejected) and error code.
 	MetricRecordOutcomes = "relay.records.outcome"
@@ -53,7 +57,7 @@ type Metrics struct {
 	consumed, committed, outputs, txns, aborted, outcomes, replays metric.Int64Counter
 	latency, endedDuration                                         metric.Float64Histogram
 	endedAttempts                                                  metric.Int64Histogram
-	assigned                                                       atomic.Int64
+	assigned, stalled                                              atomic.Int64
 	ready                                                          atomic.Bool
 	quarantine                                                     atomic.Pointer[QuarantineSource]
 	now                                                            func() time.Time
@@ -130,6 +134,14 @@ func New(environ []string) (*Metrics, error) {
 		metric.WithDescription("time to send offsets and commit a transaction")); err != nil {
 		return nil, err
 	}
+	if _, err = meter.Int64ObservableGauge(MetricStalledPartitions,
+		metric.WithDescription("source partitions held back because their records cannot be written; nothing is skipped"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(m.stalled.Load())
+			return nil
+		})); err != nil {
+		return nil, err
+	}
 	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, metric.WithDescription("partitions owned by this instance"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.assigned.Load())
@@ -204,6 +216,9 @@ func (m *Metrics) IsReady() bool { return m.ready.Load() }
 
 // Assigned implements txn.Observer.
 func (m *Metrics) Assigned(n int) { m.assigned.Store(int64(n)) }
+
+// Stalled implements txn.Observer.
+func (m *Metrics) Stalled(n int) { m.stalled.Store(int64(n)) }
 
 // Consumed implements txn.Observer.
 func (m *Metrics) Consumed(n int) { m.consumed.Add(context.Background(), int64(n)) }

@@ -35,6 +35,9 @@ type fakeConsumer struct {
 	onIdle    func()
 	cb        kafka.RebalanceCb
 	committed map[int32]kafka.Offset // partition → committed offset
+	// partErrs: the next Committed calls answer these partitions with
+	// an error and offset -1001, as librdkafka does per partition.
+	partErrs []int32
 	seeks     []kafka.TopicPartition
 	lost      bool
 	closed    bool
@@ -82,6 +85,11 @@ func (c *fakeConsumer) Committed(parts []kafka.TopicPartition, _ int) ([]kafka.T
 			off = kafka.OffsetInvalid
 		}
 		out[i] = kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+		if len(c.partErrs) > 0 && c.partErrs[0] == tp.Partition {
+			c.partErrs = c.partErrs[1:]
+			out[i].Offset = kafka.OffsetInvalid
+			out[i].Error = kafka.NewError(kafka.ErrCoordinatorLoadInProgress, "coordinator loading", false)
+		}
 	}
 	return out, nil
 }
@@ -141,11 +149,13 @@ type fakeProducer struct {
 	produced                        []*kafka.Message
 	sentOffsets                     [][]kafka.TopicPartition
 	initErrs, commitErrs, abortErrs []error
-	sendErrs                        []error
-	events                          chan kafka.Event
-	inTxn                           bool
-	committedTxns, abortedTxns      int
-	closed                          bool
+	sendErrs, beginErrs             []error
+	// produceErrs gives the result of the next Produce calls.
+	produceErrs                []error
+	events                     chan kafka.Event
+	inTxn                      bool
+	committedTxns, abortedTxns int
+	closed                     bool
 }
 
 func newFakeProducer() *fakeProducer { return &fakeProducer{events: make(chan kafka.Event)} }
@@ -172,6 +182,9 @@ func (p *fakeProducer) InitTransactions(context.Context) error {
 
 func (p *fakeProducer) BeginTransaction() error {
 	p.call("begin")
+	if err := pop(&p.beginErrs); err != nil {
+		return err
+	}
 	if p.inTxn {
 		return errors.New("begin inside a transaction")
 	}
@@ -182,6 +195,9 @@ func (p *fakeProducer) BeginTransaction() error {
 func (p *fakeProducer) Produce(m *kafka.Message, _ chan kafka.Event) error {
 	if !p.inTxn {
 		return errors.New("produce outside a transaction")
+	}
+	if err := pop(&p.produceErrs); err != nil {
+		return err
 	}
 	p.produced = append(p.produced, m)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -19,6 +20,9 @@ type Settings struct {
 	OpTimeout      time.Duration // deadline of each blocking librdkafka call
 	// ShutdownTimeout bounds the final commit or abort after ctx is done.
 	ShutdownTimeout time.Duration
+	// TxnTimeout is the producer's transaction.timeout.ms: a fence of a
+	// transaction older than this is the coordinator's, not a zombie's.
+	TxnTimeout time.Duration
 }
 
 // opAttempts is how often a retriable transactional call is made before its
@@ -49,11 +53,25 @@ type Loop struct {
 	// paused holds partitions waiting for a record that is not yet due,
 	// with the time it is due.
 	paused map[tpKey]time.Time
+	// stalls are the partitions whose records cannot be written (see
+	// stall.go); suspects and outSrc say, for the open transaction, which
+	// partition to blame when it fails.
+	stalls     map[tpKey]*stall
+	suspects   map[tpKey]error
+	outSrc     map[tpKey][]tpKey
+	deliveries deliveryFailures
+	reportWait time.Duration // for a delivery report after an abort
+
+	// trouble is when a broker call last failed (unix nanoseconds);
+	// fenceRecoveries counts fences recovered from since the last commit
+	// (see fence.go).
+	trouble         atomic.Int64
+	fenceRecoveries int
 
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
 	fatal   error
-	backoff time.Duration
+	backoff backoff // after an abort no partition is blamed for
 	// runCtx is Run's context, for the rebalance callback: librdkafka
 	// calls it from inside Poll, without a context of its own.
 	runCtx context.Context
@@ -69,7 +87,8 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 	return &Loop{
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
-		paused: map[tpKey]time.Time{},
+		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
+		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: backoff{base: 50 * time.Millisecond, limit: 5 * time.Second},
 	}
 }
 
@@ -102,6 +121,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			if ev.IsFatal() {
 				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
 			} else {
+				l.noteTrouble()
 				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
 			}
 		}
@@ -160,6 +180,17 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		// record that is not due: it comes again after that record.
 		return
 	}
+	if st, ok := l.stalls[tp]; ok && st.held {
+		// Fetched before the partition was held back: it comes again.
+		return
+	}
+	// The partition is part of the transaction from here on, whatever
+	// happens to this record: librdkafka's position is already past it,
+	// so if begin, the handler or a produce fails below, the rewind must
+	// seek this partition back too, or the next commit skips the record.
+	if _, seen := l.first[tp]; !seen {
+		l.first[tp] = int64(m.TopicPartition.Offset)
+	}
 	if !l.open {
 		if err := l.producer.BeginTransaction(); err != nil {
 			l.onTxnError(ctx, "begin", err)
@@ -175,8 +206,16 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		return
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// Shutting down: the handler gave up on the record, which
+			// stays in its source; what was handled before it commits.
+			l.log.Info("handler interrupted by shutdown; the record stays in its source",
+				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+			return
+		}
 		l.log.Error("handler failed; aborting transaction, the record stays in its source",
 			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+		l.suspect(tp, err)
 		l.abort(ctx, "handler")
 		return
 	}
@@ -184,12 +223,16 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		if err := l.produce(&outs[i]); err != nil {
 			l.log.Error("produce failed; aborting transaction, the record stays in its source",
 				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
-			l.abort(ctx, "produce")
+			if !isCode(err, kafka.ErrState) {
+				// The output itself cannot be written. (_STATE says an
+				// earlier delivery failed: the delivery reports tell
+				// which partition is to blame.)
+				l.suspect(tp, err)
+			}
+			l.abortAfterProduce(ctx, err)
 			return
 		}
-	}
-	if _, seen := l.first[tp]; !seen {
-		l.first[tp] = int64(m.TopicPartition.Offset)
+		l.wrote(tp, &outs[i])
 	}
 	l.next[tp] = int64(m.TopicPartition.Offset) + 1
 	l.records++
@@ -259,8 +302,11 @@ func (l *Loop) end(ctx context.Context, why string) {
 		tl.OnCommit()
 	}
 	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	l.unstall()
+	_ = l.deliveries.take() // reports of transactions aborted before
 	l.reset()
-	l.backoff = 0
+	l.backoff.reset()
+	l.fenceRecoveries = 0
 }
 
 // retry makes a transactional call, each attempt with its own deadline,
@@ -276,6 +322,7 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 		if classify(err) != kindRetriable || ctx.Err() != nil {
 			return err
 		}
+		l.noteTrouble()
 	}
 	return err
 }
@@ -284,10 +331,10 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 	switch classify(err) {
 	case kindFatal:
-		l.fatal = fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
+		l.onFatal(ctx, op, err)
 	case kindAbort:
 		l.log.Warn("transaction must abort", "op", op, "err", err)
-		l.abort(ctx, op)
+		l.abortAsync(ctx, op)
 	default:
 		// Retriable errors that outlived their attempts, and errors
 		// librdkafka does not flag: the outcome is unknown, so it is not
@@ -297,14 +344,34 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 	}
 }
 
-// abort aborts the open transaction and rewinds to the committed offsets.
-func (l *Loop) abort(ctx context.Context, why string) {
+// abortAfterProduce ends the transaction after a failed Produce: a fatal
+// error (the producer was fenced) goes through onFatal, anything else
+// aborts. _STATE means an earlier delivery failed.
+func (l *Loop) abortAfterProduce(ctx context.Context, err error) {
+	switch {
+	case classify(err) == kindFatal:
+		l.onFatal(ctx, "produce", err)
+	case isCode(err, kafka.ErrState):
+		l.abortAsync(ctx, "produce")
+	default:
+		l.abort(ctx, "produce")
+	}
+}
+
+// abort aborts the open transaction, rewinds to the committed offsets and
+// holds back the partitions to blame, if known.
+func (l *Loop) abort(ctx context.Context, why string) { l.abortBlaming(ctx, why, false) }
+
+// abortAsync is abort for a failure the delivery reports explain.
+func (l *Loop) abortAsync(ctx context.Context, why string) { l.abortBlaming(ctx, why, true) }
+
+func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 	if l.open {
 		err := l.retry(ctx, l.producer.AbortTransaction)
 		switch classify(err) {
 		case kindNone:
 		case kindFatal:
-			l.fatal = fmt.Errorf("%w: abort: %w", ErrFatal, err)
+			l.onFatal(ctx, "abort", err)
 			return
 		default:
 			l.log.Warn("abort failed; re-initialising producer", "err", err)
@@ -314,8 +381,14 @@ func (l *Loop) abort(ctx context.Context, why string) {
 	}
 	l.obs.Aborted(why)
 	l.handlerAborted()
+	blamed := l.blame(async)
 	l.rewind(ctx)
-	l.pause(ctx)
+	if l.fatal != nil {
+		return
+	}
+	if !l.hold(blamed) {
+		l.pause(ctx)
+	}
 }
 
 func (l *Loop) handlerAborted() {
@@ -336,6 +409,7 @@ func (l *Loop) reinit(ctx context.Context, why string) {
 	l.handlerAborted()
 	l.closeProducer()
 	l.open = false
+	_ = l.deliveries.take()
 	if err := l.startProducer(ctx); err != nil {
 		l.fatal = err
 		return
@@ -385,7 +459,19 @@ func (l *Loop) rewind(ctx context.Context) {
 	var committed []kafka.TopicPartition
 	err := l.persist(ctx, "fetch committed offsets", func() (err error) {
 		committed, err = l.consumer.Committed(parts, int(l.set.OpTimeout/time.Millisecond))
-		return err
+		if err != nil {
+			return err
+		}
+		// A partition answered with an error (its offset then reads
+		// -1001, like "never committed") is asked again: reading it as
+		// "nothing committed" would seek before a commit that landed
+		// and handle its records twice.
+		for _, c := range committed {
+			if c.Error != nil {
+				return fmt.Errorf("committed offset of %s: %w", keyOf(c), c.Error)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		l.fatal = err
@@ -399,10 +485,11 @@ func (l *Loop) rewind(ctx context.Context) {
 		}
 		if _, waiting := l.paused[k]; waiting {
 			// The rewind goes back before the record it waited for;
-			// the records in between are due now.
+			// the records in between are due now (the handler keeps
+			// the wait of the record itself).
 			delete(l.paused, k)
-			if err := l.consumer.Resume([]kafka.TopicPartition{k.at(0)}); err != nil {
-				l.fatal = fmt.Errorf("%w: resume %s: %w", ErrFatal, k, err)
+			if err := l.resume(k); err != nil {
+				l.fatal = err
 				return
 			}
 		}
@@ -433,29 +520,39 @@ func (l *Loop) wait(tp tpKey, offset int64, until time.Time) {
 
 // resumeDue resumes the paused partitions whose head record is due.
 func (l *Loop) resumeDue() {
+	if len(l.stalls) > 0 {
+		l.resumeStalls(time.Now())
+	}
 	if len(l.paused) == 0 {
 		return
 	}
 	now := time.Now()
-	var due []kafka.TopicPartition
 	for tp, until := range l.paused {
 		if !now.Before(until) {
-			due = append(due, tp.at(0))
 			delete(l.paused, tp)
+			if err := l.resume(tp); err != nil {
+				l.fatal = err
+				return
+			}
 		}
 	}
-	if len(due) > 0 {
-		if err := l.consumer.Resume(due); err != nil {
-			l.fatal = fmt.Errorf("%w: resume %v: %w", ErrFatal, describe(due), err)
-		}
+}
+
+// resume resumes a partition unless it is held back as stalled.
+func (l *Loop) resume(tp tpKey) error {
+	if st, ok := l.stalls[tp]; ok && st.held {
+		return nil // it resumes when the stall's wait ends
 	}
+	if err := l.consumer.Resume([]kafka.TopicPartition{tp.at(0)}); err != nil {
+		return fmt.Errorf("%w: resume %s: %w", ErrFatal, tp, err)
+	}
+	return nil
 }
 
 // pause backs off after an abort so a persistent cause (a missing topic, a
 // broken handler) does not spin; it stays far below max.poll.interval.ms.
 func (l *Loop) pause(ctx context.Context) {
-	l.backoff = min(max(2*l.backoff, 50*time.Millisecond), 5*time.Second)
-	t := time.NewTimer(l.backoff)
+	t := time.NewTimer(l.backoff.next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -467,6 +564,8 @@ func (l *Loop) reset() {
 	l.open, l.records, l.outputs = false, 0, 0
 	clear(l.next)
 	clear(l.first)
+	clear(l.suspects)
+	clear(l.outSrc)
 }
 
 // onRebalance ends an open transaction before partitions go: a transaction
@@ -510,6 +609,7 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			delete(l.assigned, keyOf(tp))
 			delete(l.paused, keyOf(tp))
 		}
+		l.forgetStalls(e.Partitions)
 		if l.open && l.fatal == nil {
 			// Run's context, not a bounded one: if the broker is away,
 			// the abort or the new producer waits for it (each call
@@ -587,6 +687,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		if classify(err) == kindFatal {
 			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
 		}
+		l.noteTrouble()
 		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
 		t := time.NewTimer(backoff)
 		select {
@@ -607,9 +708,15 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 		switch e := ev.(type) {
 		case *kafka.Message:
 			if e.TopicPartition.Error != nil {
-				l.log.Error("delivery failed", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
+				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
+				l.deliveries.add(e.TopicPartition)
 			}
 		case kafka.Error:
+			if !e.IsFatal() {
+				// Transport and broker failures explain a later fence;
+				// a fatal error (the fence itself) does not.
+				l.noteTrouble()
+			}
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
 		}
 	}

@@ -17,6 +17,9 @@ type Observer interface {
 	// Aborted reports an ended transaction whose records will be handled
 	// again, with why.
 	Aborted(why string)
+	// Stalled reports how many source partitions are held back because
+	// their records cannot be written (see stall.go).
+	Stalled(partitions int)
 }
 
 // NopObserver ignores every event.
@@ -27,3 +30,4 @@ func (NopObserver) Assigned(int)                      {}
 func (NopObserver) Consumed(int)                      {}
 func (NopObserver) Committed(int, int, time.Duration) {}
 func (NopObserver) Aborted(string)                    {}
+func (NopObserver) Stalled(int)                       {}

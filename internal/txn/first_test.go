@@ -1,0 +1,91 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Regression: a record that failed while it was the first of its partition
+// in the open transaction was not rewound (first[tp] was set only after its
+// outputs were enqueued). librdkafka's position was already past it, so the
+// next poll returned the following record and the next commit carried the
+// failed record's offset with it: the record had no end state.
+//
+// Each case fails one call on partition 1's first record (offset 3) while
+// partition 0 already has a record in the transaction; partition 1 must be
+// sought back to 3.
+func TestFailureOnFirstRecordOfPartitionRewindsIt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup   func(h *harness, p *fakeProducer)
+		onlyOne bool // the failing record is alone in its transaction
+	}{
+		"handle": {setup: func(h *harness, _ *fakeProducer) {
+			fail := true
+			h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+				if r.Partition == 1 && fail {
+					fail = false
+					return nil, errors.New("cannot decide")
+				}
+				return []Output{{Topic: "out", Partition: r.Partition}}, nil
+			})
+		}},
+		"produce": {setup: func(_ *harness, p *fakeProducer) {
+			p.produceErrs = []error{nil, fakeErr{code: kafka.ErrUnknownPartition}}
+		}},
+		// librdkafka's state after an earlier delivery failed: every
+		// Produce answers _STATE until the transaction is aborted.
+		"produce in abortable state": {setup: func(_ *harness, p *fakeProducer) {
+			p.produceErrs = []error{nil, fakeErr{code: kafka.ErrState}}
+		}},
+		"begin": {onlyOne: true, setup: func(_ *harness, p *fakeProducer) {
+			p.beginErrs = []error{errAbortable}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			p := h.prods[0]
+			tc.setup(h, p)
+			c := h.c
+			c.committed[0], c.committed[1] = 5, 3
+			script := []kafka.Event{c.assign(0, 1), c.msg(0, 5), c.msg(1, 3)}
+			want := map[int32]int64{0: 5, 1: 3}
+			if tc.onlyOne {
+				script = []kafka.Event{c.assign(0, 1), c.msg(1, 3)}
+				want = map[int32]int64{1: 3}
+			}
+			if err := h.run(script...); err != nil {
+				t.Fatal(err)
+			}
+			if got := offsetsOf(c.seeks); !mapsEqual(got, want) {
+				t.Fatalf("seeks %v, want %v: the failed record must be read again", got, want)
+			}
+			for _, offs := range p.sentOffsets {
+				if got := offsetsOf(offs); got[1] > 3 {
+					t.Fatalf("committed partition 1 at %d, past the failed record 3", got[1])
+				}
+			}
+		})
+	}
+}
+
+// Regression: rewind read a partition's error answer from Committed()
+// (offset -1001) as "never committed" and sought to the transaction's first
+// offset. After an unknown commit outcome that did land, that handles the
+// committed records again. An error is asked again, never guessed at.
+func TestRewindRetriesCommittedPartitionError(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errOdd} // outcome unknown: it landed
+	h := newHarness(t, first, second)
+	c := h.c
+	c.committed[0] = 42
+	c.partErrs = []int32{0}
+	if err := h.run(c.assign(0), c.msg(0, 40), c.msg(0, 41)); err != nil {
+		t.Fatal(err)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 42}) {
+		t.Fatalf("seeks %v, want partition 0 at the committed 42, not the transaction's first offset 40", got)
+	}
+}

@@ -1,0 +1,199 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// A source partition is stalled when its records cannot be written: an
+// output topic lacks its partition (partitions were added to the source),
+// an output topic was deleted, a record is larger than the topic accepts.
+// relay never skips such a record. The transaction that tried it is
+// aborted, the partition rewound to its committed offset and held back
+// (paused) with a growing backoff, and tried again; the other partitions
+// go on meanwhile. The stall ends, by itself, with the first commit that
+// moves the partition on. While it lasts, relay logs it at each try and
+// exports the number of stalled partitions (relay_partitions_stalled).
+
+// stallBackoff bounds how often a stalled partition is tried again: each
+// try aborts a whole transaction, so it must stay rare, yet a fix by the
+// operator should be picked up within seconds.
+var stallBackoff = backoff{base: 500 * time.Millisecond, limit: 20 * time.Second}
+
+type stall struct {
+	cause    error
+	since    time.Time
+	failures int
+	sched    backoff
+	until    time.Time
+	held     bool // paused until `until`
+}
+
+// deliveryFailures collects failed deliveries, reported asynchronously on
+// the producer's event channel (delivery.report.only.error). A failed
+// delivery puts the transaction in its abortable state; the report says
+// which output partition failed, and so which source partition to hold.
+type deliveryFailures struct {
+	mu     sync.Mutex
+	failed []kafka.TopicPartition
+}
+
+const maxDeliveryFailures = 1024
+
+func (d *deliveryFailures) add(tp kafka.TopicPartition) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.failed) < maxDeliveryFailures {
+		d.failed = append(d.failed, tp)
+	}
+}
+
+func (d *deliveryFailures) take() []kafka.TopicPartition {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.failed
+	d.failed = nil
+	return out
+}
+
+// suspect names the source partition whose record could not be handled or
+// written in the open transaction.
+func (l *Loop) suspect(tp tpKey, err error) {
+	l.suspects[tp] = err
+}
+
+// wrote notes which source partition wrote to an output partition in the
+// open transaction, so a failed delivery can be traced back to it.
+func (l *Loop) wrote(src tpKey, o *Output) {
+	dst := tpKey{topic: o.Topic, partition: o.Partition}
+	srcs := l.outSrc[dst]
+	if n := len(srcs); n == 0 || srcs[n-1] != src {
+		l.outSrc[dst] = append(srcs, src)
+	}
+}
+
+// blame is the set of source partitions to hold back after the open
+// transaction failed: the suspects, and the sources of failed deliveries.
+// A delivery report may still be on its way when the abort returns (the
+// client forwards it from another goroutine), so when the failure came
+// from a delivery and none is in yet, it waits for one, briefly.
+func (l *Loop) blame(async bool) map[tpKey]error {
+	failed := l.deliveries.take()
+	if async && len(failed) == 0 && len(l.suspects) == 0 {
+		deadline := time.Now().Add(l.reportWait)
+		for len(failed) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			failed = l.deliveries.take()
+		}
+	}
+	out := make(map[tpKey]error, len(l.suspects))
+	for tp, err := range l.suspects {
+		out[tp] = err
+	}
+	for _, f := range failed {
+		cause := fmt.Errorf("delivery to %s failed: %w", keyOf(f), f.Error)
+		for dst, srcs := range l.outSrc {
+			// An unknown partition may be reported without one.
+			if dst.topic == topicOf(f) && (f.Partition < 0 || dst.partition == f.Partition) {
+				for _, src := range srcs {
+					out[src] = cause
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hold pauses the blamed partitions after the rewind, each until its
+// backoff ends. It reports whether it held any.
+func (l *Loop) hold(blamed map[tpKey]error) bool {
+	now, held := time.Now(), false
+	for tp, cause := range blamed {
+		if !l.assigned[tp] {
+			continue
+		}
+		st := l.stalls[tp]
+		if st == nil {
+			st = &stall{since: now, sched: stallBackoff}
+			l.stalls[tp] = st
+		}
+		st.cause, st.failures = cause, st.failures+1
+		wait := st.sched.next()
+		st.until = now.Add(wait)
+		if !st.held {
+			if err := l.consumer.Pause([]kafka.TopicPartition{tp.at(0)}); err != nil {
+				l.fatal = fmt.Errorf("%w: pause %s: %w", ErrFatal, tp, err)
+				return held
+			}
+			st.held = true
+		}
+		held = true
+		l.log.Error("records of this partition cannot be written; it is held back and tried again, nothing is skipped",
+			"topic", tp.topic, "partition", tp.partition, "failures", st.failures, "stalled_for", now.Sub(st.since).Round(time.Millisecond).String(),
+			"retry_in", wait.Round(time.Millisecond).String(), "cause", cause, "hint", hint(cause))
+	}
+	l.obs.Stalled(len(l.stalls))
+	return held
+}
+
+// hint says what an operator can do about a cause, where relay knows.
+func hint(err error) string {
+	switch {
+	case isCode(err, kafka.ErrUnknownPartition), isCode(err, kafka.ErrUnknownTopicOrPart), isCode(err, kafka.ErrUnknownTopic):
+		return "an output topic lacks this partition or is missing: give every derived topic at least the source's partitions (relay topics apply)"
+	case isCode(err, kafka.ErrMsgSizeTooLarge):
+		return "the record is larger than an output topic accepts: raise its max.message.bytes (and the producer's message.max.bytes)"
+	default:
+		return "see cause"
+	}
+}
+
+// resumeStalls lets held partitions be tried again once their wait is over.
+func (l *Loop) resumeStalls(now time.Time) {
+	for tp, st := range l.stalls {
+		if !st.held || now.Before(st.until) {
+			continue
+		}
+		if err := l.consumer.Resume([]kafka.TopicPartition{tp.at(0)}); err != nil {
+			l.fatal = fmt.Errorf("%w: resume %s: %w", ErrFatal, tp, err)
+			return
+		}
+		st.held = false
+	}
+}
+
+// unstall ends the stalls of partitions a committed transaction moved on.
+func (l *Loop) unstall() {
+	if len(l.stalls) == 0 {
+		return
+	}
+	for tp := range l.next {
+		if st, ok := l.stalls[tp]; ok {
+			l.log.Info("stalled partition writes again", "topic", tp.topic, "partition", tp.partition,
+				"stalled_for", time.Since(st.since).Round(time.Millisecond).String(), "failures", st.failures)
+			delete(l.stalls, tp)
+		}
+	}
+	l.obs.Stalled(len(l.stalls))
+}
+
+// forgetStalls drops the stalls of partitions this member no longer owns.
+func (l *Loop) forgetStalls(parts []kafka.TopicPartition) {
+	n := len(l.stalls)
+	for _, tp := range parts {
+		delete(l.stalls, keyOf(tp))
+	}
+	if len(l.stalls) != n {
+		l.obs.Stalled(len(l.stalls))
+	}
+}
+
+// isCode reports whether err carries librdkafka error code code.
+func isCode(err error, code kafka.ErrorCode) bool {
+	var ke kafkaError
+	return errors.As(err, &ke) && ke.Code() == code
+}
