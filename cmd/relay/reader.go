@@ -100,13 +100,37 @@ func highWatermarks(cfg *config.Config, topic string, partitions []int32) (map[i
 		return nil, err
 	}
 	defer func() { _ = probe.Close() }()
+	timeout := int(max(cfg.OpTimeout, 10*time.Second) / time.Millisecond)
 	out := map[int32]int64{}
 	for _, p := range partitions {
-		_, high, err := probe.QueryWatermarkOffsets(topic, p, int(max(cfg.OpTimeout, 10*time.Second)/time.Millisecond))
+		_, high, err := probe.QueryWatermarkOffsets(topic, p, timeout)
+		var ke kafka.Error
+		if errors.As(err, &ke) && ke.Code() == kafka.ErrUnknownPartition && !hasPartition(probe, topic, p, timeout) {
+			// Partitions were added to a source and not (yet) to this
+			// topic: nothing can have been written there. Records that
+			// would be are held back until the topic has the partition.
+			out[p] = 0
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("end of %s[%d]: %w", topic, p, err)
 		}
 		out[p] = high
 	}
 	return out, nil
+}
+
+// hasPartition asks the broker, with a fresh metadata request, whether
+// topic has partition p. When it cannot tell, it says yes: the caller then
+// keeps its error and retries, rather than take state for empty.
+func hasPartition(c *kafka.Consumer, topic string, p int32, timeoutMs int) bool {
+	md, err := c.GetMetadata(&topic, false, timeoutMs)
+	if err != nil {
+		return true
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Error.Code() != kafka.ErrNoError {
+		return true
+	}
+	return int(p) < len(t.Partitions)
 }

@@ -15,7 +15,8 @@ import (
 
 const topicsUsage = `Usage:
   relay topics plan     show the topics relay needs, what exists, and what apply would create
-  relay topics apply    create the missing topics (never alters or deletes one)
+  relay topics apply    create the missing topics, add partitions to those with fewer than
+                        their source (never deletes a topic or changes its settings)
 
 Flags of apply:
   --replication-factor N   replication factor of created topics (default 3, capped at the brokers present)
@@ -79,6 +80,16 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 			fmt.Fprintf(stderr, "relay topics apply: %v\n", err)
 			return exitFailure
 		}
+		c, cancel = context.WithTimeout(ctx, 60*time.Second)
+		grown, err := topics.Grow(c, a, states)
+		cancel()
+		for _, t := range grown {
+			fmt.Fprintf(stdout, "added partitions to %s\n", t)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "relay topics apply: %v\n", err)
+			return exitFailure
+		}
 		if states, err = topics.Inspect(a, topics.Plan(cfg, parts), timeout); err != nil {
 			fmt.Fprintf(stderr, "relay topics apply: %v\n", err)
 			return exitFailure
@@ -87,7 +98,7 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 	printPlan(stdout, states)
 	if err := topics.Check(states); err != nil {
 		if sub == "apply" {
-			fmt.Fprintf(stderr, "relay topics apply: still wrong (relay never alters an existing topic; fix these by hand):\n%v\n", err)
+			fmt.Fprintf(stderr, "relay topics apply: still wrong (fix these by hand):\n%v\n", err)
 			return exitFailure
 		}
 	}
