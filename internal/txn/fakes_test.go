@@ -38,11 +38,11 @@ type fakeConsumer struct {
 	// partErrs: the next Committed calls answer these partitions with
 	// an error and offset -1001, as librdkafka does per partition.
 	partErrs []int32
-	seeks     []kafka.TopicPartition
-	lost      bool
-	closed    bool
-	pauses    []int32
-	resumes   []int32
+	seeks    []kafka.TopicPartition
+	lost     bool
+	closed   bool
+	pauses   []int32
+	resumes  []int32
 	// afterRevoke runs when the rebalance callback has returned from a
 	// revoke, i.e. when librdkafka would hand the partitions over.
 	afterRevoke func()
