@@ -232,7 +232,16 @@ func (p Policy) Decide(err error, s State, now time.Time) Decision {
 	if !s.AtSource {
 		tier = min(s.Tier+1, len(p.Tiers)-1)
 	}
-	d := max(p.Tiers[tier], hint)
+	// A tier partition is read in order and paused until its head is
+	// due, so every record in a tier must be due its tier's delay after
+	// it was written: one due later would hold every record behind it.
+	// A Retry-After therefore picks the first tier whose delay is at
+	// least that long; past the last tier's delay the record is tried
+	// after the last delay, sooner than asked, and the attempt counts.
+	for tier < len(p.Tiers)-1 && p.Tiers[tier] < hint {
+		tier++
+	}
+	d := p.Tiers[tier]
 	if !within(d) {
 		return exhausted
 	}

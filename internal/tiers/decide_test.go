@@ -50,8 +50,15 @@ func TestDecide(t *testing.T) {
 			Decision{Kind: Quarantine, Class: Transient, Code: "SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED"}},
 		{"elapsed budget would be passed", unavailable, State{Attempt: 4, Tier: 0, FirstFailedAt: t0}, t0.Add(58 * time.Minute),
 			Decision{Kind: Quarantine, Class: Transient, Code: "SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED"}},
-		{"retry-after longer than in-place cap goes to a tier", &Error{Cause: CauseHookRateLimited, RetryAfter: 45 * time.Second}, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0,
-			Decision{Kind: RetryTier, Class: Transient, Code: CodeHookRateLimited, Delay: 45 * time.Second}},
+		// Regression: a Retry-After longer than the tier's delay made the
+		// record due after it, and it held every record behind it in the
+		// tier partition. It picks the first tier that is long enough.
+		{"retry-after longer than in-place cap picks a tier long enough", &Error{Cause: CauseHookRateLimited, RetryAfter: 45 * time.Second}, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0,
+			Decision{Kind: RetryTier, Class: Transient, Code: CodeHookRateLimited, Delay: 5 * time.Minute, Tier: 1}},
+		{"retry-after within the tier's delay keeps the tier", &Error{Cause: CauseHookRateLimited, RetryAfter: 20 * time.Second}, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0,
+			Decision{Kind: RetryTier, Class: Transient, Code: CodeHookRateLimited, Delay: 30 * time.Second}},
+		{"retry-after past the last tier is due after the last tier's delay", &Error{Cause: CauseHookRateLimited, RetryAfter: 20 * time.Minute}, State{Attempt: 2, Tier: 0, FirstFailedAt: t0}, t0.Add(time.Minute),
+			Decision{Kind: RetryTier, Class: Transient, Code: CodeHookRateLimited, Delay: 5 * time.Minute, Tier: 1}},
 		{"retry-after within cap is honoured in place", &Error{Cause: CauseHookRateLimited, RetryAfter: 700 * time.Millisecond}, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0,
 			Decision{Kind: RetryInPlace, Class: Transient, Code: CodeHookRateLimited, Delay: 700 * time.Millisecond}},
 		{"unknown error retried once", errors.New("boom"), State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0,

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,9 +36,33 @@ func (l *Loop) fenceWindow() time.Duration {
 	return max(2*l.set.TxnTimeout, time.Minute)
 }
 
-// noteTrouble records that a broker or coordinator call failed just now.
-// It is called from the loop and from the producer's event goroutine.
-func (l *Loop) noteTrouble() { l.trouble.Store(time.Now().UnixNano()) }
+// noteTrouble records err, if it says the brokers or the coordinator were
+// unreachable or restarting. It is called from the loop and from the
+// producer's event goroutine. Only such errors count: a zombie's fence is
+// preceded by others (CONCURRENT_TRANSACTIONS while the new instance
+// initialises), and those must not excuse it.
+func (l *Loop) noteTrouble(err error) {
+	var ke kafkaError
+	if errors.As(err, &ke) && outageCodes[ke.Code()] {
+		l.trouble.Store(time.Now().UnixNano())
+	}
+}
+
+// outageCodes are the errors of brokers that are down, restarting or moving
+// their coordinators.
+var outageCodes = map[kafka.ErrorCode]bool{
+	kafka.ErrTransport:                 true,
+	kafka.ErrAllBrokersDown:            true,
+	kafka.ErrTimedOut:                  true,
+	kafka.ErrRequestTimedOut:           true,
+	kafka.ErrNetworkException:          true,
+	kafka.ErrCoordinatorNotAvailable:   true,
+	kafka.ErrNotCoordinator:            true,
+	kafka.ErrCoordinatorLoadInProgress: true,
+	kafka.ErrBrokerNotAvailable:        true,
+	kafka.ErrLeaderNotAvailable:        true,
+	kafka.ErrNotLeaderForPartition:     true,
+}
 
 // isFence reports whether err says this producer's epoch was fenced.
 func isFence(err error) bool {

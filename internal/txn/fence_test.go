@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // Regression: after a broker restart longer than transaction.timeout.ms the
@@ -61,5 +63,20 @@ func TestRepeatedFencesWithoutCommitStop(t *testing.T) {
 	err := h.run(script, c.msg(0, 0), c.msg(0, 0), c.msg(0, 0), c.msg(0, 0), c.msg(0, 0))
 	if !errors.Is(err, ErrFatal) {
 		t.Fatalf("Run = %v after %d fences without a commit, want ErrFatal", err, maxFenceRecoveries+1)
+	}
+}
+
+// A zombie's fence is preceded by CONCURRENT_TRANSACTIONS (the new instance
+// initialising): that is no outage, and the fence still stops relay.
+func TestFenceAfterConcurrentTransactionsStops(t *testing.T) {
+	first := newFakeProducer()
+	first.commitErrs = []error{fakeErr{code: kafka.ErrConcurrentTransactions, retriable: true}, errFenced}
+	h := newHarness(t, first)
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 0)); !errors.Is(err, ErrFatal) {
+		t.Fatalf("Run = %v, want ErrFatal: a zombie must stop", err)
+	}
+	if h.made != 1 {
+		t.Fatalf("made %d producers, want no replacement", h.made)
 	}
 }

@@ -121,7 +121,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			if ev.IsFatal() {
 				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
 			} else {
-				l.noteTrouble()
+				l.noteTrouble(ev)
 				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
 			}
 		}
@@ -322,7 +322,7 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 		if classify(err) != kindRetriable || ctx.Err() != nil {
 			return err
 		}
-		l.noteTrouble()
+		l.noteTrouble(err)
 	}
 	return err
 }
@@ -687,7 +687,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		if classify(err) == kindFatal {
 			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
 		}
-		l.noteTrouble()
+		l.noteTrouble(err)
 		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
 		t := time.NewTimer(backoff)
 		select {
@@ -712,11 +712,7 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 				l.deliveries.add(e.TopicPartition)
 			}
 		case kafka.Error:
-			if !e.IsFatal() {
-				// Transport and broker failures explain a later fence;
-				// a fatal error (the fence itself) does not.
-				l.noteTrouble()
-			}
+			l.noteTrouble(e)
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
 		}
 	}
