@@ -203,7 +203,7 @@ func (p *fakeProducer) Produce(m *kafka.Message, _ chan kafka.Event) error {
 	return nil
 }
 
-func (p *fakeProducer) Flush(int) int { return 0 }
+func (p *fakeProducer) Flush(int) int { p.call("flush"); return 0 }
 
 func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.TopicPartition, _ *kafka.ConsumerGroupMetadata) error {
 	p.call("send")

@@ -84,9 +84,18 @@ func (l *Loop) fenceExplained(err error) string {
 }
 
 // onFatal acts on an error librdkafka calls fatal: a fence explained by an
-// outage or an expired transaction is recovered from; anything else stops
-// relay.
+// outage or an expired transaction is recovered from, and so is
+// INVALID_TXN_STATE (the client's and the coordinator's view of the
+// transaction disagree; no other instance is involved, and a new producer
+// settles it); anything else stops relay.
 func (l *Loop) onFatal(ctx context.Context, op string, err error) {
+	if isCode(err, kafka.ErrInvalidTxnState) && l.fenceRecoveries < maxFenceRecoveries {
+		l.fenceRecoveries++
+		l.log.Warn("transaction state out of step with the coordinator: starting a new producer and rewinding to the committed offsets",
+			"op", op, "err", err, "recovery", l.fenceRecoveries)
+		l.reinit(ctx, op+" (invalid transaction state)")
+		return
+	}
 	if why := l.fenceExplained(err); why != "" {
 		l.fenceRecoveries++
 		l.log.Warn("producer fenced, but not by another instance: starting a new producer and rewinding to the committed offsets",

@@ -367,6 +367,15 @@ func (l *Loop) abortAsync(ctx context.Context, why string) { l.abortBlaming(ctx,
 
 func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 	if l.open {
+		// Let the transaction's partitions finish registering first.
+		// librdkafka sends EndTxn(abort) as soon as an AddPartitionsToTxn
+		// is in flight; if that one is refused with
+		// CONCURRENT_TRANSACTIONS (the coordinator still completing the
+		// previous commit), the abort reaches a coordinator that never
+		// saw this transaction and answers INVALID_TXN_STATE, which
+		// librdkafka makes fatal. Flushing waits for the registration,
+		// as a commit does.
+		l.producer.Flush(int(l.set.OpTimeout / time.Millisecond))
 		err := l.retry(ctx, l.producer.AbortTransaction)
 		switch classify(err) {
 		case kindNone:
