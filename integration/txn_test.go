@@ -227,3 +227,43 @@ func TestBrokerRestart(t *testing.T) {
 	}
 	r.stop()
 }
+
+// TestBrokerDownLongerThanTransactionTimeout pins relay exits on broker
+// restarts: with the broker killed and away for longer than
+// transaction.timeout.ms, the restarted coordinator aborts the open
+// transaction and bumps the epoch, and librdkafka reports relay's next call
+// as fenced. relay must ride it out — a new producer, a rewind — without
+// exiting, exactly once overall. It takes the shared broker away: it runs
+// after TestBrokerRestart, last.
+func TestBrokerDownLongerThanTransactionTimeout(t *testing.T) {
+	const partitions = 3
+	s := newScenario(t, partitions)
+	s.src.produce(t, 1000)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn"),
+		"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "5000",
+		"RELAY_OP_TIMEOUT", "3s",
+		"RELAY_COMMIT_INTERVAL", "1s",
+		"RELAY_MAX_RECORDS_PER_TXN", "100000",
+		"RELAY_KAFKA_SESSION_TIMEOUT_MS", "45000",
+		"RELAY_KAFKA_HEARTBEAT_INTERVAL_MS", "3000"))
+	r.waitLog("partitions assigned", 60*time.Second)
+	producing := s.src.produceInBackground(t, 40, 100, 100*time.Millisecond)
+	time.Sleep(jitter(300*time.Millisecond, 900*time.Millisecond))
+	stack := filepath.Join(repoRoot, "scripts/stack/kafka.sh")
+	if out, err := exec.Command("bash", stack, "kill").CombinedOutput(); err != nil {
+		t.Fatalf("broker kill: %v\n%s", err, out)
+	}
+	time.Sleep(8 * time.Second) // longer than the transaction timeout
+	for _, step := range []string{"start", "wait"} {
+		if out, err := exec.Command("bash", stack, step).CombinedOutput(); err != nil {
+			t.Fatalf("broker %s: %v\n%s", step, err, out)
+		}
+	}
+	producing.Wait()
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	if r.exited() {
+		t.Fatalf("relay exited during a broker outage longer than the transaction timeout (code %d); it must recover by itself",
+			r.cmd.ProcessState.ExitCode())
+	}
+	r.stop()
+}

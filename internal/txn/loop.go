@@ -223,10 +223,11 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		if err := l.produce(&outs[i]); err != nil {
 			l.log.Error("produce failed; aborting transaction, the record stays in its source",
 				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
-			if !isCode(err, kafka.ErrState) {
+			if !isCode(err, kafka.ErrState) && !isCode(err, kafka.ErrQueueFull) {
 				// The output itself cannot be written. (_STATE says an
 				// earlier delivery failed: the delivery reports tell
-				// which partition is to blame.)
+				// which partition is to blame. A full queue is the
+				// brokers being slow, no partition's fault.)
 				l.suspect(tp, err)
 			}
 			l.abortAfterProduce(ctx, err)
