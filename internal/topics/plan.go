@@ -223,7 +223,7 @@ func waitAnswering(ctx context.Context, w Watermarks, topic string, partitions i
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("%s was created, but partition %d does not answer its leader's requests yet (%v): %w", topic, p, err, ctx.Err())
+				return fmt.Errorf("%s was created, but partition %d does not answer its leader's requests yet (%w): %w", topic, p, err, ctx.Err())
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, time.Second)
