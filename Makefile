@@ -1,19 +1,20 @@
 # relay — developer entry points. `make demo` and `make test` are the two
-# commands the README starts with; both bring up the local stack themselves.
+# commands the README starts with; both install what is missing
+# (scripts/install.sh) and bring up the local stack themselves.
 
 GO            ?= go
 GOLANGCI_VER  := v2.15.0
 BIN           := $(CURDIR)/.cache/bin
 GOLANGCI      := $(BIN)/golangci-lint
 
-.PHONY: demo test unit integration bench up down lint build fuzz
+.PHONY: demo test unit integration bench up down lint build fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
-demo:
+demo: deps
 	scripts/demo.sh
 
 ## test: everything — vet, lint, unit tests, and integration tests against the real broker
-test: up lint
+test: deps up lint
 	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 ## unit: fast tests that need no broker
@@ -28,8 +29,13 @@ integration: up
 bench:
 	scripts/bench.sh
 
+## deps: install what the stack and the build need and the machine lacks
+## (Java 17, Maven, curl, gcc, make), or say the one command that would
+deps:
+	scripts/install.sh
+
 ## up / down: the local single-node Kafka (KRaft) and Apicurio Registry
-up:
+up: deps
 	scripts/stack/up.sh
 
 down:

@@ -259,6 +259,10 @@ func startRelay(t *testing.T, name string, env map[string]string) *relay {
 		// The broker's minimum: a killed member is noticed in seconds.
 		"RELAY_KAFKA_SESSION_TIMEOUT_MS":    "6000",
 		"RELAY_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+		// Shorter than relay's default (a minute or more): tests SIGKILL
+		// instances that never come back, and read_committed readers wait
+		// until the broker aborts what such an instance left open.
+		"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS": "10000",
 	}
 	for k, v := range env {
 		base[k] = v
@@ -469,8 +473,8 @@ func assertExactlyOnce(t *testing.T, src *source, output, group string, partitio
 	t.Helper()
 	waitCaughtUp(t, group, src.topic, partitions, 2*time.Minute)
 	// A killed instance that never returns leaves its transaction open
-	// until the broker aborts it (transaction.timeout.ms, 10s by relay's
-	// default); until then read_committed readers stop at it. Wait for
+	// until the broker aborts it (transaction.timeout.ms, 10s in these
+	// tests, see startRelay); until then read_committed readers stop at it. Wait for
 	// that before reading, or later committed records look missing.
 	assertNoOpenTransaction(t, output, partitions, 30*time.Second)
 	// The source is what the topic holds, not what the delivery reports

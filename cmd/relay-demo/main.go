@@ -107,13 +107,18 @@ func demo(o options) error {
 	if err := apply.Run(); err != nil {
 		return fmt.Errorf("relay topics apply: %w", err)
 	}
+	probe, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": o.bootstrap})
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
 	before := map[string]map[int32]int64{}
 	for _, t := range terminalTopics(o.source) {
-		if before[t], err = endOffsets(o.bootstrap, t, o.partitions); err != nil {
+		if before[t], err = endOffsets(probe, t, o.partitions); err != nil {
 			return err
 		}
 	}
-	srcBefore, err := endOffsets(o.bootstrap, o.source, o.partitions)
+	srcBefore, err := endOffsets(probe, o.source, o.partitions)
 	if err != nil {
 		return err
 	}
@@ -189,52 +194,119 @@ func ensureTopics(bootstrap string, partitions int, names ...string) error {
 		return err
 	}
 	defer a.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	specs := make([]kafka.TopicSpecification, len(names))
 	for i, n := range names {
 		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
 	}
-	res, err := a.CreateTopics(ctx, specs)
-	if err != nil {
-		return fmt.Errorf("create topics: %w", err)
-	}
-	for _, r := range res {
-		if c := r.Error.Code(); c != kafka.ErrNoError && c != kafka.ErrTopicAlreadyExists {
-			return fmt.Errorf("create topic %s: %w", r.Topic, r.Error)
+	err = retryTransient("create topics", brokerRetryBound, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := a.CreateTopics(ctx, specs)
+		if err != nil {
+			return err
 		}
+		var errs []error
+		for _, r := range res {
+			if c := r.Error.Code(); c != kafka.ErrNoError && c != kafka.ErrTopicAlreadyExists {
+				errs = append(errs, fmt.Errorf("%s: %w", r.Topic, r.Error))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return err
 	}
-	// Wait until the broker's metadata shows them.
+	// Wait until a watermark query succeeds on every partition: a topic
+	// in the metadata can still answer "not leader" on a fresh broker.
+	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
 	for _, n := range names {
-		for i := 0; ; i++ {
-			md, err := a.GetMetadata(&n, false, 5000)
-			if err == nil && md.Topics[n].Error.Code() == kafka.ErrNoError && len(md.Topics[n].Partitions) > 0 {
-				break
-			}
-			if i > 100 {
-				return fmt.Errorf("topic %s does not show up in metadata", n)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if _, err := endOffsets(p, n, partitions); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func endOffsets(bootstrap, topic string, partitions int) (map[int32]int64, error) {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "relay-demo-probe"})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = c.Close() }()
+// brokerRetryBound bounds the retries of one demo step against a broker
+// that is still settling (a fresh stack, topics just created).
+const brokerRetryBound = time.Minute
+
+// watermarks is the client call endOffsets needs; *kafka.Producer has it.
+type watermarks interface {
+	QueryWatermarkOffsets(topic string, partition int32, timeoutMs int) (low, high int64, err error)
+}
+
+func endOffsets(w watermarks, topic string, partitions int) (map[int32]int64, error) {
 	out := map[int32]int64{}
 	for p := range int32(partitions) {
-		_, hi, err := c.QueryWatermarkOffsets(topic, p, 10000)
+		err := retryTransient(fmt.Sprintf("watermarks of %s[%d]", topic, p), brokerRetryBound, func() error {
+			_, hi, err := w.QueryWatermarkOffsets(topic, p, 10000)
+			out[p] = hi
+			return err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("watermarks of %s[%d]: %w", topic, p, err)
+			return nil, err
 		}
-		out[p] = hi
 	}
 	return out, nil
+}
+
+// transientCodes are broker errors that a fresh broker, a new topic or a
+// moving leader give for a while; librdkafka does not flag them retriable
+// outside its own request paths.
+var transientCodes = map[kafka.ErrorCode]bool{
+	kafka.ErrNotLeaderForPartition:        true,
+	kafka.ErrLeaderNotAvailable:           true,
+	kafka.ErrUnknownTopicOrPart:           true,
+	kafka.ErrUnknownPartition:             true,
+	kafka.ErrReplicaNotAvailable:          true,
+	kafka.ErrBrokerNotAvailable:           true,
+	kafka.ErrNotController:                true,
+	kafka.ErrNotCoordinator:               true,
+	kafka.ErrCoordinatorNotAvailable:      true,
+	kafka.ErrCoordinatorLoadInProgress:    true,
+	kafka.ErrRequestTimedOut:              true,
+	kafka.ErrNetworkException:             true,
+	kafka.ErrTimedOut:                     true,
+	kafka.ErrTimedOutQueue:                true,
+	kafka.ErrTransport:                    true,
+	kafka.ErrAllBrokersDown:               true,
+	kafka.ErrKafkaStorageError:            true,
+	kafka.ErrNotEnoughReplicas:            true,
+	kafka.ErrOffsetNotAvailable:           true,
+	kafka.ErrFencedLeaderEpoch:            true,
+	kafka.ErrUnknownLeaderEpoch:           true,
+	kafka.ErrNotEnoughReplicasAfterAppend: true,
+}
+
+// transient says whether err is worth trying again.
+func transient(err error) bool {
+	var ke kafka.Error
+	return errors.As(err, &ke) && (ke.IsRetriable() || transientCodes[ke.Code()])
+}
+
+// retryTransient runs op until it succeeds, fails with an error that is
+// not transient, or bound has passed, backing off from 100ms to 2s.
+func retryTransient(what string, bound time.Duration, op func() error) error {
+	deadline := time.Now().Add(bound)
+	backoff := 100 * time.Millisecond
+	for {
+		err := op()
+		switch {
+		case err == nil:
+			return nil
+		case !transient(err):
+			return fmt.Errorf("%s: %w", what, err)
+		case time.Now().Add(backoff).After(deadline):
+			return fmt.Errorf("%s: still failing after %s: %w", what, bound, err)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 func waitReady(addr string, exited <-chan struct{}, d time.Duration) error {

@@ -100,6 +100,9 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		return exitFailure
 	}
 	retention, err := preflight(ctx, admin, cfg, log)
+	if err == nil {
+		err = fitTransactionTimeout(ctx, admin, cfg, log)
+	}
 	admin.Close()
 	if err != nil {
 		_ = consumer.Close()

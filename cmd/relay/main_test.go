@@ -63,7 +63,7 @@ func TestBadConfigurationExitsTwoNamingTheVariable(t *testing.T) {
 		{name: "missing bootstrap", unset: "RELAY_KAFKA_BOOTSTRAP_SERVERS", wantVar: "RELAY_KAFKA_BOOTSTRAP_SERVERS"},
 		{name: "unparsable interval", set: map[string]string{"RELAY_COMMIT_INTERVAL": "soon"}, wantVar: "RELAY_COMMIT_INTERVAL"},
 		{name: "negative interval", set: map[string]string{"RELAY_COMMIT_INTERVAL": "-1s"}, wantVar: "RELAY_COMMIT_INTERVAL"},
-		{name: "interval beyond txn timeout", set: map[string]string{"RELAY_COMMIT_INTERVAL": "2m"}, wantVar: "RELAY_COMMIT_INTERVAL"},
+		{name: "interval beyond max poll interval", set: map[string]string{"RELAY_COMMIT_INTERVAL": "5m"}, wantVar: "RELAY_COMMIT_INTERVAL"},
 		{name: "interval beyond lowered txn timeout", set: map[string]string{"RELAY_COMMIT_INTERVAL": "5s", "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS": "10000"}, wantVar: "RELAY_COMMIT_INTERVAL"},
 		{name: "bad txn timeout", set: map[string]string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS": "ten"}, wantVar: "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS"},
 		{name: "zero max records", set: map[string]string{"RELAY_MAX_RECORDS_PER_TXN": "0"}, wantVar: "RELAY_MAX_RECORDS_PER_TXN"},
@@ -149,5 +149,43 @@ func TestUsage(t *testing.T) {
 		if code := run(context.Background(), tc.args, lookup, environ, &out, &errb); code != tc.code {
 			t.Errorf("relay %v: exit %d, want %d", tc.args, code, tc.code)
 		}
+	}
+}
+
+// TestConfigCommandShowsDerivedValues: a first-time hook user with every
+// other variable at its default gets a configuration, and relay config shows
+// the values relay worked out for what was left unset.
+func TestConfigCommandShowsDerivedValues(t *testing.T) {
+	base := map[string]string{
+		"RELAY_SOURCE_TOPICS":           "orders",
+		"RELAY_TRANSACTIONAL_ID":        "relay-0",
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092",
+		"RELAY_SCHEMA_REGISTRY_URL":     "http://127.0.0.1:8081/apis/ccompat/v7",
+		"RELAY_SCHEMA_SUBJECT":          "orders-value",
+		"RELAY_SCHEMA_ACCEPT":           "2-3",
+		"RELAY_HOOK_URL":                "http://127.0.0.1:8080/check",
+	}
+	lookup, environ := env(base)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != exitOK {
+		t.Fatalf("registry and hook with the defaults: exit %d:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=60000", "RELAY_SCHEMA_READER_VERSION=3"} {
+		if !strings.Contains(stdout.String(), want+"\n") {
+			t.Errorf("missing %q in:\n%s", want, stdout.String())
+		}
+	}
+
+	// A value the user sets wins, and one that does not fit is refused
+	// naming the variable.
+	base["RELAY_KAFKA_TRANSACTION_TIMEOUT_MS"] = "10000"
+	lookup, environ = env(base)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("a 10s transaction timeout with a hook: exit %d, want %d", code, exitUsage)
+	}
+	if !strings.Contains(stderr.String(), "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS") {
+		t.Errorf("the refusal does not name the variable:\n%s", stderr.String())
 	}
 }

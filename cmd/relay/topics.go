@@ -48,9 +48,18 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 	if !ok {
 		return exitUsage
 	}
-	a, err := kafka.NewAdminClient(clientConfig(cfg, consumerOnlyAndProducerOnly(), kafka.ConfigMap{}))
+	// A plain producer, for its watermark queries (apply checks with them
+	// that what it created serves requests); the admin client shares its
+	// connections.
+	p, err := kafka.NewProducer(clientConfig(cfg, consumerOnlyAndProducerOnly(), kafka.ConfigMap{}))
 	if err != nil {
-		return clientConfigError(cfg, "admin", err, stderr)
+		return clientConfigError(cfg, "producer", err, stderr)
+	}
+	defer p.Close()
+	a, err := kafka.NewAdminClientFromProducer(p)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay topics %s: admin client: %v\n", sub, err)
+		return exitFailure
 	}
 	defer a.Close()
 	timeout := max(cfg.OpTimeout, 10*time.Second)
@@ -71,7 +80,7 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 			replication = len(md.Brokers)
 		}
 		c, cancel := context.WithTimeout(ctx, 60*time.Second)
-		created, err := topics.Apply(c, a, states, replication)
+		created, err := topics.Apply(c, a, p, states, replication)
 		cancel()
 		for _, t := range created {
 			fmt.Fprintf(stdout, "created %s\n", t)
@@ -81,7 +90,7 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 			return exitFailure
 		}
 		c, cancel = context.WithTimeout(ctx, 60*time.Second)
-		grown, err := topics.Grow(c, a, states)
+		grown, err := topics.Grow(c, a, p, states)
 		cancel()
 		for _, t := range grown {
 			fmt.Fprintf(stdout, "added partitions to %s\n", t)

@@ -72,9 +72,13 @@ type Config struct {
 	kafkaVar map[string]string
 
 	// TransactionTimeout and MaxPollInterval are read from the passthrough
-	// (or librdkafka's defaults) because relay's own bounds depend on them.
+	// (or derived, or librdkafka's defaults) because relay's own bounds
+	// depend on them.
 	TransactionTimeout time.Duration
 	MaxPollInterval    time.Duration
+	// txnTimeoutDerived: the user left transaction.timeout.ms unset, so
+	// relay may still lower it to what the broker allows.
+	txnTimeoutDerived bool
 }
 
 // Tier is one non-blocking retry tier.
@@ -91,16 +95,19 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Var + ": " + e.Problem }
 
-// Defaults that relay's validation depends on. transaction.timeout.ms is
-// relay's own default, not librdkafka's 60s: an instance that dies and never
-// comes back leaves its open transaction to the broker, which aborts it only
-// after this long, and until then it holds back every read_committed
-// consumer of the partitions it wrote (Kafka Streams uses 10s for the same
-// reason).
+// Defaults that relay's validation depends on.
+//
+// transaction.timeout.ms, when unset, is derived from the transaction
+// budget (see deriveTransactionTimeout): at least a minute, so a transaction
+// open during a routine broker restart (about 15s away) is not aborted under
+// relay, and never more than the broker's default transaction.max.timeout.ms,
+// which the broker would refuse.
 const (
-	defaultTransactionTimeout = 10 * time.Second
-	defaultMaxPollInterval    = 300 * time.Second
-	maxRecordsPerTxnLimit     = 1_000_000
+	defaultTransactionTimeout   = 60 * time.Second
+	transactionRideOut          = 30 * time.Second
+	brokerMaxTransactionTimeout = 900 * time.Second
+	defaultMaxPollInterval      = 300 * time.Second
+	maxRecordsPerTxnLimit       = 1_000_000
 )
 
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -170,8 +177,13 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	}
 	c.LogLevel = p.level(EnvLogLevel)
 	c.Kafka, c.kafkaVar = p.kafka(environ)
-	c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
+	if _, set := c.Kafka["transaction.timeout.ms"]; set {
+		c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
+	} else {
+		c.TransactionTimeout, c.txnTimeoutDerived = c.deriveTransactionTimeout(), true
+		c.Kafka["transaction.timeout.ms"] = strconv.FormatInt(c.TransactionTimeout.Milliseconds(), 10)
+	}
 	p.validate(c)
 	p.validateFailures(c)
 	if len(p.errs) > 0 {
@@ -340,9 +352,6 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string) {
 	if _, ok := props["auto.offset.reset"]; !ok {
 		props["auto.offset.reset"] = "earliest"
 	}
-	if _, ok := props["transaction.timeout.ms"]; !ok {
-		props["transaction.timeout.ms"] = strconv.Itoa(int(defaultTransactionTimeout / time.Millisecond))
-	}
 	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
 		p.fail(EnvBootstrapServers, "required but not set")
 	}
@@ -446,6 +455,8 @@ func (c *Config) Effective() []string {
 		}
 		val := c.raw[v.Name]
 		switch {
+		case v.Name == EnvSchemaReaderVersion && val == "" && c.SchemaReaderVersion > 0:
+			val = strconv.Itoa(c.SchemaReaderVersion) // derived from the accepted versions
 		case secretVars[v.Name] && val != "":
 			val = "****"
 		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:

@@ -57,8 +57,8 @@ func TestDefaults(t *testing.T) {
 		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:9464"},
 		{"output", c.OutputTopicFor("orders"), "orders.valid"},
 		{"auto.offset.reset", c.Kafka["auto.offset.reset"], "earliest"},
-		{"TransactionTimeout", c.TransactionTimeout, 10 * time.Second},
-		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "10000"},
+		{"TransactionTimeout", c.TransactionTimeout, 60 * time.Second},
+		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "60000"},
 		{"MaxPollInterval", c.MaxPollInterval, 300 * time.Second},
 	}
 	for _, ch := range checks {

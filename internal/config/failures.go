@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +46,56 @@ func (c *Config) AttemptBound() time.Duration {
 func (c *Config) InPlaceBound() time.Duration {
 	b := time.Duration(c.BlockingAttempts)
 	return (b+1)*c.AttemptBound() + b*c.BlockingBackoff
+}
+
+// TransactionBudget is the longest a transaction can legitimately stay
+// open: the commit interval, the longest in-place retry of its last record,
+// and one commit call.
+func (c *Config) TransactionBudget() time.Duration {
+	return c.CommitInterval + c.InPlaceBound() + c.OpTimeout
+}
+
+// budgetTerms spells the budget out for messages, so the user sees which
+// setting makes it long.
+func (c *Config) budgetTerms() string {
+	return fmt.Sprintf("%s (%s) + %d×(attempt %s + backoff %s) + first attempt %s + %s (%s) = %s",
+		EnvCommitInterval, c.CommitInterval, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
+		c.AttemptBound(), EnvOpTimeout, c.OpTimeout, c.TransactionBudget())
+}
+
+// deriveTransactionTimeout is transaction.timeout.ms when the user has not
+// set it: the budget plus room to ride out a broker restart, at least
+// defaultTransactionTimeout, in whole seconds, and at most what a broker
+// with default settings accepts. Validation reports a budget that does not
+// fit even that.
+func (c *Config) deriveTransactionTimeout() time.Duration {
+	d := max(defaultTransactionTimeout, (c.TransactionBudget() + transactionRideOut + time.Second - 1).Truncate(time.Second))
+	return min(d, brokerMaxTransactionTimeout)
+}
+
+// FitBrokerTransactionMax checks transaction.timeout.ms against the
+// broker's transaction.max.timeout.ms, which only the broker knows: the
+// broker refuses every transaction of a producer asking for more. A derived
+// timeout is lowered to the broker's limit when the budget still fits in
+// it; a timeout the user set is never changed.
+func (c *Config) FitBrokerTransactionMax(limit time.Duration) (lowered bool, err error) {
+	if limit <= 0 || c.TransactionTimeout <= limit {
+		return false, nil
+	}
+	prop := "transaction.timeout.ms"
+	if !c.txnTimeoutDerived {
+		return false, &Error{Var: c.VarForProperty(prop), Problem: fmt.Sprintf(
+			"%s is more than the broker's transaction.max.timeout.ms (%s), so the broker would refuse every transaction; set at most %d",
+			c.TransactionTimeout, limit, limit.Milliseconds())}
+	}
+	if c.TransactionBudget() >= limit {
+		return false, &Error{Var: EnvBlockingAttempts, Problem: fmt.Sprintf(
+			"the blocking retry does not fit the broker's transaction.max.timeout.ms (%s): %s; lower %s, %s, %s or %s",
+			limit, c.budgetTerms(), EnvBlockingAttempts, EnvSchemaTimeout, EnvHookTimeout, EnvBlockingBackoff)}
+	}
+	c.TransactionTimeout = limit
+	c.Kafka[prop] = strconv.FormatInt(limit.Milliseconds(), 10)
+	return true, nil
 }
 
 // validateFailures checks the failure state machine's settings.
@@ -147,17 +199,22 @@ func (p *parser) validateFailures(c *Config) {
 	// call, must end before the broker aborts the transaction and before
 	// the group evicts this member.
 	if c.CommitInterval > 0 && c.OpTimeout > 0 {
-		need := c.CommitInterval + c.InPlaceBound() + c.OpTimeout
-		for _, limit := range []struct {
-			d    time.Duration
-			prop string
-		}{{c.TransactionTimeout, "transaction.timeout.ms"}, {c.MaxPollInterval, "max.poll.interval.ms"}} {
-			if need >= limit.d {
-				p.fail(EnvBlockingAttempts, "the blocking retry does not fit %s (%s, %s): %s + %d×(%s + %s) + %s + %s (%s) = %s; lower %s, %s, %s or %s, or raise %s",
-					limit.prop, limit.d, c.VarForProperty(limit.prop),
-					EnvCommitInterval, c.BlockingAttempts, "attempt "+c.AttemptBound().String(), "backoff "+c.BlockingBackoff.String(), "first attempt "+c.AttemptBound().String(), EnvOpTimeout, c.OpTimeout, need,
-					EnvBlockingAttempts, EnvSchemaTimeout, EnvHookTimeout, EnvBlockingBackoff, c.VarForProperty(limit.prop))
-			}
+		need := c.TransactionBudget()
+		lower := fmt.Sprintf("%s, %s, %s or %s", EnvBlockingAttempts, EnvSchemaTimeout, EnvHookTimeout, EnvBlockingBackoff)
+		txnVar := c.VarForProperty("transaction.timeout.ms")
+		switch {
+		case need < c.TransactionTimeout:
+		case c.txnTimeoutDerived:
+			// Only a budget over the broker's default limit gets here.
+			p.fail(EnvBlockingAttempts, "the blocking retry does not fit transaction.timeout.ms, which relay derives up to %s (the broker's default transaction.max.timeout.ms): %s; lower %s, or set %s if the broker allows more",
+				brokerMaxTransactionTimeout, c.budgetTerms(), lower, txnVar)
+		default:
+			p.fail(txnVar, "%s is too short for the blocking retry: %s; raise it (or unset it, and relay derives one that fits), or lower %s",
+				c.TransactionTimeout, c.budgetTerms(), lower)
+		}
+		if need >= c.MaxPollInterval {
+			p.fail(EnvBlockingAttempts, "the blocking retry does not fit max.poll.interval.ms (%s, %s): %s; lower %s, or raise %s",
+				c.MaxPollInterval, c.VarForProperty("max.poll.interval.ms"), c.budgetTerms(), lower, c.VarForProperty("max.poll.interval.ms"))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,10 +68,15 @@ func TestFailureSettingsRejected(t *testing.T) {
 		{merge(reg, map[string]string{EnvRedactPattern: "(unclosed"}), EnvRedactPattern, "RE2"},
 		{merge(reg, map[string]string{EnvCompatHeaders: "spring,jms"}), EnvCompatHeaders, `"jms"`},
 		{merge(reg, map[string]string{EnvQuarantineRetention: "24h"}), EnvQuarantineRetention, "shorter than " + EnvQuarantineObjective},
-		// The blocking retry must fit the transaction: 100ms + 3×(1s+2s)
-		// + 2×200ms + 5s > 10s.
-		{merge(reg, map[string]string{EnvHookURL: "http://hook:8080/x"}), EnvBlockingAttempts, "transaction.timeout.ms"},
-		{merge(reg, map[string]string{EnvBlockingAttempts: "9"}), EnvBlockingAttempts, "does not fit"},
+		// A transaction timeout the user sets must hold the blocking
+		// retry: 100ms + 3×(1s+2s) + 2×200ms + 5s = 14.5s > 10s.
+		{merge(reg, map[string]string{EnvHookURL: "http://hook:8080/x", EnvTransactionTimeout: "10000"}), EnvTransactionTimeout, "too short for the blocking retry"},
+		// 100ms + 11×(1s+30s) + 10×200ms + 5s = 348.1s: past
+		// max.poll.interval.ms, whatever the transaction timeout.
+		{merge(reg, map[string]string{EnvHookURL: "http://hook:8080/x", EnvHookTimeout: "30s", EnvBlockingAttempts: "10"}), EnvBlockingAttempts, "does not fit max.poll.interval.ms"},
+		// With max.poll.interval.ms raised, the derived timeout stops at
+		// the broker's default transaction.max.timeout.ms (15m).
+		{merge(reg, map[string]string{EnvHookURL: "http://hook:8080/x", EnvHookTimeout: "90s", EnvBlockingAttempts: "10", "RELAY_KAFKA_MAX_POLL_INTERVAL_MS": "3600000"}), EnvBlockingAttempts, "derives up to 15m0s"},
 	}
 	for _, tc := range cases {
 		_, err := load(t, tc.env)
@@ -92,6 +98,63 @@ func TestFailureSettingsRejected(t *testing.T) {
 	}
 }
 
+// TestDerivedTransactionTimeout: unset, transaction.timeout.ms is a minute,
+// or the budget plus 30s in whole seconds when that is longer; set, it is
+// the user's.
+func TestDerivedTransactionTimeout(t *testing.T) {
+	reg := map[string]string{EnvSchemaRegistryURL: "http://r:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1", EnvHookURL: "http://hook:8080/x"}
+	for _, tc := range []struct {
+		extra map[string]string
+		want  time.Duration
+	}{
+		{nil, time.Minute},
+		{reg, time.Minute},
+		// 100ms + 11×(1s+2s) + 10×200ms + 5s = 40.1s, + 30s → 71s.
+		{map[string]string{EnvBlockingAttempts: "10"}, 71 * time.Second},
+		{map[string]string{EnvTransactionTimeout: "20000"}, 20 * time.Second},
+	} {
+		env := with(reg)
+		if tc.extra == nil {
+			env = with(nil)
+		}
+		for k, v := range tc.extra {
+			env[k] = v
+		}
+		c, err := load(t, env)
+		if err != nil {
+			t.Errorf("%v: %v", tc.extra, err)
+			continue
+		}
+		if c.TransactionTimeout != tc.want || c.Kafka["transaction.timeout.ms"] != strconv.FormatInt(tc.want.Milliseconds(), 10) {
+			t.Errorf("%v: transaction timeout %s (%s ms), want %s", tc.extra, c.TransactionTimeout, c.Kafka["transaction.timeout.ms"], tc.want)
+		}
+	}
+}
+
+// TestFitBrokerTransactionMax: a broker that allows less than relay derived
+// gets its limit when the budget fits in it; a value the user set is never
+// changed, and one the broker would refuse is an error naming it.
+func TestFitBrokerTransactionMax(t *testing.T) {
+	c, err := load(t, minimal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lowered, err := c.FitBrokerTransactionMax(15 * time.Minute); lowered || err != nil {
+		t.Errorf("within the limit: lowered %v, %v", lowered, err)
+	}
+	if lowered, err := c.FitBrokerTransactionMax(30 * time.Second); !lowered || err != nil || c.TransactionTimeout != 30*time.Second || c.Kafka["transaction.timeout.ms"] != "30000" {
+		t.Errorf("derived, broker allows 30s: lowered %v, %v, timeout %s (%s)", lowered, err, c.TransactionTimeout, c.Kafka["transaction.timeout.ms"])
+	}
+	c, _ = load(t, minimal)
+	if _, err := c.FitBrokerTransactionMax(5 * time.Second); err == nil || !strings.Contains(err.Error(), EnvBlockingAttempts+":") {
+		t.Errorf("derived, budget 5.5s over a 5s broker limit: %v", err)
+	}
+	c, _ = load(t, with(map[string]string{EnvTransactionTimeout: "120000"}))
+	if _, err := c.FitBrokerTransactionMax(time.Minute); err == nil || !strings.Contains(err.Error(), EnvTransactionTimeout+":") || c.TransactionTimeout != 2*time.Minute {
+		t.Errorf("set by the user over the broker's limit: %v, timeout %s", err, c.TransactionTimeout)
+	}
+}
+
 func TestEffectiveMasksRegistrySecrets(t *testing.T) {
 	c, err := load(t, with(map[string]string{
 		EnvSchemaRegistryURL: "https://user:pa55@registry:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1",
@@ -103,5 +166,42 @@ func TestEffectiveMasksRegistrySecrets(t *testing.T) {
 	out := strings.Join(c.Effective(), "\n")
 	if strings.Contains(out, "pa55") || strings.Contains(out, "t0ken") || !strings.Contains(out, EnvRetryTiers+"=30s,5m") {
 		t.Fatalf("effective config:\n%s", out)
+	}
+}
+
+// TestDefaultsFitEveryFeatureCombination: with only the required variables
+// and the settings each optional feature needs, every combination of
+// registry, rules, hook and ordering policy must load with the defaults.
+func TestDefaultsFitEveryFeatureCombination(t *testing.T) {
+	features := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"plain", nil},
+		{"registry", map[string]string{EnvSchemaRegistryURL: "http://r:8081/apis/ccompat/v7", EnvSchemaSubject: "orders-value", EnvSchemaAccept: "2-3"}},
+		{"registry+rules", map[string]string{EnvSchemaRegistryURL: "http://r:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1", EnvRulesFile: "/etc/relay/rules.yaml"}},
+		{"registry+hook", map[string]string{EnvSchemaRegistryURL: "http://r:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1", EnvHookURL: "http://hook:8080/x"}},
+		{"registry+rules+hook", map[string]string{EnvSchemaRegistryURL: "http://r:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1", EnvRulesFile: "/etc/relay/rules.yaml", EnvHookURL: "http://hook:8080/x"}},
+	}
+	for _, f := range features {
+		for _, ordering := range []string{"key", "partition", "unordered"} {
+			for _, onQuarantine := range []string{"release", "hold"} {
+				name := f.name + "/" + ordering + "/" + onQuarantine
+				env := with(f.env)
+				env[EnvOrdering] = ordering
+				env[EnvOrderingOnQuarantine] = onQuarantine
+				c, err := load(t, env)
+				if err != nil {
+					t.Errorf("%s: defaults refused:\n%v", name, err)
+					continue
+				}
+				// The transaction must hold the longest in-place retry and
+				// still ride out a broker restart of about 15s.
+				need := c.CommitInterval + c.InPlaceBound() + c.OpTimeout
+				if c.TransactionTimeout < need+15*time.Second || c.TransactionTimeout > brokerMaxTransactionTimeout {
+					t.Errorf("%s: transaction.timeout.ms %s for a budget of %s", name, c.TransactionTimeout, need)
+				}
+			}
+		}
 	}
 }

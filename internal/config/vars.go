@@ -57,7 +57,8 @@ const (
 	// librdkafka's (latest): a new group must never silently skip records
 	// already in its topics.
 	EnvAutoOffsetReset = KafkaPrefix + "AUTO_OFFSET_RESET"
-	// EnvTransactionTimeout also has a relay default, see Vars.
+	// EnvTransactionTimeout has a relay default derived from the
+	// transaction budget, see Vars.
 	EnvTransactionTimeout = KafkaPrefix + "TRANSACTION_TIMEOUT_MS"
 )
 
@@ -107,7 +108,7 @@ var Vars = []Var{
 	{Name: EnvQuarantineRetention, Default: "720h", Help: "retention.ms relay topics apply gives quarantine and rejected topics"},
 	{Name: EnvOutputRetention, Default: "168h", Help: "retention.ms relay topics apply gives output and replay topics"},
 	{Name: EnvActor, Help: "who relay quarantine discard and relay replay record in the ledger (--actor overrides it); default: user@host"},
-	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; must be shorter than transaction.timeout.ms and max.poll.interval.ms"},
+	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit transaction.timeout.ms and max.poll.interval.ms"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},
 	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than transaction.timeout.ms"},
@@ -115,7 +116,7 @@ var Vars = []Var{
 	{Name: EnvLogLevel, Default: "info", Help: "debug, info, warn or error"},
 	{Name: EnvLogFormat, Default: "json", Help: "json or text (structured logs on stderr)"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts; relay's default is earliest, not librdkafka's latest"},
-	{Name: EnvTransactionTimeout, Default: "10000", Help: "transaction.timeout.ms; relay's default is 10s, not librdkafka's 60s: the transaction of an instance that dies for good blocks read_committed readers of its partitions until the broker aborts it after this long"},
+	{Name: EnvTransactionTimeout, Default: "60000", Help: "transaction.timeout.ms; unset: 60s, or the transaction budget plus 30s when longer, at most the broker's default transaction.max.timeout.ms (900000), and lowered to the broker's own limit when that is less and the budget fits: long enough to ride out a broker restart"},
 }
 
 // managedProps are librdkafka properties relay sets itself; overriding them

@@ -22,7 +22,7 @@ type Grower interface {
 // partitions moves no record and is the one change relay makes to an
 // existing topic: relay writes every derived record to an explicit
 // partition (the source's number), never by key hash, so no key moves.
-func Grow(ctx context.Context, a Grower, states []State) ([]string, error) {
+func Grow(ctx context.Context, a Grower, w Watermarks, states []State) ([]string, error) {
 	var specs []kafka.PartitionsSpecification
 	for _, s := range states {
 		if s.Have > 0 && s.Have < s.Partitions {
@@ -63,6 +63,9 @@ func Grow(ctx context.Context, a Grower, states []State) ([]string, error) {
 				return grown, fmt.Errorf("%s was given %d partitions, but its metadata does not show them yet: %w", sp.Topic, sp.IncreaseTo, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
+		}
+		if err := waitAnswering(ctx, w, sp.Topic, sp.IncreaseTo); err != nil {
+			return grown, err
 		}
 	}
 	return grown, nil

@@ -141,13 +141,23 @@ func Check(states []State) error {
 	return errors.Join(errs...)
 }
 
-// Apply creates the missing topics of states. Existing topics are left as
-// they are: a too-small one is reported by Check, never altered.
-func Apply(ctx context.Context, a Admin, states []State, replication int) ([]string, error) {
+// Watermarks reads a partition's low and high offsets (a ListOffsets
+// request to its leader); *kafka.Producer and *kafka.Consumer have it.
+type Watermarks interface {
+	QueryWatermarkOffsets(topic string, partition int32, timeoutMs int) (low, high int64, err error)
+}
+
+// Apply creates the missing topics of states and returns when each
+// partition of what it created answers its leader's requests, or ctx ends.
+// Existing topics are left as they are (Grow adds partitions to a
+// too-small one).
+func Apply(ctx context.Context, a Admin, w Watermarks, states []State, replication int) ([]string, error) {
 	var specs []kafka.TopicSpecification
+	parts := map[string]int{}
 	for _, s := range states {
 		if s.Have == 0 {
 			specs = append(specs, kafka.TopicSpecification{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: replication, Config: s.Configs})
+			parts[s.Name] = s.Partitions
 		}
 	}
 	if len(specs) == 0 {
@@ -187,7 +197,39 @@ func Apply(ctx context.Context, a Admin, states []State, replication int) ([]str
 			}
 		}
 	}
+	// A leader in the metadata is not yet a leader that serves: on a
+	// fresh broker a partition can answer "not leader" for a while after
+	// the metadata names its leader. The next client's first request
+	// (relay-demo's watermarks, relay's preflight) must not meet that.
+	for _, name := range created {
+		if err := waitAnswering(ctx, w, name, parts[name]); err != nil {
+			return created, err
+		}
+	}
 	return created, nil
+}
+
+// waitAnswering waits until a watermark query succeeds on every partition
+// of topic, retrying any error until ctx ends: right after creation every
+// error (not leader, unknown partition, leader not available) is the broker
+// still setting the partition up.
+func waitAnswering(ctx context.Context, w Watermarks, topic string, partitions int) error {
+	for p := range int32(partitions) {
+		backoff := 50 * time.Millisecond
+		for {
+			_, _, err := w.QueryWatermarkOffsets(topic, p, 5000)
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: partition %d does not answer its leader's requests yet (%w): %w", topic, p, err, ctx.Err())
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	return nil
 }
 
 func ready(t kafka.TopicMetadata) bool {

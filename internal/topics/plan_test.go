@@ -1,8 +1,11 @@
 package topics
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
 )
@@ -51,5 +54,41 @@ func TestPlanEveryHopKeepsSourcePartitions(t *testing.T) {
 	}
 	if err := Check([]State{short, {Spec: got["orders.valid"], Have: 12}}); err == nil || strings.Count(err.Error(), "\n") != 0 {
 		t.Errorf("check: %v", err)
+	}
+}
+
+// flakyWatermarks answers "not leader" to the first fails queries of each
+// partition, as a fresh broker does for a while after creating a topic.
+type flakyWatermarks struct {
+	fails int
+	calls map[int32]int
+}
+
+func (f *flakyWatermarks) QueryWatermarkOffsets(_ string, p int32, _ int) (int64, int64, error) {
+	f.calls[p]++
+	if f.calls[p] <= f.fails {
+		return 0, 0, kafka.NewError(kafka.ErrNotLeaderForPartition, "Broker: Not leader for partition", true)
+	}
+	return 0, 0, nil
+}
+
+func TestWaitAnsweringRetriesUntilEveryPartitionAnswers(t *testing.T) {
+	w := &flakyWatermarks{fails: 2, calls: map[int32]int{}}
+	if err := waitAnswering(context.Background(), w, "orders.valid", 3); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		if w.calls[p] != 3 {
+			t.Errorf("partition %d asked %d times, want 3", p, w.calls[p])
+		}
+	}
+	// A partition that never answers ends with the topic, the partition
+	// and the broker's last word, once ctx ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w = &flakyWatermarks{fails: 1 << 30, calls: map[int32]int{}}
+	err := waitAnswering(ctx, w, "orders.valid", 3)
+	if err == nil || !strings.Contains(err.Error(), "orders.valid") || !strings.Contains(err.Error(), "partition 0") || !strings.Contains(err.Error(), "Not leader") {
+		t.Errorf("never answering: %v", err)
 	}
 }

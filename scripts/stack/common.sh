@@ -25,8 +25,9 @@ KAFKA_VERSION=4.1.1
 # shellcheck disable=SC2034
 APICURIO_VERSION=3.0.9
 
-# Single place for the install hint so every "missing tool" error says the same.
-STACK_INSTALL_HINT="install with: apt-get install openjdk-17-jre-headless maven"
+# Single place for the install hint so every "missing tool" error says the
+# same; scripts/install.sh knows the packages (make demo and make test run it).
+STACK_INSTALL_HINT="scripts/install.sh installs it (or prints the command that would)"
 
 die() {
   printf '%s: error: %s\n' "${0##*/}" "$*" >&2
@@ -82,7 +83,7 @@ require_mvn() {
 }
 
 require_curl() {
-  command -v curl >/dev/null 2>&1 || die "curl not found on PATH; install with: apt-get install curl"
+  command -v curl >/dev/null 2>&1 || die "curl not found on PATH; $STACK_INSTALL_HINT"
 }
 
 ensure_dirs() {
