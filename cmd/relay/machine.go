@@ -43,6 +43,7 @@ func policy(cfg *config.Config) tiers.Policy {
 	p := tiers.Policy{
 		BlockingAttempts: cfg.BlockingAttempts, BlockingBackoff: cfg.BlockingBackoff, BlockingMaxWait: cfg.BlockingBackoff,
 		MaxAttempts: cfg.RetryMaxAttempts, MaxElapsed: cfg.RetryMaxElapsed, UnknownAttempts: cfg.UnclassifiedAttempts,
+		WaitInPlace: cfg.Ordering == "partition",
 	}
 	for _, t := range cfg.RetryTiers {
 		p.Tiers = append(p.Tiers, t.Delay)

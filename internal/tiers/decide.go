@@ -175,6 +175,10 @@ type Policy struct {
 	// UnknownAttempts bounds all attempts of a record whose failure is of
 	// the Unknown class (at most MaxAttempts).
 	UnknownAttempts int
+	// WaitInPlace: the tiers are waits of the record at its place in its
+	// own partition (partition ordering), not shared tier topics, so a
+	// Retry-After is simply waited for.
+	WaitInPlace bool
 }
 
 // State is what is known of a record's failures so far.
@@ -232,20 +236,41 @@ func (p Policy) Decide(err error, s State, now time.Time) Decision {
 	if !s.AtSource {
 		tier = min(s.Tier+1, len(p.Tiers)-1)
 	}
-	// A tier partition is read in order and paused until its head is
-	// due, so every record in a tier must be due its tier's delay after
-	// it was written: one due later would hold every record behind it.
-	// A Retry-After therefore picks the first tier whose delay is at
-	// least that long; past the last tier's delay the record is tried
-	// after the last delay, sooner than asked, and the attempt counts.
-	for tier < len(p.Tiers)-1 && p.Tiers[tier] < hint {
-		tier++
+	if p.WaitInPlace {
+		d := max(p.Tiers[tier], hint)
+		if !within(d) {
+			return exhausted
+		}
+		return Decision{Kind: RetryTier, Class: class, Code: code, Delay: d, Tier: tier}
 	}
+	tier = p.tierFor(tier, hint, within)
 	d := p.Tiers[tier]
 	if !within(d) {
 		return exhausted
 	}
 	return Decision{Kind: RetryTier, Class: class, Code: code, Delay: d, Tier: tier}
+}
+
+// tierFor picks the tier for a record whose next tier is natural and whose
+// dependency asked for a pause of hint. A tier partition is read in order
+// and paused until its head is due, so every record in a tier must be due
+// its tier's delay after it was written: one due later would hold every
+// record behind it. A Retry-After therefore picks the first tier whose
+// delay is at least that long — or, when that tier would pass the elapsed
+// budget or there is none, the longest tier from natural on that fits
+// (tried sooner than asked; the attempt counts).
+func (p Policy) tierFor(natural int, hint time.Duration, within func(time.Duration) bool) int {
+	best := natural
+	for t := natural; t < len(p.Tiers); t++ {
+		if !within(p.Tiers[t]) {
+			break
+		}
+		best = t
+		if p.Tiers[t] >= hint {
+			break
+		}
+	}
+	return best
 }
 
 // WorstInPlace is the longest a record can be retried in place, given the

@@ -73,6 +73,21 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+	// A Retry-After never escalates past the elapsed budget: with 2m left,
+	// a 45s hint that the 5m tier would honour stays in the 30s tier.
+	tight := policy
+	tight.MaxElapsed = 2 * time.Minute
+	rl := &Error{Cause: CauseHookRateLimited, RetryAfter: 45 * time.Second}
+	if got := tight.Decide(rl, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0); got.Kind != RetryTier || got.Tier != 0 || got.Delay != 30*time.Second {
+		t.Errorf("retry-after with a tight budget: %+v, want tier 0 after 30s", got)
+	}
+	// Waiting in place (partition ordering) there is no shared tier: the
+	// Retry-After is waited for as asked.
+	inPlace := policy
+	inPlace.WaitInPlace = true
+	if got := inPlace.Decide(rl, State{Attempt: 1, AtSource: true, FirstFailedAt: t0}, t0); got.Kind != RetryTier || got.Tier != 0 || got.Delay != 45*time.Second {
+		t.Errorf("retry-after waiting in place: %+v, want tier 0 after 45s", got)
+	}
 	p := policy
 	p.MaxAttempts = 10
 	got := p.Decide(unavailable, State{Attempt: 6, Tier: 1, FirstFailedAt: t0}, t0.Add(10*time.Minute))

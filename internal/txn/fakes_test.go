@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -27,6 +28,11 @@ var (
 	errOdd       = fakeErr{code: kafka.ErrState}
 )
 
+// sleepEvent in a script makes that Poll take so long and return nothing.
+type sleepEvent time.Duration
+
+func (e sleepEvent) String() string { return "sleep " + time.Duration(e).String() }
+
 // fakeConsumer plays a script of events; when the script is done it calls
 // onIdle (which usually cancels the test's context).
 type fakeConsumer struct {
@@ -37,12 +43,13 @@ type fakeConsumer struct {
 	committed map[int32]kafka.Offset // partition → committed offset
 	// partErrs: the next Committed calls answer these partitions with
 	// an error and offset -1001, as librdkafka does per partition.
-	partErrs []int32
-	seeks    []kafka.TopicPartition
-	lost     bool
-	closed   bool
-	pauses   []int32
-	resumes  []int32
+	partErrs    []int32
+	partErrCode kafka.ErrorCode // default: coordinator loading
+	seeks       []kafka.TopicPartition
+	lost        bool
+	closed      bool
+	pauses      []int32
+	resumes     []int32
 	// afterRevoke runs when the rebalance callback has returned from a
 	// revoke, i.e. when librdkafka would hand the partitions over.
 	afterRevoke func()
@@ -63,7 +70,10 @@ func (c *fakeConsumer) Poll(int) kafka.Event {
 	ev := c.script[0]
 	c.script = c.script[1:]
 	// Rebalance events go to the callback, as librdkafka does inside Poll.
-	switch ev.(type) {
+	switch e := ev.(type) {
+	case sleepEvent:
+		time.Sleep(time.Duration(e))
+		return nil
 	case kafka.AssignedPartitions:
 		_ = c.cb(nil, ev)
 		return nil
@@ -88,7 +98,11 @@ func (c *fakeConsumer) Committed(parts []kafka.TopicPartition, _ int) ([]kafka.T
 		if len(c.partErrs) > 0 && c.partErrs[0] == tp.Partition {
 			c.partErrs = c.partErrs[1:]
 			out[i].Offset = kafka.OffsetInvalid
-			out[i].Error = kafka.NewError(kafka.ErrCoordinatorLoadInProgress, "coordinator loading", false)
+			code := c.partErrCode
+			if code == 0 {
+				code = kafka.ErrCoordinatorLoadInProgress
+			}
+			out[i].Error = kafka.NewError(code, "partition error", false)
 		}
 	}
 	return out, nil

@@ -3,7 +3,9 @@ package txn
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -87,5 +89,66 @@ func TestRewindRetriesCommittedPartitionError(t *testing.T) {
 	}
 	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 42}) {
 		t.Fatalf("seeks %v, want partition 0 at the committed 42, not the transaction's first offset 40", got)
+	}
+}
+
+// Reports of purged messages (librdkafka purges the queue when a
+// transaction turns abortable) are no partition's fault: only the report
+// that names a partition fault holds its source partition back.
+func TestOnlyPartitionFaultsAreBlamed(t *testing.T) {
+	l := New(Settings{}, &fakeConsumer{}, nil, nil, discard(), nil)
+	for p := range int32(3) {
+		l.wrote(tpKey{"src", p}, &Output{Topic: "out", Partition: p})
+	}
+	out := "out"
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)})
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 1, Error: kafka.NewError(kafka.ErrMsgTimedOut, "timed out", false)})
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 2, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)})
+	blamed := l.blame(false)
+	if len(blamed) != 1 || blamed[tpKey{"src", 2}] == nil {
+		t.Fatalf("blamed %v, want only src[2]", blamed)
+	}
+}
+
+// A held partition is tried again in a transaction of its own: the open
+// transaction, with the other partitions' work, commits first, so a
+// partition that still cannot be written does not abort theirs.
+func TestStalledPartitionRetriedAfterCommit(t *testing.T) {
+	old := stallBackoff
+	stallBackoff = backoff{base: 40 * time.Millisecond, limit: 40 * time.Millisecond}
+	t.Cleanup(func() { stallBackoff = old })
+	p := newFakeProducer()
+	p.produceErrs = []error{fakeErr{code: kafka.ErrUnknownPartition}}
+	h := newHarness(t, p)
+	c := h.c
+	c.committed[0], c.committed[1] = 5, 3
+	if err := h.run(c.assign(0, 1), c.msg(1, 3), c.msg(0, 5), sleepEvent(50*time.Millisecond), c.msg(1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if p.abortedTxns != 1 || p.committedTxns != 2 {
+		t.Fatalf("aborted %d, committed %d; want the failed try aborted, then two commits", p.abortedTxns, p.committedTxns)
+	}
+	if got := offsetsOf(p.sentOffsets[0]); !mapsEqual(got, map[int32]int64{0: 6}) {
+		t.Fatalf("first commit %v, want partition 0's work alone before partition 1 is tried again", got)
+	}
+	if got := offsetsOf(p.sentOffsets[1]); !mapsEqual(got, map[int32]int64{1: 4}) {
+		t.Fatalf("second commit %v, want partition 1 at 4", got)
+	}
+	if !slices.Contains(c.pauses, 1) || !slices.Contains(c.resumes, 1) {
+		t.Fatalf("pauses %v resumes %v: partition 1 must be held, then resumed", c.pauses, c.resumes)
+	}
+}
+
+// A partition's permanent answer to the committed-offset fetch (not
+// authorised) stops relay instead of retrying without polling for ever.
+func TestRewindStopsOnPermanentCommittedError(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errAbortable}
+	h := newHarness(t, p)
+	h.c.partErrCode = kafka.ErrTopicAuthorizationFailed
+	h.c.partErrs = []int32{0}
+	err := h.run(h.c.assign(0), h.c.msg(0, 1))
+	if !errors.Is(err, ErrFatal) {
+		t.Fatalf("Run = %v, want ErrFatal", err)
 	}
 }

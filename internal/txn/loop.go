@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -62,11 +61,9 @@ type Loop struct {
 	deliveries deliveryFailures
 	reportWait time.Duration // for a delivery report after an abort
 
-	// trouble is when a broker call last failed (unix nanoseconds);
-	// fenceRecoveries counts fences recovered from since the last commit
+	// recoveries are the times of recent recoveries from fatal errors
 	// (see fence.go).
-	trouble         atomic.Int64
-	fenceRecoveries int
+	recoveries []time.Time
 
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
@@ -121,7 +118,6 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			if ev.IsFatal() {
 				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
 			} else {
-				l.noteTrouble(ev)
 				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
 			}
 		}
@@ -223,11 +219,11 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		if err := l.produce(&outs[i]); err != nil {
 			l.log.Error("produce failed; aborting transaction, the record stays in its source",
 				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
-			if !isCode(err, kafka.ErrState) && !isCode(err, kafka.ErrQueueFull) {
-				// The output itself cannot be written. (_STATE says an
-				// earlier delivery failed: the delivery reports tell
-				// which partition is to blame. A full queue is the
-				// brokers being slow, no partition's fault.)
+			if isPartitionFault(err) {
+				// The output itself cannot be written. (Other errors are
+				// no partition's fault: _STATE says an earlier delivery
+				// failed, and its report names the partition; a full
+				// queue is the brokers being slow.)
 				l.suspect(tp, err)
 			}
 			l.abortAfterProduce(ctx, err)
@@ -307,7 +303,6 @@ func (l *Loop) end(ctx context.Context, why string) {
 	_ = l.deliveries.take() // reports of transactions aborted before
 	l.reset()
 	l.backoff.reset()
-	l.fenceRecoveries = 0
 }
 
 // retry makes a transactional call, each attempt with its own deadline,
@@ -323,7 +318,6 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 		if classify(err) != kindRetriable || ctx.Err() != nil {
 			return err
 		}
-		l.noteTrouble(err)
 	}
 	return err
 }
@@ -335,7 +329,11 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 		l.onFatal(ctx, op, err)
 	case kindAbort:
 		l.log.Warn("transaction must abort", "op", op, "err", err)
-		l.abortAsync(ctx, op)
+		if op == "begin" {
+			l.abort(ctx, op) // nothing was delivered yet
+		} else {
+			l.abortAsync(ctx, op)
+		}
 	default:
 		// Retriable errors that outlived their attempts, and errors
 		// librdkafka does not flag: the outcome is unknown, so it is not
@@ -477,9 +475,15 @@ func (l *Loop) rewind(ctx context.Context) {
 		// "nothing committed" would seek before a commit that landed
 		// and handle its records twice.
 		for _, c := range committed {
-			if c.Error != nil {
-				return fmt.Errorf("committed offset of %s: %w", keyOf(c), c.Error)
+			if c.Error == nil {
+				continue
 			}
+			if !transientCommitted[codeOf(c.Error)] {
+				// Asking again will not help (not authorised, no such
+				// topic): stop rather than spin without polling.
+				return fmt.Errorf("%w: committed offset of %s: %w", ErrFatal, keyOf(c), c.Error)
+			}
+			return fmt.Errorf("committed offset of %s: %w", keyOf(c), c.Error)
 		}
 		return nil
 	})
@@ -694,10 +698,12 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, ErrFatal) {
+			return err
+		}
 		if classify(err) == kindFatal {
 			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
 		}
-		l.noteTrouble(err)
 		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
 		t := time.NewTimer(backoff)
 		select {
@@ -722,7 +728,6 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 				l.deliveries.add(e.TopicPartition)
 			}
 		case kafka.Error:
-			l.noteTrouble(e)
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
 		}
 	}
@@ -749,6 +754,30 @@ func (l *Loop) close() error {
 		return fmt.Errorf("close consumer: %w", err)
 	}
 	return nil
+}
+
+// transientCommitted are the per-partition answers of an offset fetch
+// that a later fetch may not give: the coordinator is loading, moving, or
+// has a commit in flight (KIP-447's unstable offsets).
+var transientCommitted = map[kafka.ErrorCode]bool{
+	kafka.ErrCoordinatorLoadInProgress: true,
+	kafka.ErrCoordinatorNotAvailable:   true,
+	kafka.ErrNotCoordinator:            true,
+	kafka.ErrUnstableOffsetCommit:      true,
+	kafka.ErrTimedOut:                  true,
+	kafka.ErrRequestTimedOut:           true,
+	kafka.ErrTransport:                 true,
+	kafka.ErrAllBrokersDown:            true,
+	kafka.ErrNetworkException:          true,
+	kafka.ErrRebalanceInProgress:       true,
+}
+
+func codeOf(err error) kafka.ErrorCode {
+	var ke kafkaError
+	if errors.As(err, &ke) {
+		return ke.Code()
+	}
+	return kafka.ErrUnknown
 }
 
 // tpKey identifies a partition. kafka.TopicPartition cannot be a map key:

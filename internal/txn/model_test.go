@@ -131,7 +131,15 @@ func (p *modelProducer) Produce(msg *kafka.Message, _ chan kafka.Event) error {
 		// Accepted now, but its delivery fails: the transaction can
 		// only abort, later produces answer _STATE, and the report
 		// says which partition failed.
+		// librdkafka purges what is queued and reports each purged
+		// message, as a failure that is no partition's fault, before
+		// the report of the one that failed.
 		p.broken = true
+		for q := range p.m.parts {
+			purged := kafka.TopicPartition{Topic: msg.TopicPartition.Topic, Partition: q,
+				Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)}
+			p.events <- &kafka.Message{TopicPartition: purged}
+		}
 		tp := msg.TopicPartition
 		tp.Error = kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)
 		p.events <- &kafka.Message{TopicPartition: tp}

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -44,7 +45,31 @@ type deliveryFailures struct {
 
 const maxDeliveryFailures = 1024
 
+// partitionFaults are the delivery errors that say the output partition
+// (or its topic) cannot take the record. Every other failed report is no
+// partition's fault: when a transaction turns abortable, librdkafka purges
+// every queued message (_PURGE_QUEUE, _PURGE_INFLIGHT) and reports each,
+// before or after the one that failed; a timeout is an outage; a fence is
+// handled by the transactional calls.
+var partitionFaults = map[kafka.ErrorCode]bool{
+	kafka.ErrUnknownPartition:         true,
+	kafka.ErrUnknownTopic:             true,
+	kafka.ErrUnknownTopicOrPart:       true,
+	kafka.ErrMsgSizeTooLarge:          true,
+	kafka.ErrRecordListTooLarge:       true,
+	kafka.ErrInvalidRecord:            true,
+	kafka.ErrInvalidMsg:               true,
+	kafka.ErrInvalidMsgSize:           true,
+	kafka.ErrTopicAuthorizationFailed: true,
+	kafka.ErrPolicyViolation:          true,
+	kafka.ErrTopicException:           true,
+}
+
+// add keeps a failed delivery that blames its partition.
 func (d *deliveryFailures) add(tp kafka.TopicPartition) {
+	if !isPartitionFault(tp.Error) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.failed) < maxDeliveryFailures {
@@ -153,7 +178,27 @@ func hint(err error) string {
 }
 
 // resumeStalls lets held partitions be tried again once their wait is over.
+// The open transaction is committed first: a held partition that still
+// cannot be written aborts the transaction it is tried in, and that one
+// then holds little besides it, not the other partitions' work.
 func (l *Loop) resumeStalls(now time.Time) {
+	due := false
+	for _, st := range l.stalls {
+		due = due || (st.held && !now.Before(st.until))
+	}
+	if !due {
+		return
+	}
+	if l.open {
+		ctx := l.runCtx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		l.end(ctx, "stalled partition due")
+		if l.fatal != nil {
+			return
+		}
+	}
 	for tp, st := range l.stalls {
 		if !st.held || now.Before(st.until) {
 			continue
@@ -190,6 +235,11 @@ func (l *Loop) forgetStalls(parts []kafka.TopicPartition) {
 	if len(l.stalls) != n {
 		l.obs.Stalled(len(l.stalls))
 	}
+}
+
+func isPartitionFault(err error) bool {
+	var ke kafkaError
+	return errors.As(err, &ke) && partitionFaults[ke.Code()]
 }
 
 // isCode reports whether err carries librdkafka error code code.
