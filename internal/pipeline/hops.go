@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"strconv"
+	"time"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -31,10 +32,10 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 	}
 	m.count(outcome, d.Code)
 	m.Log.Info("record failed", "id", id, "outcome", outcome, "code", d.Code, "class", f.Class, "attempt", f.Attempt, "topic", topic, "error", f.Message)
-	outs := []txn.Output{hop(rec, topic, f, m.Compat.Headers(f))}
 	if d.Kind == tiers.RetryTier {
-		return outs
+		return []txn.Output{tierHop(rec, topic, f, m.Compat.Headers(f), now)}
 	}
+	outs := []txn.Output{hop(rec, topic, f, m.Compat.Headers(f))}
 	if st.Attempt > 1 || origin.Tier >= 0 {
 		m.end(outcome, st) // it had failed before in this pass
 	}
@@ -133,6 +134,18 @@ func (m *Machine) failureOf(rec *txn.Record, origin Origin, prev *envelope.Failu
 		}
 	}
 	return f
+}
+
+// tierHop is rec's next record in tier topic. Its timestamp is the hop's
+// time (now), so the tier's retention counts from when the record entered
+// the tier, not from the source's time, however old the backlog; the
+// record's own timestamp travels in the envelope (relay.record.timestamp)
+// and is what its output, quarantine or rejected record keeps.
+func tierHop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header, now time.Time) txn.Output {
+	f.RecordTimestamp = rec.Timestamp
+	out := hop(rec, topic, f, extra)
+	out.Timestamp = now
+	return out
 }
 
 // hop is rec's next record in topic: its original key, value, headers and

@@ -196,5 +196,5 @@ func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure,
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
 	m.count(OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{hop(rec, origin.Routes.Tiers[ks.Tier], f, nil)}, seq)
+	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[ks.Tier], f, nil, now)}, seq)
 }

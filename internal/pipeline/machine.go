@@ -160,6 +160,13 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			return nil, &txn.NotDueError{Until: f.NotBefore}
 		}
 		prev, id, srcOffset = f, f.ID, f.SourceOffset
+		if !f.RecordTimestamp.IsZero() {
+			// A tier record's own timestamp is its hop's time; from
+			// here on, the record has the one it entered relay with.
+			r := *rec
+			r.Timestamp = f.RecordTimestamp
+			rec = &r
+		}
 		st.Attempt, st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
 		if f.Code == CodeKeyBlocked {
 			// It only waited behind its key: this is its first pass,
