@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"encoding/base64"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -160,4 +162,27 @@ func hop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header)
 		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
 		Headers: headers, Timestamp: rec.Timestamp,
 	}
+}
+
+// keyString renders a key for the hook's JSON: text as is, other bytes in
+// base64, no key as null.
+func keyString(k []byte) *string {
+	if k == nil {
+		return nil
+	}
+	s := string(k)
+	if !utf8.ValidString(s) {
+		s = base64.StdEncoding.EncodeToString(k)
+	}
+	return &s
+}
+
+// appendTrace carries the record's W3C trace context to its next hop.
+func appendTrace(dst, src []txn.Header) []txn.Header {
+	for _, k := range []string{envelope.TraceParent, envelope.TraceState} {
+		if v, ok := envelope.Lookup(src, k); ok {
+			dst = append(dst, txn.Header{Key: k, Value: v})
+		}
+	}
+	return dst
 }

@@ -177,6 +177,35 @@ type keyedRecord struct {
 	seq   int64     // the record's place; -1 for a source record of a free key
 }
 
+// queue puts p in its key's queue (key ordering): a record of a blocked
+// key that is not at its turn follows the key's head into its tier, and
+// done is true. A record at its turn, or of a free key, goes on.
+func (m *Machine) queue(p *pass) (outs []txn.Output, done bool) {
+	p.keyed = m.Keys != nil && p.rec.Key != nil && len(p.origin.Routes.Tiers) > 0
+	if !p.keyed {
+		return nil, false
+	}
+	p.kr = keyedRecord{sk: stateKey(p.origin.Routes.Source, p.rec.Partition, p.rec.Key), seq: -1}
+	p.kr.state = m.Keys.get(p.kr.sk)
+	if p.origin.Tier >= 0 {
+		p.kr.seq = keySeq(p.rec.Headers)
+	}
+	if p.kr.state == nil {
+		return nil, false
+	}
+	switch {
+	case p.origin.Tier < 0 || p.kr.seq < 0:
+		// A new record of a blocked key joins its queue.
+		seq, ns := p.kr.state.Tail, *p.kr.state
+		ns.Tail++
+		return append(m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, seq), m.Keys.put(p.kr.sk, p.rec.Partition, &ns)), true
+	case p.kr.seq != p.kr.state.Next:
+		// Not its turn: back behind the head.
+		return m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, p.kr.seq), true
+	}
+	return nil, false
+}
+
 // follow writes rec behind the head of its key: into the head's tier, due
 // with the head, keeping (or giving) its place seq. It is not an attempt.
 func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, kr keyedRecord, seq int64) []txn.Output {

@@ -35,6 +35,7 @@ func (m *Machine) forget() {
 
 // OnCommit reports the outcomes of the committed transaction.
 func (m *Machine) OnCommit() {
+	m.waits.commit()
 	if m.Keys != nil {
 		m.Keys.commit()
 	}
@@ -59,6 +60,7 @@ func (m *Machine) OnCommit() {
 // will be handled again.
 func (m *Machine) OnAbort() {
 	m.forget()
+	m.waits.abort()
 	if m.Keys != nil {
 		m.Keys.abort()
 	}
@@ -123,6 +125,20 @@ func (m *Machine) settled() int {
 
 // OnRevoked implements txn.PartitionListener.
 func (m *Machine) OnRevoked(partitions []int32) {
+	m.forgetState(partitions)
+	m.waits.forget(partitions)
+}
+
+// Reload implements txn.StateReloader: after a commit whose outcome was
+// unknown, the durable state of the partitions is read again; their waits
+// (partition ordering) stay, as they do after an abort.
+func (m *Machine) Reload(ctx context.Context, partitions []int32) error {
+	m.forgetState(partitions)
+	return m.OnAssigned(ctx, partitions)
+}
+
+// forgetState drops what the state topic holds of the partitions.
+func (m *Machine) forgetState(partitions []int32) {
 	if m.Keys != nil {
 		m.Keys.Forget(partitions)
 	}
@@ -132,17 +148,11 @@ func (m *Machine) OnRevoked(partitions []int32) {
 	for _, p := range partitions {
 		delete(m.loaded, p)
 	}
-	for pk := range m.waiting {
-		for _, p := range partitions {
-			if pk.partition == p {
-				delete(m.waiting, pk)
-			}
-		}
-	}
 }
 
 var (
 	_ txn.Handler           = (*Machine)(nil)
 	_ txn.PartitionListener = (*Machine)(nil)
 	_ txn.TxnListener       = (*Machine)(nil)
+	_ txn.StateReloader     = (*Machine)(nil)
 )
