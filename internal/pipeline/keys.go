@@ -225,5 +225,14 @@ func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure,
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
 	m.count(OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[ks.Tier], f, nil, now)}, seq)
+	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[tierOf(ks, origin.Routes)], f, nil, now)}, seq)
+}
+
+// tierOf is the configured tier a key's followers go to: its head's, or,
+// when the key's state names a tier that is no longer configured (tiers
+// removed since it was written), the last one. Any tier keeps the key's
+// order, since a follower is tried only at its turn; the last is the one a
+// failing head stays in.
+func tierOf(ks *keyState, r *Routes) int {
+	return min(max(ks.Tier, 0), len(r.Tiers)-1)
 }

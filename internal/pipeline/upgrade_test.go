@@ -1,0 +1,48 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"relay/internal/envelope"
+)
+
+// shrunk is a key-ordering machine whose tiers were 30s,5m and are now
+// 30s only, with key A of partition 0 restored from the state topic, its
+// head in the tier that is gone (index 1).
+func shrunk(t *testing.T, tier int) *Machine {
+	t.Helper()
+	m, _, _ := keyed(t, false)
+	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+		Tiers: []string{"orders.retry.30s"}}})
+	m.Policy.Tiers = m.Policy.Tiers[:1]
+	st, _ := json.Marshal(keyState{Next: 0, Tail: 2, Tier: tier, NotBefore: t0.Add(4 * time.Minute), Head: "orders/0/10"})
+	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) {
+		return map[string][]byte{stateKey("orders", 0, []byte("A")): st}, nil
+	}
+	if err := m.OnAssigned(context.Background(), []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Regression: with RELAY_RETRY_TIERS=30s,5m and a key's head in the 5m
+// tier, relay restarted with 30s only panicked (index out of range in
+// follow) on the key's next record, on every restart. A follower of a head
+// whose tier is gone goes to the last configured tier, due with the head:
+// it is tried only at its turn, so its place in the queue, not its tier,
+// keeps the key's order.
+func TestFollowerOfRemovedTierGoesToLastTier(t *testing.T) {
+	for _, tier := range []int{1, 7, -1} {
+		m := shrunk(t, tier)
+		outs, err := m.Handle(context.Background(), rec("orders", 0, 12, "A"))
+		if err != nil || len(outs) != 2 || outs[0].Topic != "orders.retry.30s" || keySeq(outs[0].Headers) != 2 {
+			t.Fatalf("tier %d: %v %v", tier, topics(outs), err)
+		}
+		if f, _ := envelope.Parse(outs[0].Headers); f.Code != CodeKeyBlocked || !f.NotBefore.Equal(t0.Add(4*time.Minute)) {
+			t.Fatalf("tier %d: follower %+v", tier, f)
+		}
+	}
+}
