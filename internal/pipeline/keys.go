@@ -55,6 +55,16 @@ type keyState struct {
 	Head      string    `json:"head,omitempty"` // failure id of the head, for operators
 }
 
+// keyStateVersion is the format of the key states relay writes, their
+// field "v". A record without it is version 1, written before records had
+// versions; one with a higher version was written by a newer relay and is
+// skipped with a warning, not misread: its key is then not held back.
+const keyStateVersion = 1
+
+type versioned struct {
+	V int `json:"v"`
+}
+
 // stateKey identifies a key: source topic, source partition, key bytes.
 func stateKey(topic string, partition int32, key []byte) string {
 	return "key|" + topic + "|" + strconv.Itoa(int(partition)) + "|" + base64.RawURLEncoding.EncodeToString(key)
@@ -99,7 +109,10 @@ func (k *KeyOrdering) put(sk string, partition int32, s *keyState) txn.Output {
 	}
 	c := *s
 	k.keys[sk] = &c
-	out.Value, _ = json.Marshal(&c) // plain struct: cannot fail
+	out.Value, _ = json.Marshal(struct { // plain structs: cannot fail
+		versioned
+		*keyState
+	}{versioned{keyStateVersion}, &c})
 	return out
 }
 
@@ -119,7 +132,9 @@ func (k *KeyOrdering) abort() {
 
 // Restore adds the blocked keys among state-topic records (key → value,
 // as the machine's LoadState reads them for newly assigned partitions).
-func (k *KeyOrdering) Restore(entries map[string][]byte) error {
+// Records of a newer format are skipped and returned, so the caller can
+// warn; a record that cannot be read at all is an error.
+func (k *KeyOrdering) Restore(entries map[string][]byte) (skipped []error, err error) {
 	if k.keys == nil {
 		k.keys = map[string]*keyState{}
 	}
@@ -127,13 +142,22 @@ func (k *KeyOrdering) Restore(entries map[string][]byte) error {
 		if !strings.HasPrefix(sk, "key|") || v == nil {
 			continue
 		}
+		var ver versioned
+		if err := json.Unmarshal(v, &ver); err != nil {
+			return skipped, fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
+		}
+		if ver.V > keyStateVersion {
+			skipped = append(skipped, fmt.Errorf("key state %q in %s has format version %d; this relay reads up to %d (written by a newer relay?): skipped, so the key's records are not held back in order",
+				sk, k.StateTopic, ver.V, keyStateVersion))
+			continue
+		}
 		var s keyState
 		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
+			return skipped, fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
 		}
 		k.keys[sk] = &s
 	}
-	return nil
+	return skipped, nil
 }
 
 // Forget drops the state of revoked partitions: their next owner restores

@@ -93,7 +93,11 @@ func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
 		return fmt.Errorf("restore state of partitions %v from %s: %w", todo, m.StateTopic, err)
 	}
 	if m.Keys != nil {
-		if err := m.Keys.Restore(entries); err != nil {
+		skipped, err := m.Keys.Restore(entries)
+		for _, err := range skipped {
+			m.Log.Warn("key state of a newer format skipped", "topic", m.StateTopic, "err", err)
+		}
+		if err != nil {
 			return err
 		}
 	}

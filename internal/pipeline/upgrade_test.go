@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/tiers"
 )
 
 // shrunk is a key-ordering machine whose tiers were 30s,5m and are now
@@ -46,3 +47,33 @@ func TestFollowerOfRemovedTierGoesToLastTier(t *testing.T) {
 		}
 	}
 }
+
+// State records carry a format version: key states are written with
+// "v":1; a record without one is version 1 (written before versions); a
+// record of a newer version is skipped with a warning, not misread, and
+// the rest are restored.
+func TestKeyStateFormatVersion(t *testing.T) {
+	m, a, _ := keyed(t, false)
+	a.errs = []error{errUnavailable()}
+	outs, _ := m.Handle(context.Background(), rec("orders", 0, 10, "A"))
+	var v struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(outs[1].Value, &v); err != nil || v.V != 1 {
+		t.Fatalf("state record %s: version %d (%v), want 1", outs[1].Value, v.V, err)
+	}
+	k := &KeyOrdering{StateTopic: "_relay.relay.state"}
+	skipped, err := k.Restore(map[string][]byte{
+		stateKey("orders", 0, []byte("old")):   []byte(`{"next":1,"tail":3,"tier":0}`),
+		stateKey("orders", 0, []byte("v1")):    []byte(`{"v":1,"next":0,"tail":1,"tier":1}`),
+		stateKey("orders", 0, []byte("newer")): []byte(`{"v":2,"queue":[1,2]}`),
+	})
+	if err != nil || len(skipped) != 1 || k.Blocked() != 2 || k.get(stateKey("orders", 0, []byte("newer"))) != nil {
+		t.Fatalf("restore: skipped %v, err %v, %d blocked; want the newer one skipped and the others restored", skipped, err, k.Blocked())
+	}
+	if s := k.get(stateKey("orders", 0, []byte("old"))); s.Next != 1 || s.Tail != 3 {
+		t.Fatalf("unversioned record read as %+v", s)
+	}
+}
+
+func errUnavailable() error { return tiers.Failf(tiers.CauseRegistryUnavailable, "503") }
