@@ -46,7 +46,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	// last) only after every client that writes to it has been closed.
 	logs := make(chan kafka.LogEvent, 1024)
 	logsDone := make(chan struct{})
-	go forwardClientLogs(logs, log, logsDone)
+	goGuarded(func() { forwardClientLogs(logs, log, logsDone) })
 	defer func() { close(logs); <-logsDone }()
 	withLogs := func(m *kafka.ConfigMap) *kafka.ConfigMap {
 		(*m)["go.logs.channel.enable"] = true
@@ -91,7 +91,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	defer stop()
 	stopped := make(chan struct{})
 	defer close(stopped)
-	go watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped)
+	goGuarded(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped) })
 
 	admin, err := kafka.NewAdminClientFromConsumer(consumer)
 	if err != nil {
@@ -124,7 +124,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	watch := newLedgerWatch(cfg, log)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
-	go func() { defer close(watchDone); watch.run(watchCtx) }()
+	goGuarded(func() { defer close(watchDone); watch.run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
 	metrics.SetQuarantine(func() ledger.Summary { return watch.index.Summary(retentionOf(retention)) })
 
