@@ -8,6 +8,7 @@ import (
 
 	"relay/internal/envelope"
 	"relay/internal/tiers"
+	"relay/internal/txn"
 )
 
 // shrunk is a key-ordering machine whose tiers were 30s,5m and are now
@@ -77,3 +78,38 @@ func TestKeyStateFormatVersion(t *testing.T) {
 }
 
 func errUnavailable() error { return tiers.Failf(tiers.CauseRegistryUnavailable, "503") }
+
+// A tier topic of an earlier configuration that still holds records is
+// read as the configured tier it stands for: its records reach their end
+// state or go on to a configured tier, never back to it.
+func TestRetiredTierIsRead(t *testing.T) {
+	m, a, now := keyed(t, false)
+	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+		Tiers: []string{"orders.retry.30s"}, Retired: []RetiredTier{{Topic: "orders.retry.5m", Tier: 0}}}})
+	m.Policy.Tiers = m.Policy.Tiers[:1]
+	f := &envelope.Failure{ID: "orders/0/10", SourceTopic: "orders", SourcePartition: 0, SourceOffset: 10, Attempt: 2,
+		FirstFailedAt: t0, LastFailedAt: t0, NotBefore: t0.Add(time.Minute), Class: "transient", Code: "HOOK_UNAVAILABLE"}
+	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: f.Headers(), Timestamp: t0}
+	*now = t0.Add(2 * time.Minute)
+	a.errs = []error{errUnavailable()}
+	outs, err := m.Handle(context.Background(), old)
+	if err != nil || len(outs) != 2 || outs[0].Topic != "orders.retry.30s" {
+		t.Fatalf("failing again: %v %v; want the configured tier", topics(outs), err)
+	}
+	if g, _ := envelope.Parse(outs[0].Headers); g.Attempt != 3 || !g.FirstFailedAt.Equal(t0) {
+		t.Fatalf("its budget goes on: %+v", g)
+	}
+	m.OnAbort()
+	out, _ := one(t)(m.Handle(context.Background(), old))
+	if out.Topic != "orders.valid" {
+		t.Fatalf("passing: %s", out.Topic)
+	}
+	// Under partition ordering there are no tier topics: it waits in place.
+	m.Keys, m.WaitInPlace = nil, true
+	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+		Retired: []RetiredTier{{Topic: "orders.retry.5m", Tier: 0}}}})
+	a.errs = []error{errUnavailable()}
+	if until := notDue(t)(m.Handle(context.Background(), old)); !until.Equal(now.Add(30 * time.Second)) {
+		t.Fatalf("partition ordering: waits until %v", until)
+	}
+}
