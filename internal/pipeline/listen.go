@@ -36,6 +36,7 @@ func (m *Machine) forget() {
 // OnCommit reports the outcomes of the committed transaction.
 func (m *Machine) OnCommit() {
 	m.waits.commit()
+	m.stale.commit()
 	if m.Keys != nil {
 		m.Keys.commit()
 	}
@@ -61,6 +62,7 @@ func (m *Machine) OnCommit() {
 func (m *Machine) OnAbort() {
 	m.forget()
 	m.waits.abort()
+	m.stale.abort()
 	if m.Keys != nil {
 		m.Keys.abort()
 	}
@@ -99,6 +101,12 @@ func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+	if m.Keys == nil && m.StateTopic != "" {
+		if n := m.stale.restore(entries); n > 0 {
+			m.Log.Warn("key ordering is off: deleting the key states it left; their keys' records are handled without key order",
+				"topic", m.StateTopic, "partitions", todo, "key_states", n)
 		}
 	}
 	if m.Settled != nil {
@@ -152,6 +160,7 @@ func (m *Machine) forgetState(partitions []int32) {
 	for _, p := range partitions {
 		delete(m.loaded, p)
 	}
+	m.stale.forget(partitions)
 }
 
 var (

@@ -89,7 +89,8 @@ type Machine struct {
 
 	pending pending // what the open transaction will have done
 	loaded  map[int32]bool
-	waits   waits // the records partitions wait for (WaitInPlace)
+	waits   waits     // the records partitions wait for (WaitInPlace)
+	stale   staleKeys // key states to delete while key ordering is off
 }
 
 // pending is what the open transaction did, reported once it commits.
@@ -126,6 +127,7 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		// The record reached its next state in the open transaction:
 		// once that commits, no wait at or before it is needed.
 		m.waits.resolved(partKey{rec.Topic, rec.Partition}, rec.Offset)
+		outs = append(outs, m.stale.tombstones(m.StateTopic, rec.Partition)...)
 	}
 	return outs, err
 }

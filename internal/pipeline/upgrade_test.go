@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
@@ -111,5 +112,43 @@ func TestRetiredTierIsRead(t *testing.T) {
 	a.errs = []error{errUnavailable()}
 	if until := notDue(t)(m.Handle(context.Background(), old)); !until.Equal(now.Add(30 * time.Second)) {
 		t.Fatalf("partition ordering: waits until %v", until)
+	}
+}
+
+// With key ordering switched off, the key states it left in the state
+// topic are deleted with the first transaction of their partition.
+// Regression: left in place, switching back to key ordering later would
+// restore them and send every new record of their keys after a head that
+// was handled long ago: they would follow it from tier to tier forever.
+func TestStaleKeyStatesDeleted(t *testing.T) {
+	now := t0
+	m, _ := newMachine(&scriptedAdmitter{}, &now)
+	m.StateTopic, m.Settled = "_relay.relay.state", &ledger.Settled{}
+	sk := stateKey("orders", 3, []byte("A"))
+	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) {
+		return map[string][]byte{sk: []byte(`{"v":1,"next":0,"tail":2,"tier":1}`), stateKey("orders", 3, []byte("gone")): nil}, nil
+	}
+	if err := m.OnAssigned(context.Background(), []int32{3}); err != nil {
+		t.Fatal(err)
+	}
+	tombstone := func(outs []txn.Output) bool {
+		for _, o := range outs {
+			if o.Topic == "_relay.relay.state" && string(o.Key) == sk && o.Value == nil && o.Partition == 3 {
+				return true
+			}
+		}
+		return false
+	}
+	outs, err := m.Handle(context.Background(), source(1))
+	if err != nil || !tombstone(outs) || len(outs) != 2 {
+		t.Fatalf("first record: %v %v; want its output and the key state's tombstone", topics(outs), err)
+	}
+	m.OnAbort()
+	if outs, _ = m.Handle(context.Background(), source(1)); !tombstone(outs) {
+		t.Fatal("an aborted tombstone must be written again")
+	}
+	m.OnCommit()
+	if outs, _ = m.Handle(context.Background(), source(2)); len(outs) != 1 {
+		t.Fatalf("after the commit: %v", topics(outs))
 	}
 }
