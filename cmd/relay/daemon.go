@@ -93,14 +93,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	defer close(stopped)
 	goGuarded(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped) })
 
-	admin, err := kafka.NewAdminClientFromConsumer(consumer)
-	if err != nil {
-		_ = consumer.Close()
-		log.Error("admin client", "err", err)
-		return exitFailure
-	}
-	retention, err := preflight(ctx, admin, cfg, log)
-	admin.Close()
+	retention, retired, err := startChecks(ctx, consumer, cfg, log)
 	if err != nil {
 		_ = consumer.Close()
 		if ctx.Err() != nil {
@@ -120,7 +113,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 			return exitFailure
 		}
 	}
-	machine := newMachine(cfg, adm, ruleSet, metrics, log)
+	machine := newMachine(cfg, retired, adm, ruleSet, metrics, log)
 	watch := newLedgerWatch(cfg, log)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
