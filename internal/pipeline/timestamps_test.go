@@ -35,8 +35,7 @@ func TestTierHopTakesTheHopTime(t *testing.T) {
 		t.Fatalf("second hop: %s at %v, source time %v", out.Topic, out.Timestamp, f.SourceTimestamp)
 	}
 	tierRec := asRead(out, 0)
-	// Quarantined from the tier: the original timestamp, and the ledger's
-	// record time is the quarantine record's.
+	// Quarantined from the tier: the original timestamp.
 	now = t0.Add(7 * time.Minute)
 	a.errs = []error{unavailable}
 	out, _ = one(t)(m.Handle(context.Background(), tierRec))
