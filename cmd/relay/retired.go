@@ -12,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/envelope"
 	"relay/internal/pipeline"
 	"relay/internal/topics"
 )
@@ -124,8 +125,9 @@ func retiredTiers(ctx context.Context, a topics.Admin, committed committedFunc, 
 }
 
 // unconsumed counts the committed records of topic past the group's
-// committed offsets (from the start where it has none). It reads them:
-// an end offset counts transaction markers, which are not records.
+// committed offsets (from the start where it has none) that are not
+// another group's (groups can share tier topic names). It reads them: an
+// end offset counts transaction markers, which are not records.
 func unconsumed(ctx context.Context, cfg *config.Config, committed committedFunc, topic string, partitions int) (int, error) {
 	tps := make([]kafka.TopicPartition, partitions)
 	for p := range tps {
@@ -147,6 +149,21 @@ func unconsumed(ctx context.Context, cfg *config.Config, committed committedFunc
 	}
 	n := 0
 	_, err = readFrom(ctx, cfg, cfg.GroupID+".tier-check", topic, from, 2*max(cfg.TransactionTimeout, 30*time.Second),
-		func(*kafka.Message) { n++ })
+		func(m *kafka.Message) {
+			if !otherGroup(m.Headers, cfg.GroupID) {
+				n++
+			}
+		})
 	return n, err
+}
+
+// otherGroup reports whether a tier record's envelope names another
+// consumer group.
+func otherGroup(headers []kafka.Header, group string) bool {
+	for _, h := range headers {
+		if h.Key == envelope.ConsumerGroup {
+			return string(h.Value) != group
+		}
+	}
+	return false
 }

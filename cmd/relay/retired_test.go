@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
 	"relay/internal/config"
+	"relay/internal/envelope"
 	"relay/internal/topics"
 )
 
@@ -67,5 +70,16 @@ func TestTierFor(t *testing.T) {
 	}
 	if got := tierFor(time.Minute, nil); got != 0 {
 		t.Errorf("no tiers: %d", got)
+	}
+}
+
+// A retired tier's records of another group (groups can share tier topic
+// names) are not this group's to wait for.
+func TestOtherGroup(t *testing.T) {
+	hs := func(g string) []kafka.Header {
+		return []kafka.Header{{Key: "app", Value: []byte("x")}, {Key: envelope.ConsumerGroup, Value: []byte(g)}}
+	}
+	if otherGroup(hs("relay"), "relay") || !otherGroup(hs("billing"), "relay") || otherGroup(nil, "relay") {
+		t.Fatal("otherGroup")
 	}
 }

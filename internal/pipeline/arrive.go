@@ -22,6 +22,12 @@ func (m *Machine) arrive(rec *txn.Record, origin Origin) (*pass, []txn.Output, e
 	case origin.Replay:
 		bad = fromReplay(p)
 	case origin.Tier >= 0:
+		if g, ok := envelope.Lookup(rec.Headers, envelope.ConsumerGroup); origin.Retired && ok && string(g) != m.Group {
+			// Another group's record, in a tier topic this group no
+			// longer uses (two groups can share tier topic names): it
+			// is that group's to handle.
+			return nil, nil, nil
+		}
 		var notDue error
 		if bad, notDue = fromTier(p); notDue != nil {
 			return nil, nil, notDue

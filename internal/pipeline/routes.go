@@ -36,6 +36,8 @@ type Origin struct {
 	Tier int
 	// Replay is set for the replay topic.
 	Replay bool
+	// Retired is set for a retired tier topic.
+	Retired bool
 }
 
 // Table finds the routes of every topic relay consumes.
@@ -56,7 +58,7 @@ func NewTable(routes []Routes) *Table {
 			t.byTopic[tier] = Origin{Routes: r, Tier: n}
 		}
 		for _, rt := range r.Retired {
-			t.byTopic[rt.Topic] = Origin{Routes: r, Tier: max(rt.Tier, 0)}
+			t.byTopic[rt.Topic] = Origin{Routes: r, Tier: max(rt.Tier, 0), Retired: true}
 		}
 	}
 	return t

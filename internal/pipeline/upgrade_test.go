@@ -88,7 +88,7 @@ func TestRetiredTierIsRead(t *testing.T) {
 	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Tiers: []string{"orders.retry.30s"}, Retired: []RetiredTier{{Topic: "orders.retry.5m", Tier: 0}}}})
 	m.Policy.Tiers = m.Policy.Tiers[:1]
-	f := &envelope.Failure{ID: "orders/0/10", SourceTopic: "orders", SourcePartition: 0, SourceOffset: 10, Attempt: 2,
+	f := &envelope.Failure{ID: "orders/0/10", SourceTopic: "orders", SourcePartition: 0, SourceOffset: 10, Attempt: 2, ConsumerGroup: "relay",
 		FirstFailedAt: t0, LastFailedAt: t0, NotBefore: t0.Add(time.Minute), Class: "transient", Code: "HOOK_UNAVAILABLE"}
 	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: f.Headers(), Timestamp: t0}
 	*now = t0.Add(2 * time.Minute)
@@ -104,6 +104,15 @@ func TestRetiredTierIsRead(t *testing.T) {
 	out, _ := one(t)(m.Handle(context.Background(), old))
 	if out.Topic != "orders.valid" {
 		t.Fatalf("passing: %s", out.Topic)
+	}
+	// Another group's record (groups can share tier topic names) is left
+	// to that group.
+	other := *old
+	g := *f
+	g.ConsumerGroup = "other"
+	other.Headers = g.Headers()
+	if outs, err := m.Handle(context.Background(), &other); err != nil || len(outs) != 0 {
+		t.Fatalf("another group's record: %v %v; want it passed over", topics(outs), err)
 	}
 	// Under partition ordering there are no tier topics: it waits in place.
 	m.Keys, m.WaitInPlace = nil, true
