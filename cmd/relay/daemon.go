@@ -46,7 +46,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	// last) only after every client that writes to it has been closed.
 	logs := make(chan kafka.LogEvent, 1024)
 	logsDone := make(chan struct{})
-	go forwardClientLogs(logs, log, logsDone)
+	goGuarded(func() { forwardClientLogs(logs, log, logsDone) })
 	defer func() { close(logs); <-logsDone }()
 	withLogs := func(m *kafka.ConfigMap) *kafka.ConfigMap {
 		(*m)["go.logs.channel.enable"] = true
@@ -91,19 +91,9 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	defer stop()
 	stopped := make(chan struct{})
 	defer close(stopped)
-	go watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped)
+	goGuarded(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped) })
 
-	admin, err := kafka.NewAdminClientFromConsumer(consumer)
-	if err != nil {
-		_ = consumer.Close()
-		log.Error("admin client", "err", err)
-		return exitFailure
-	}
-	retention, err := preflight(ctx, admin, cfg, log)
-	if err == nil {
-		err = fitTransactionTimeout(ctx, admin, cfg, log)
-	}
-	admin.Close()
+	retention, retired, err := startChecks(ctx, consumer, cfg, log)
 	if err != nil {
 		_ = consumer.Close()
 		if ctx.Err() != nil {
@@ -123,11 +113,11 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 			return exitFailure
 		}
 	}
-	machine := newMachine(cfg, adm, ruleSet, metrics, log)
+	machine := newMachine(cfg, retired, adm, ruleSet, metrics, log)
 	watch := newLedgerWatch(cfg, log)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
-	go func() { defer close(watchDone); watch.run(watchCtx) }()
+	goGuarded(func() { defer close(watchDone); watch.run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
 	metrics.SetQuarantine(func() ledger.Summary { return watch.index.Summary(retentionOf(retention)) })
 

@@ -18,14 +18,15 @@ import (
 	"relay/internal/tiers"
 )
 
-// routes names every source's topics.
-func routes(cfg *config.Config) []pipeline.Routes {
+// routes names every source's topics, with the retired tiers found at
+// start-up.
+func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pipeline.Routes {
 	out := make([]pipeline.Routes, 0, len(cfg.SourceTopics))
 	for _, src := range cfg.SourceTopics {
 		r := pipeline.Routes{
 			Source: src, Output: cfg.OutputTopicFor(src),
 			Quarantine: cfg.Expand(cfg.QuarantineTopic, src), Rejected: cfg.Expand(cfg.RejectedTopic, src),
-			Replay: cfg.Expand(cfg.ReplayTopic, src),
+			Replay: cfg.Expand(cfg.ReplayTopic, src), Retired: retired[src],
 		}
 		for _, t := range cfg.RetryTiers {
 			if cfg.Ordering == "partition" {
@@ -95,9 +96,10 @@ func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 }
 
 // newMachine builds the failure state machine of cfg.
-func newMachine(cfg *config.Config, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes, log *slog.Logger) *pipeline.Machine {
+func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
+	log *slog.Logger) *pipeline.Machine {
 	m := &pipeline.Machine{
-		Table: pipeline.NewTable(routes(cfg)), Group: cfg.GroupID, Policy: policy(cfg),
+		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
 		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
 		Outcomes: out, Log: log, Now: time.Now,

@@ -13,7 +13,7 @@ import (
 // Exit codes.
 const (
 	exitOK      = 0
-	exitFailure = 1 // runtime failure: fenced, broker unusable, preflight failed
+	exitFailure = 1 // runtime failure: fenced, broker unusable, preflight failed, a crash
 	exitUsage   = 2 // bad command line or configuration; nothing was started
 )
 
@@ -35,12 +35,15 @@ Usage:
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
 passed to librdkafka, OTEL_*); see the README. Exit codes: 0 ok, 1 runtime
-failure, 2 bad command line or configuration; relay replay adds 3 (stopped by
-its repeat-failure threshold) and 4 (outcomes not known in time).
+failure (a crash included), 2 bad command line or configuration; relay
+replay adds 3 (stopped by its repeat-failure threshold) and 4 (outcomes not
+known in time).
 `
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.LookupEnv, os.Environ(), os.Stdout, os.Stderr))
+	os.Exit(guarded(os.Stderr, func() int {
+		return run(context.Background(), os.Args[1:], os.LookupEnv, os.Environ(), os.Stdout, os.Stderr)
+	}))
 }
 
 // run dispatches a command and returns the process exit code. Only main

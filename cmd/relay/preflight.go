@@ -12,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/pipeline"
 	"relay/internal/topics"
 )
 
@@ -19,6 +20,31 @@ import (
 // each keeps the source partition number, so each must have at least the
 // source's partitions.
 var runRoles = []string{"output", "retry", "quarantine", "rejected", "replay", "state"}
+
+// startChecks runs what must hold before relay consumes: the topics
+// (preflight) and the tier topics of an earlier configuration that still
+// hold records (retiredTiers).
+func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Config, log *slog.Logger) (
+	map[string]time.Duration, map[string][]pipeline.RetiredTier, error) {
+	admin, err := kafka.NewAdminClientFromConsumer(consumer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("admin client: %w", err)
+	}
+	defer admin.Close()
+	retention, err := preflight(ctx, admin, cfg, log)
+	if err == nil {
+		err = fitTransactionTimeout(ctx, admin, cfg, log)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var retired map[string][]pipeline.RetiredTier
+	err = untilReachable(ctx, log, func() (err error) {
+		retired, err = retiredTiers(ctx, admin, consumer.Committed, cfg, log)
+		return err
+	})
+	return retention, retired, err
+}
 
 // preflight checks that every source exists and that every hop relay writes
 // has at least as many partitions as its source: writing to a partition
@@ -29,18 +55,29 @@ var runRoles = []string{"output", "retry", "quarantine", "rejected", "replay", "
 // It returns the retention of each quarantine topic that has a finite one,
 // for the retention headroom metric.
 func preflight(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) (map[string]time.Duration, error) {
+	var ret map[string]time.Duration
+	err := untilReachable(ctx, log, func() (err error) {
+		ret, err = checkTopics(ctx, a, cfg, log)
+		return err
+	})
+	return ret, err
+}
+
+// untilReachable calls check until it gives nil or a verdict that is not
+// a Kafka error (one on the topics themselves), waiting out a broker that
+// cannot be reached.
+func untilReachable(ctx context.Context, log *slog.Logger, check func() error) error {
 	backoff := time.Second
 	for {
-		ret, err := checkTopics(ctx, a, cfg, log)
+		err := check()
 		var ke kafka.Error
 		if err == nil || !errors.As(err, &ke) {
-			// nil, or a verdict on the topics themselves.
-			return ret, err
+			return err
 		}
 		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", backoff.String())
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 30*time.Second)

@@ -22,6 +22,21 @@ import (
 // nothing. Reaching no end within bound is an error.
 func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration,
 	each func(*kafka.Message)) (ends map[int32]int64, err error) {
+	from := make(map[int32]kafka.Offset, len(partitions))
+	for _, p := range partitions {
+		from[p] = kafka.OffsetBeginning
+	}
+	return readFrom(ctx, cfg, group, topic, from, bound, each)
+}
+
+// readFrom is readToEnd from the offsets in from (kafka.OffsetBeginning
+// for a partition's start) instead of from the start.
+func readFrom(ctx context.Context, cfg *config.Config, group, topic string, from map[int32]kafka.Offset, bound time.Duration,
+	each func(*kafka.Message)) (ends map[int32]int64, err error) {
+	partitions := make([]int32, 0, len(from))
+	for p := range from {
+		partitions = append(partitions, p)
+	}
 	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
 		"group.id": group, "enable.auto.commit": false,
 		"isolation.level": "read_committed", "enable.partition.eof": true,
@@ -36,9 +51,9 @@ func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, par
 	end := map[int32]int64{}
 	var tps []kafka.TopicPartition
 	for _, p := range partitions {
-		if high := ends[p]; high > 0 {
+		if high := ends[p]; high > 0 && (from[p] < 0 || int64(from[p]) < high) {
 			end[p] = high
-			tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.OffsetBeginning})
+			tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: from[p]})
 		}
 	}
 	if len(tps) == 0 {

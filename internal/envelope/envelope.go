@@ -35,6 +35,11 @@ type Failure struct {
 	SchemaVersion   int // 0 when unknown
 	ReplayID        string
 	ReplayCount     int
+	// RecordTimestamp is, on a tier record, the timestamp the record had
+	// when it entered relay (the source's, or the replay's): its output,
+	// quarantine or rejected record keeps it. The tier record itself has
+	// the hop's time, so the tier's retention counts from the hop.
+	RecordTimestamp time.Time
 }
 
 // TimeFormat is the format of every time header: UTC, RFC 3339, millis.
@@ -80,6 +85,9 @@ func (f *Failure) Headers() []Header {
 	}
 	if f.ReplayCount > 0 {
 		add(ReplayCount, strconv.Itoa(f.ReplayCount))
+	}
+	if !f.RecordTimestamp.IsZero() {
+		add(RecordTimestamp, formatTime(f.RecordTimestamp))
 	}
 	return h
 }
@@ -139,6 +147,8 @@ func Parse(headers []Header) (*Failure, error) {
 			f.ReplayID = v
 		case ReplayCount:
 			f.ReplayCount, err = parseCount(v)
+		case RecordTimestamp:
+			f.RecordTimestamp, err = parseTime(v)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("header %s: %q: %w", h.Key, truncate(v, 64), err))

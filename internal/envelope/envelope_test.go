@@ -18,6 +18,7 @@ func sample() *Failure {
 		FirstFailedAt: t0, LastFailedAt: t0.Add(6*time.Minute + 42*time.Second), NotBefore: t0.Add(10 * time.Minute),
 		Class: "transient", Code: "HOOK_RATE_LIMITED_EXHAUSTED", Message: "429 from hook",
 		SchemaID: 7, SchemaSubject: "order-created", SchemaVersion: 3, ReplayID: "r-1", ReplayCount: 2,
+		RecordTimestamp: t0.Add(-time.Minute),
 	}
 }
 

@@ -38,6 +38,9 @@ const (
 	// KeySeq is the place of a tier record in its key's queue (key
 	// ordering): records of a blocked key are processed in this order.
 	KeySeq = "relay.key.seq"
+	// RecordTimestamp is, on tier records, the timestamp the record keeps
+	// when it leaves the tiers; the tier record's own is the hop's time.
+	RecordTimestamp = "relay.record.timestamp"
 )
 
 // Prefix starts every header relay owns. Headers with it are relay's and are

@@ -12,5 +12,5 @@ func TestReadmeListsEveryHeader(t *testing.T) {
 	readme.Lists(t, "header",
 		MessageID, TraceParent, TraceState, FailureID, SourceTopic, SourcePartition, SourceOffset, SourceTimestamp,
 		ConsumerGroup, Attempt, FirstFailedAt, LastFailedAt, NotBefore, ErrorClass, ErrorCode, ErrorMessage,
-		SchemaID, SchemaSubject, SchemaVersion, ReplayID, ReplayCount, KeySeq)
+		SchemaID, SchemaSubject, SchemaVersion, ReplayID, ReplayCount, KeySeq, RecordTimestamp)
 }

@@ -106,9 +106,23 @@ func (e *Event) Key() string {
 // Partition is the state-topic partition of e: its source partition.
 func (e *Event) Partition() int32 { return e.Source.Partition }
 
-// Value encodes e.
+// FormatVersion is the format of the ledger records relay writes, their
+// field "v". A record without it is version 1, written before records had
+// versions; one with a higher version was written by a newer relay and is
+// skipped, not misread.
+const FormatVersion = 1
+
+// versioned is a state-topic record's format version.
+type versioned struct {
+	V int `json:"v"`
+}
+
+// Value encodes e, with the format version.
 func (e *Event) Value() []byte {
-	b, _ := json.Marshal(e) // plain struct: cannot fail
+	b, _ := json.Marshal(struct { // plain structs: cannot fail
+		versioned
+		*Event
+	}{versioned{FormatVersion}, e})
 	return b
 }
 
@@ -117,6 +131,13 @@ func (e *Event) Value() []byte {
 func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 	if !strings.HasPrefix(key, Prefix) || value == nil {
 		return nil, false, nil
+	}
+	var v versioned
+	if err := json.Unmarshal(value, &v); err != nil {
+		return nil, true, fmt.Errorf("ledger record %q is not readable: %w", key, err)
+	}
+	if v.V > FormatVersion {
+		return nil, true, fmt.Errorf("ledger record %q has format version %d; this relay reads up to %d (written by a newer relay?): skipped", key, v.V, FormatVersion)
 	}
 	e = &Event{}
 	if err := json.Unmarshal(value, e); err != nil {

@@ -55,6 +55,16 @@ type keyState struct {
 	Head      string    `json:"head,omitempty"` // failure id of the head, for operators
 }
 
+// keyStateVersion is the format of the key states relay writes, their
+// field "v". A record without it is version 1, written before records had
+// versions; one with a higher version was written by a newer relay and is
+// skipped with a warning, not misread: its key is then not held back.
+const keyStateVersion = 1
+
+type versioned struct {
+	V int `json:"v"`
+}
+
 // stateKey identifies a key: source topic, source partition, key bytes.
 func stateKey(topic string, partition int32, key []byte) string {
 	return "key|" + topic + "|" + strconv.Itoa(int(partition)) + "|" + base64.RawURLEncoding.EncodeToString(key)
@@ -99,7 +109,10 @@ func (k *KeyOrdering) put(sk string, partition int32, s *keyState) txn.Output {
 	}
 	c := *s
 	k.keys[sk] = &c
-	out.Value, _ = json.Marshal(&c) // plain struct: cannot fail
+	out.Value, _ = json.Marshal(struct { // plain structs: cannot fail
+		versioned
+		*keyState
+	}{versioned{keyStateVersion}, &c})
 	return out
 }
 
@@ -119,7 +132,9 @@ func (k *KeyOrdering) abort() {
 
 // Restore adds the blocked keys among state-topic records (key → value,
 // as the machine's LoadState reads them for newly assigned partitions).
-func (k *KeyOrdering) Restore(entries map[string][]byte) error {
+// Records of a newer format are skipped and returned, so the caller can
+// warn; a record that cannot be read at all is an error.
+func (k *KeyOrdering) Restore(entries map[string][]byte) (skipped []error, err error) {
 	if k.keys == nil {
 		k.keys = map[string]*keyState{}
 	}
@@ -127,13 +142,22 @@ func (k *KeyOrdering) Restore(entries map[string][]byte) error {
 		if !strings.HasPrefix(sk, "key|") || v == nil {
 			continue
 		}
+		var ver versioned
+		if err := json.Unmarshal(v, &ver); err != nil {
+			return skipped, fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
+		}
+		if ver.V > keyStateVersion {
+			skipped = append(skipped, fmt.Errorf("key state %q in %s has format version %d; this relay reads up to %d (written by a newer relay?): skipped, so the key's records are not held back in order",
+				sk, k.StateTopic, ver.V, keyStateVersion))
+			continue
+		}
 		var s keyState
 		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
+			return skipped, fmt.Errorf("state record %q in %s is not readable: %w", sk, k.StateTopic, err)
 		}
 		k.keys[sk] = &s
 	}
-	return nil
+	return skipped, nil
 }
 
 // Forget drops the state of revoked partitions: their next owner restores
@@ -177,6 +201,35 @@ type keyedRecord struct {
 	seq   int64     // the record's place; -1 for a source record of a free key
 }
 
+// queue puts p in its key's queue (key ordering): a record of a blocked
+// key that is not at its turn follows the key's head into its tier, and
+// done is true. A record at its turn, or of a free key, goes on.
+func (m *Machine) queue(p *pass) (outs []txn.Output, done bool) {
+	p.keyed = m.Keys != nil && p.rec.Key != nil && len(p.origin.Routes.Tiers) > 0
+	if !p.keyed {
+		return nil, false
+	}
+	p.kr = keyedRecord{sk: stateKey(p.origin.Routes.Source, p.rec.Partition, p.rec.Key), seq: -1}
+	p.kr.state = m.Keys.get(p.kr.sk)
+	if p.origin.Tier >= 0 {
+		p.kr.seq = keySeq(p.rec.Headers)
+	}
+	if p.kr.state == nil {
+		return nil, false
+	}
+	switch {
+	case p.origin.Tier < 0 || p.kr.seq < 0:
+		// A new record of a blocked key joins its queue.
+		seq, ns := p.kr.state.Tail, *p.kr.state
+		ns.Tail++
+		return append(m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, seq), m.Keys.put(p.kr.sk, p.rec.Partition, &ns)), true
+	case p.kr.seq != p.kr.state.Next:
+		// Not its turn: back behind the head.
+		return m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, p.kr.seq), true
+	}
+	return nil, false
+}
+
 // follow writes rec behind the head of its key: into the head's tier, due
 // with the head, keeping (or giving) its place seq. It is not an attempt.
 func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, kr keyedRecord, seq int64) []txn.Output {
@@ -196,5 +249,14 @@ func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure,
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
 	m.count(OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{hop(rec, origin.Routes.Tiers[ks.Tier], f, nil)}, seq)
+	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[tierOf(ks, origin.Routes)], f, nil, now)}, seq)
+}
+
+// tierOf is the configured tier a key's followers go to: its head's, or,
+// when the key's state names a tier that is no longer configured (tiers
+// removed since it was written), the last one. Any tier keeps the key's
+// order, since a follower is tried only at its turn; the last is the one a
+// failing head stays in.
+func tierOf(ks *keyState, r *Routes) int {
+	return min(max(ks.Tier, 0), len(r.Tiers)-1)
 }

@@ -239,14 +239,16 @@ func TestWaitInPlace(t *testing.T) {
 	if out.Topic != "orders.quarantine" || f.Attempt != 5 || f.Code != "SCHEMA_REGISTRY_UNAVAILABLE_EXHAUSTED" || !f.FirstFailedAt.Equal(t0) {
 		t.Fatalf("%s %+v", out.Topic, f)
 	}
-	if len(m.waiting) != 0 {
-		t.Fatal("a resolved record must not stay in the waiting state")
+	m.OnCommit()
+	if m.waits.len() != 0 {
+		t.Fatal("a resolved record must not stay in the waiting state once its end is committed")
 	}
 	// Another record of the partition is not mistaken for the waiting one.
 	a.errs = []error{unavailable, unavailable, unavailable}
 	_, _ = m.Handle(context.Background(), source(50))
 	out, _ = one(t)(m.Handle(context.Background(), source(51)))
-	if out.Topic != "orders.valid" || len(m.waiting) != 0 {
-		t.Fatalf("a different offset drops the old wait: %s, %d waiting", out.Topic, len(m.waiting))
+	m.OnCommit()
+	if out.Topic != "orders.valid" || m.waits.len() != 0 {
+		t.Fatalf("a later offset, committed, drops the old wait: %s, %d waiting", out.Topic, m.waits.len())
 	}
 }

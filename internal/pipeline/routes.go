@@ -13,6 +13,19 @@ type Routes struct {
 	Replay string
 	// Tiers are the retry-tier topics, in the order of their delays.
 	Tiers []string
+	// Retired are tier topics of an earlier configuration that still hold
+	// records of the group: relay reads them, never writes to them, so
+	// their records are not stranded when tiers or the ordering policy
+	// change.
+	Retired []RetiredTier
+}
+
+// RetiredTier is a tier topic that is no longer configured, read as the
+// configured tier Tier (an index into the policy's tiers): a record from
+// it that fails again goes on to the tier after that one.
+type RetiredTier struct {
+	Topic string
+	Tier  int
 }
 
 // Origin says where a consumed record comes from.
@@ -23,6 +36,8 @@ type Origin struct {
 	Tier int
 	// Replay is set for the replay topic.
 	Replay bool
+	// Retired is set for a retired tier topic.
+	Retired bool
 }
 
 // Table finds the routes of every topic relay consumes.
@@ -41,6 +56,9 @@ func NewTable(routes []Routes) *Table {
 		}
 		for n, tier := range r.Tiers {
 			t.byTopic[tier] = Origin{Routes: r, Tier: n}
+		}
+		for _, rt := range r.Retired {
+			t.byTopic[rt.Topic] = Origin{Routes: r, Tier: max(rt.Tier, 0), Retired: true}
 		}
 	}
 	return t

@@ -442,8 +442,14 @@ func (l *Loop) reloadState(ctx context.Context) {
 		tps = append(tps, k.at(0))
 	}
 	parts := numbers(tps)
-	pl.OnRevoked(parts)
-	if err := pl.OnAssigned(ctx, parts); err != nil {
+	var err error
+	if r, ok := l.handler.(StateReloader); ok {
+		err = r.Reload(ctx, parts)
+	} else {
+		pl.OnRevoked(parts)
+		err = pl.OnAssigned(ctx, parts)
+	}
+	if err != nil {
 		l.fatal = fmt.Errorf("%w: reload state after an unknown commit outcome: %w", ErrFatal, err)
 	}
 }

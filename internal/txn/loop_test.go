@@ -438,6 +438,32 @@ func TestUnknownCommitOutcomeReloadsHandlerState(t *testing.T) {
 	}
 }
 
+// reloading is a handler that reloads its state in place.
+type reloading struct {
+	stateful
+	reloaded int
+}
+
+func (r *reloading) Reload(context.Context, []int32) error { r.reloaded++; return nil }
+
+// A handler that can reload its state in place is asked to, and not told
+// its partitions went: what it holds only in memory (partition ordering's
+// waits) must outlive the rewind, as it outlives an abort.
+func TestUnknownCommitOutcomeReloadsInPlace(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errOdd}
+	h := newHarness(t, first, second)
+	r := &reloading{}
+	h.handler = r
+	h.c.committed[0] = 42
+	if err := h.run(h.c.assign(0), h.c.msg(0, 40), h.c.msg(0, 41)); err != nil {
+		t.Fatal(err)
+	}
+	if r.reloaded != 1 || r.revoked != 0 {
+		t.Fatalf("reloaded %d, revoked %d; want one reload and no revoke", r.reloaded, r.revoked)
+	}
+}
+
 type owning struct {
 	stateful
 	owned [][]TopicPartition

@@ -79,6 +79,15 @@ type PartitionListener interface {
 	OnRevoked(partitions []int32)
 }
 
+// StateReloader is implemented by a PartitionListener that can read its
+// durable state of partitions it keeps again without forgetting what it
+// holds only in memory (e.g. partition ordering's waits, which an abort
+// must not reset): after a commit whose outcome was unknown the loop calls
+// Reload instead of OnRevoked and OnAssigned.
+type StateReloader interface {
+	Reload(ctx context.Context, partitions []int32) error
+}
+
 // OwnershipListener is implemented by a Handler that wants the exact
 // topic-partitions the member owns (PartitionListener gives numbers only):
 // the loop calls it after every assignment change, from the loop's

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"relay/internal/envelope"
+	"relay/internal/schema"
+	"relay/internal/tiers"
+	"relay/internal/txn"
+)
+
+// arrive starts the pass of rec: a tier or replay record brings its
+// envelope. A record that is settled on arrival (a tier record not due,
+// an envelope that cannot be read) gives no pass but its outputs or error.
+func (m *Machine) arrive(rec *txn.Record, origin Origin) (*pass, []txn.Output, error) {
+	now := m.Now()
+	p := &pass{rec: rec, origin: origin, now: now, id: envelope.ID(rec.Topic, rec.Partition, rec.Offset), srcOffset: rec.Offset,
+		st: tiers.State{Attempt: 1, FirstFailedAt: now, AtSource: origin.Tier < 0, Tier: origin.Tier}}
+	var bad error
+	switch {
+	case origin.Replay:
+		bad = fromReplay(p)
+	case origin.Tier >= 0:
+		if g, ok := envelope.Lookup(rec.Headers, envelope.ConsumerGroup); origin.Retired && ok && string(g) != m.Group {
+			// Another group's record, in a tier topic this group no
+			// longer uses (two groups can share tier topic names): it
+			// is that group's to handle.
+			return nil, nil, nil
+		}
+		var notDue error
+		if bad, notDue = fromTier(p); notDue != nil {
+			return nil, nil, notDue
+		}
+	}
+	if bad != nil {
+		return nil, m.terminal(rec, origin, nil, p.id, p.st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Invalid, Code: CodeEnvelopeInvalid},
+			bad, schema.Info{}), nil
+	}
+	return p, nil, nil
+}
+
+// fromReplay reads a replay record's envelope into p; an error says it has
+// none that relay replay would have written.
+func fromReplay(p *pass) error {
+	f, err := envelope.Parse(p.rec.Headers)
+	if err == nil && (f.ReplayCount < 1 || f.ReplayID == "") {
+		err = errors.New("no relay.replay.id and relay.replay.count: not published by relay replay")
+	}
+	if err != nil {
+		return fmt.Errorf("replay record without a readable envelope: %w", err)
+	}
+	// A replay is a new pass with the record's own identity and a fresh
+	// budget; the ledger keeps the history of earlier passes.
+	p.prev = &envelope.Failure{
+		ID: f.ID, SourceTopic: f.SourceTopic, SourcePartition: f.SourcePartition, SourceOffset: f.SourceOffset,
+		SourceTimestamp: f.SourceTimestamp, ReplayID: f.ReplayID, ReplayCount: f.ReplayCount,
+	}
+	p.id, p.srcOffset = f.ID, f.SourceOffset
+	return nil
+}
+
+// fromTier reads a tier record's envelope into p: bad when it cannot be
+// read, notDue when the record's next attempt is not due yet.
+func fromTier(p *pass) (bad, notDue error) {
+	f, err := envelope.Parse(p.rec.Headers)
+	if err != nil {
+		// Someone else wrote to a tier topic, or the headers were
+		// damaged: relay cannot tell the record's history.
+		return fmt.Errorf("tier record without a readable envelope: %w", err), nil
+	}
+	if p.now.Before(f.NotBefore) {
+		return nil, &txn.NotDueError{Until: f.NotBefore}
+	}
+	p.prev, p.id, p.srcOffset = f, f.ID, f.SourceOffset
+	if !f.RecordTimestamp.IsZero() {
+		// A tier record's own timestamp is its hop's time; from here on,
+		// the record has the one it entered relay with.
+		r := *p.rec
+		r.Timestamp = f.RecordTimestamp
+		p.rec = &r
+	}
+	p.st.Attempt, p.st.FirstFailedAt = f.Attempt+1, f.FirstFailedAt
+	if f.Code == CodeKeyBlocked {
+		// It only waited behind its key: this is its first pass, with
+		// in-place retries and then the first tier, and its own budget
+		// starts now.
+		p.st.FirstFailedAt, p.st.AtSource = p.now, true
+	}
+	return nil, nil
+}
