@@ -352,6 +352,9 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string) {
 	if _, ok := props["auto.offset.reset"]; !ok {
 		props["auto.offset.reset"] = "earliest"
 	}
+	if _, ok := props["topic.metadata.refresh.interval.ms"]; !ok {
+		props["topic.metadata.refresh.interval.ms"] = "30000"
+	}
 	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
 		p.fail(EnvBootstrapServers, "required but not set")
 	}

@@ -57,6 +57,10 @@ const (
 	// librdkafka's (latest): a new group must never silently skip records
 	// already in its topics.
 	EnvAutoOffsetReset = KafkaPrefix + "AUTO_OFFSET_RESET"
+	// EnvMetadataRefresh has a relay default (30s, librdkafka's is 5m):
+	// partitions added to a source are picked up, and records held back
+	// for want of output partitions are written, that much sooner.
+	EnvMetadataRefresh = KafkaPrefix + "TOPIC_METADATA_REFRESH_INTERVAL_MS"
 	// EnvTransactionTimeout has a relay default derived from the
 	// transaction budget, see Vars.
 	EnvTransactionTimeout = KafkaPrefix + "TRANSACTION_TIMEOUT_MS"
@@ -116,6 +120,7 @@ var Vars = []Var{
 	{Name: EnvLogLevel, Default: "info", Help: "debug, info, warn or error"},
 	{Name: EnvLogFormat, Default: "json", Help: "json or text (structured logs on stderr)"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts; relay's default is earliest, not librdkafka's latest"},
+	{Name: EnvMetadataRefresh, Default: "30000", Help: "how often the clients refresh topic metadata; relay's default is 30s, not librdkafka's 5m, so partitions added to a source (and to its derived topics) are used within 30s"},
 	{Name: EnvTransactionTimeout, Default: "60000", Help: "transaction.timeout.ms; unset: 60s, or the transaction budget plus 30s when longer, at most the broker's default transaction.max.timeout.ms (900000), and lowered to the broker's own limit when that is less and the budget fits: long enough to ride out a broker restart"},
 }
 
