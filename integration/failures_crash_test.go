@@ -70,7 +70,7 @@ func TestMixedClassesSurviveKills(t *testing.T) {
 	}
 }
 
-// TestCrashAfterTierWrite is the seed's test 4: relay is killed after it
+// TestCrashAfterTierWrite pins a crash after the tier write: relay is killed after it
 // produced a record's tier copy but before the transaction committed. No
 // tier record of that attempt becomes visible, and after the restart each
 // record is in the first tier exactly once.
@@ -154,7 +154,7 @@ func mixedBatch(t *testing.T, o *orders, n int) []rec {
 	return out
 }
 
-// TestRebalanceMidFailures is the seed's test 5: records of every class
+// TestRebalanceMidFailures pins a rebalance mid-failures: records of every class
 // while a second instance joins in the middle of the first one's long
 // transactions, and the first then leaves: partitions, with records on
 // their way through the tiers, move between instances twice. Every record

@@ -31,7 +31,7 @@ func rulesFile(t *testing.T) string {
 	return p
 }
 
-// TestAdmissionOutcomes runs every class of SPEC §2 through one relay
+// TestAdmissionOutcomes runs every failure class through one relay
 // against the real registry: valid current and older versions (upcast), an
 // unsupported version, garbage bytes, a truncated body, an unknown schema
 // id and a rule violation. Invalid input is quarantined at once (attempt 1,
@@ -124,7 +124,7 @@ func relayCmd(t *testing.T, env map[string]string, args ...string) ([]byte, erro
 	return out, nil
 }
 
-// TestTransientRecoversInPlace is the seed's test 2: registry failures
+// TestTransientRecoversInPlace pins in-place recovery: registry failures
 // shorter than the blocking budget leave only the output, no tier record.
 func TestTransientRecoversInPlace(t *testing.T) {
 	o := registerOrders(t)
@@ -151,7 +151,7 @@ func TestTransientRecoversInPlace(t *testing.T) {
 	}
 }
 
-// TestRegistryOutageThroughTiers is the seed's tests 3 and 9: a registry
+// TestRegistryOutageThroughTiers pins retries through the tiers: a registry
 // outage longer than the blocking budget moves each record exactly once to
 // the first tier, then through the tiers with their delays; lag is visible
 // on the tier topics; nothing is quarantined before its budget ends; after
@@ -209,7 +209,7 @@ func TestRegistryOutageThroughTiers(t *testing.T) {
 	r.stop()
 }
 
-// TestQuarantineWriteFailureAborts is the seed's test 7: when the
+// TestQuarantineWriteFailureAborts pins a failed quarantine write: when the
 // quarantine write fails (the record is too large for the quarantine
 // topic), the transaction aborts, the source record is not committed,
 // relay says why, and once the cause is fixed the record is quarantined
@@ -255,7 +255,7 @@ func setTopicConfig(t *testing.T, topic, key, value string) {
 	}
 }
 
-// TestSensitiveDataRedacted is the seed's test 10: a dependency that echoes
+// TestSensitiveDataRedacted pins redaction: a dependency that echoes
 // secrets and personal data in its error text; none of it reaches a header
 // or a log line.
 func TestSensitiveDataRedacted(t *testing.T) {

@@ -13,11 +13,11 @@ import (
 	"relay/internal/schema"
 )
 
-// seed6 sets up the seed's test 6: on partition 0, A1 fails three times
+// orderingCase sets up the ordering case: on partition 0, A1 fails three times
 // at the hook before it passes, A2 (same key) and B1 (another key) come
 // after it; partition 1 holds C1..C3. It returns the scenario, the hook's
 // call counts and the source offsets by record id.
-func seed6(t *testing.T, ordering string, extra ...string) (*scenario, *hookCalls, map[string]int64, *relay) {
+func orderingCase(t *testing.T, ordering string, extra ...string) (*scenario, *hookCalls, map[string]int64, *relay) {
 	t.Helper()
 	o := registerOrders(t)
 	calls := &hookCalls{n: map[string]int{}}
@@ -104,12 +104,12 @@ func outputOrder(t *testing.T, s *scenario, partition int32) []string {
 	return ids
 }
 
-// TestPartitionOrderingWaits is the seed's test 6 for RELAY_ORDERING=
+// TestPartitionOrderingWaits is the ordering case for RELAY_ORDERING=
 // partition: the whole partition waits for A1 (nothing after it is
 // committed), the other partition flows, and the output keeps the source
 // order exactly.
 func TestPartitionOrderingWaits(t *testing.T) {
-	s, calls, offsets, r := seed6(t, "partition")
+	s, calls, offsets, r := orderingCase(t, "partition")
 	deadline := time.Now().Add(30 * time.Second)
 	for calls.get("A1") < 3 {
 		if time.Now().After(deadline) {
@@ -141,10 +141,10 @@ func TestPartitionOrderingWaits(t *testing.T) {
 	}
 }
 
-// TestUnorderedLaterRecordOvertakes is the seed's test 6 for unordered: A1
+// TestUnorderedLaterRecordOvertakes is the ordering case for unordered: A1
 // goes to a tier and A2 (same key) is processed first; nothing waits.
 func TestUnorderedLaterRecordOvertakes(t *testing.T) {
-	s, calls, _, r := seed6(t, "unordered")
+	s, calls, _, r := orderingCase(t, "unordered")
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 30*time.Second)
 	deadline := time.Now().Add(30 * time.Second)
 	for calls.get("A1") < 4 {
@@ -177,7 +177,7 @@ func waitCaughtUpPartition(t *testing.T, s *scenario, partition int32, want int6
 // TestPartitionOrderingQuarantinesAndMovesOn: when the waiting record's
 // budget ends, it is quarantined and its partition moves on, in order.
 func TestPartitionOrderingQuarantinesAndMovesOn(t *testing.T) {
-	s, calls, offsets, r := seed6(t, "partition", "RELAY_RETRY_MAX_ATTEMPTS", "3")
+	s, calls, offsets, r := orderingCase(t, "partition", "RELAY_RETRY_MAX_ATTEMPTS", "3")
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 30*time.Second)
 	r.stop()
 	if got := outputOrder(t, s, 0); len(got) != 2 || got[0] != "A2" || got[1] != "B1" {
@@ -196,11 +196,11 @@ func TestPartitionOrderingQuarantinesAndMovesOn(t *testing.T) {
 	}
 }
 
-// TestKeyOrderingSeed6 is the seed's test 6 for RELAY_ORDERING=key: A2
+// TestKeyOrderingCase is the ordering case for RELAY_ORDERING=key: A2
 // waits behind A1 and comes out after it; B1, another key on the same
 // partition, is not held back.
-func TestKeyOrderingSeed6(t *testing.T) {
-	s, calls, _, r := seed6(t, "key")
+func TestKeyOrderingCase(t *testing.T) {
+	s, calls, _, r := orderingCase(t, "key")
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 30*time.Second)
 	got := waitOutput(t, s, 0, 3, 40*time.Second)
 	r.stop()

@@ -48,8 +48,8 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 
 // preflight checks that every source exists and that every hop relay writes
 // has at least as many partitions as its source: writing to a partition
-// that does not exist would abort every transaction (the seed's field
-// report lost records to exactly this). It warns when quarantine retention
+// that does not exist fails every transaction that tries it (dead-letter
+// set-ups have lost records to exactly this). It warns when quarantine retention
 // is shorter than the response objective. It waits for the broker while it
 // is unreachable.
 // It returns the retention of each quarantine topic that has a finite one,

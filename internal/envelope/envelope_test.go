@@ -69,7 +69,7 @@ func TestViewSeedShape(t *testing.T) {
 	}
 }
 
-// TestRedact is the seed's test 10 at the unit level: sensitive data put in
+// TestRedact pins redaction at the unit level: sensitive data put in
 // an error message is gone from what relay writes.
 func TestRedact(t *testing.T) {
 	r := NewRedactor(regexp.MustCompile(`CUST-\d+`), 200)

@@ -14,7 +14,7 @@ const (
 	TraceState  = "tracestate"
 )
 
-// Headers of the failure envelope (SPEC §5), on every retry-tier,
+// Headers of the failure envelope, on every retry-tier,
 // quarantine and rejected record, next to the record's original headers.
 const (
 	FailureID       = "relay.failure.id"

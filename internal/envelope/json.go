@@ -15,7 +15,7 @@ type Source struct {
 	Timestamp string `json:"timestamp,omitempty"`
 }
 
-// View is the envelope as `relay quarantine show` prints it: the seed's
+// View is the envelope as `relay quarantine show` prints it: the published
 // shape (failureId, source, attempt, firstFailedAt, lastFailedAt,
 // errorCode, payloadSchema, traceId), plus what else relay knows.
 type View struct {

@@ -180,7 +180,7 @@ type rulesFunc func(map[string]any) error
 
 func (r rulesFunc) Check(_ context.Context, rec map[string]any) error { return r(rec) }
 
-// TestSensitiveDataNeverWritten is the seed's test 10 at the unit level.
+// TestSensitiveDataNeverWritten pins redaction at the unit level.
 func TestSensitiveDataNeverWritten(t *testing.T) {
 	now := t0
 	secret := errors.New(`Get "https://svc:hunter2@registry.internal/schemas/ids/9": 401, token=abc.def.ghi for jane@example.com card 4111111111111111`)

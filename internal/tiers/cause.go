@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Class is a failure class of SPEC §2.
+// Class is a failure class: invalid, rejected, transient, unknown (and ordering).
 type Class int
 
 const (

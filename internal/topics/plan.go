@@ -35,7 +35,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 
 // Plan lists the topics cfg needs, given the partition count of each source.
 // Every hop writes to its record's source partition number, so every hop
-// topic needs at least the source's partitions (the seed's field report lost
+// topic needs at least the source's partitions (dead-letter set-ups have lost
 // records to a dead-letter topic with fewer partitions than its source).
 func Plan(cfg *config.Config, sourcePartitions map[string]int) []Spec {
 	var out []Spec
