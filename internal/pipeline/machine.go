@@ -85,6 +85,9 @@ type Machine struct {
 	// Settled recognises copies of replayed records whose failure is
 	// settled already (set with StateTopic).
 	Settled *ledger.Settled
+	// Discards, when set, says at a replayed record's turn whether its
+	// failure was discarded since the ledger was restored.
+	Discards Discards
 	// LoadState reads the committed records of state-topic partitions
 	// (key → latest value); OnAssigned restores blocked keys and settled
 	// failures from it.
@@ -200,6 +203,9 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 			}
 			return outs, nil
 		}
+	}
+	if outs, done, err := m.discardedReplay(ctx, rec, prev, keyed, kr); done {
+		return outs, err
 	}
 	if keyed && kr.state != nil && kr.state.Held {
 		outs := m.terminal(rec, origin, prev, id, st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Ordering, Code: CodeKeyHeld},
