@@ -114,7 +114,14 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		}
 	}
 	machine := newMachine(cfg, retired, adm, ruleSet, metrics, log)
-	watch := newLedgerWatch(cfg, log)
+	watch, err := newLedgerWatch(cfg, log)
+	if err != nil {
+		_ = consumer.Close()
+		log.Error("cannot create the ledger reader; relay does not start", "err", err)
+		return exitFailure
+	}
+	defer watch.close() // after the loop and the watch have stopped: the machine asks it
+	machine.Discards = watch.discards
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	goGuarded(func() { defer close(watchDone); watch.run(watchCtx) })

@@ -34,8 +34,10 @@ const quarantineUsage = `Usage:
         the failure envelope as JSON, with its ledger state and history
   relay quarantine stats [--json]
         counts by state; unresolved by code with the oldest; retention headroom
-  relay quarantine discard <failure-id>... --reason TEXT [--actor NAME]
+  relay quarantine discard <failure-id>... --reason TEXT [--actor NAME] [--include-replaying]
         close failures without replay; recorded in the ledger
+        --include-replaying   also failures being replayed: relay drops the replayed
+                              record at its turn, unless it has already taken it up
 
 A failure id is topic/partition/offset of the record's first appearance, as
 in the relay.failure.id header. The actor defaults to RELAY_ACTOR, else
@@ -487,6 +489,7 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 	fs := newFlags("relay quarantine discard", quarantineUsage, stderr)
 	reason := fs.String("reason", "", "why (required; recorded in the ledger)")
 	actor := fs.String("actor", "", "who (default RELAY_ACTOR, else user@host)")
+	replaying := fs.Bool("include-replaying", false, "also failures being replayed")
 	ids, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -509,24 +512,33 @@ func quarantineDiscard(ctx context.Context, args []string, lookup func(string) (
 	}
 	who, why := actorOf(*actor, lookup), strings.TrimSpace(*reason)
 	return withSnapshot(ctx, "relay quarantine discard", lookup, environ, stderr, nil, func(o *ops, s *snapshot) int {
-		return discard(ctx, o.cfg, s, ids, who, why, stdout, stderr)
+		return discard(ctx, o.cfg, s, ids, who, why, *replaying, stdout, stderr)
 	})
 }
 
 // discard closes failures in one transaction, or none if any cannot be.
-func discard(ctx context.Context, cfg *config.Config, s *snapshot, ids []string, who, why string, stdout, stderr io.Writer) int {
+// A failure being replayed is closed only with replaying set: its discard
+// carries the replay's count, and relay, which owns the replayed record,
+// drops the record at its turn if it has read the discard by then (see
+// pipeline.Discards); if it had already taken the record up, its outcome
+// stands and the ledger says so.
+func discard(ctx context.Context, cfg *config.Config, s *snapshot, ids []string, who, why string, replaying bool, stdout, stderr io.Writer) int {
 	var errs []error
 	now := time.Now()
 	var msgs []*kafka.Message
+	inFlight := map[string]string{}
 	for _, id := range ids {
 		fl := s.byID[id]
 		switch {
 		case fl == nil:
 			errs = append(errs, fmt.Errorf("%s: not in the ledger nor in a quarantine topic", id))
 			continue
-		case fl.State == ledger.Replaying:
-			errs = append(errs, fmt.Errorf("%s: being replayed (%s); wait for its outcome", id, fl.Entry.Current().ReplayID))
+		case fl.State == ledger.Replaying && !replaying:
+			errs = append(errs, fmt.Errorf("%s: being replayed (%s); wait for its outcome, or add --include-replaying to close it anyway",
+				id, fl.Entry.Current().ReplayID))
 			continue
+		case fl.State == ledger.Replaying:
+			inFlight[id] = fl.Entry.Current().ReplayID
 		case !ledger.Unresolved(fl.State):
 			errs = append(errs, fmt.Errorf("%s: already %s", id, fl.State))
 			continue
@@ -551,6 +563,10 @@ func discard(ctx context.Context, cfg *config.Config, s *snapshot, ids []string,
 	}
 	for _, id := range ids {
 		fmt.Fprintf(stdout, "discarded %s (by %s: %s)\n", id, who, why)
+		if rp, ok := inFlight[id]; ok {
+			fmt.Fprintf(stdout, "  its replay %s was in flight: relay drops the replayed record at its turn, unless it had already taken it up"+
+				" (then its outcome stands: relay quarantine show %s)\n", rp, id)
+		}
 	}
 	return exitOK
 }

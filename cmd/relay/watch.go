@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -16,19 +17,25 @@ import (
 )
 
 // ledgerWatch follows the quarantine ledger of the source partitions this
-// instance owns, for the quarantine gauges: it reads their state-topic
-// partitions (committed records) from the start, then keeps up, so the
-// gauges see what the replay and discard commands write as well as relay.
-// It counts only the failures of the source partitions the instance owns:
-// two source topics with different partition counts can put partition p of
-// each on different instances, and both would otherwise count state
-// partition p.
+// instance owns: it reads their state-topic partitions (committed records)
+// from the start, then keeps up, so it sees what the replay and discard
+// commands write as well as relay. It feeds the quarantine gauges (index)
+// and the discards the machine checks at a replayed record's turn
+// (discards).
+// The gauges count only the failures of the source partitions the instance
+// owns: two source topics with different partition counts can put
+// partition p of each on different instances, and both would otherwise
+// count state partition p.
 type ledgerWatch struct {
-	cfg     *config.Config
-	topic   string
-	index   *ledger.Index
-	log     *slog.Logger
-	changes chan ownership
+	cfg      *config.Config
+	topic    string
+	c        *kafka.Consumer
+	index    *ledger.Index
+	discards *discardView
+	log      *slog.Logger
+	mu       sync.Mutex
+	latest   ownership     // the newest assignment, for run to apply
+	changed  chan struct{} // signals that latest changed
 }
 
 // ownership is which sources' failures each state partition holds for
@@ -74,52 +81,108 @@ func (o ownership) diff(next ownership) (stop, read []int32) {
 	return stop, read
 }
 
-func newLedgerWatch(cfg *config.Config, log *slog.Logger) *ledgerWatch {
-	return &ledgerWatch{cfg: cfg, topic: cfg.StateTopicName(), index: &ledger.Index{}, log: log, changes: make(chan ownership, 64)}
-}
+// endTimeout bounds the ListOffsets request of a discard check: it is
+// made inside a transaction, so it is small next to the in-place retry
+// budget; past it the record waits and is tried again.
+const endTimeout = 500 * time.Millisecond
 
-// run reads until ctx ends. A broker outage only delays the gauges.
-func (w *ledgerWatch) run(ctx context.Context) {
-	c, err := kafka.NewConsumer(clientConfig(w.cfg, producerOnly, kafka.ConfigMap{
-		"group.id": w.cfg.GroupID + ".ledger-watch", "enable.auto.commit": false,
-		"isolation.level": "read_committed",
+// newLedgerWatch creates the watch's reader: without it relay cannot see
+// discards, so it does not start.
+func newLedgerWatch(cfg *config.Config, log *slog.Logger) (*ledgerWatch, error) {
+	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
+		"group.id": cfg.GroupID + ".ledger-watch", "enable.auto.commit": false,
+		"isolation.level": "read_committed", "enable.partition.eof": true,
+		// The end past a commit marker is learnt from the next fetch's
+		// answer: with librdkafka's 500 ms, a replayed record would wait
+		// that long for its discard check (measured); 100 ms.
+		"fetch.wait.max.ms": 100,
 	}))
 	if err != nil {
-		w.log.Error("quarantine gauges disabled: cannot create the ledger reader", "err", err)
-		return
+		return nil, err
 	}
-	defer func() { _ = c.Close() }()
+	w := &ledgerWatch{cfg: cfg, topic: cfg.StateTopicName(), c: c, index: &ledger.Index{}, log: log, changed: make(chan struct{}, 1)}
+	w.discards = newDiscardView(w.end, endTimeout)
+	return w, nil
+}
+
+// end is state partition p's last stable offset: a read_committed client
+// is told that as the high watermark.
+func (w *ledgerWatch) end(p int32, timeout time.Duration) (int64, error) {
+	_, high, err := w.c.QueryWatermarkOffsets(w.topic, p, int(timeout/time.Millisecond))
+	return high, err
+}
+
+// close closes the reader; only after run has returned and nothing asks
+// the discards any more.
+func (w *ledgerWatch) close() { _ = w.c.Close() }
+
+// run reads until ctx ends. A broker outage delays the gauges, and makes
+// replayed records wait (see discardView).
+func (w *ledgerWatch) run(ctx context.Context) {
 	owned := ownership{}
 	for ctx.Err() == nil {
-		for drained := false; !drained; {
-			select {
-			case next := <-w.changes:
-				w.apply(c, owned, next)
-				owned = next
-			default:
-				drained = true
-			}
+		select {
+		case <-w.changed:
+			w.mu.Lock()
+			next := w.latest
+			w.mu.Unlock()
+			w.apply(owned, next)
+			owned = next
+		default:
 		}
-		switch ev := c.Poll(200).(type) {
+		switch ev := w.c.Poll(200).(type) {
 		case *kafka.Message:
-			if ev.TopicPartition.Error != nil {
-				continue
-			}
-			e, ok, err := ledger.Decode(string(ev.Key), ev.Value)
-			if err != nil {
-				w.log.Warn("unreadable ledger record", "err", err, "partition", ev.TopicPartition.Partition, "offset", ev.TopicPartition.Offset)
-			}
-			p := ev.TopicPartition.Partition
-			if ok && e != nil && owned[p][sourceKey(e.Source.Topic, e.Source.Partition)] {
-				w.index.Apply(p, e)
-			}
+			w.read(ev, owned)
+		case kafka.PartitionEOF:
+			w.discards.reached(ev.Partition, int64(ev.Offset))
+		case nil:
+			w.idle()
 		case kafka.Error:
 			w.log.Debug("ledger reader", "err", ev)
 		}
 	}
 }
 
-func (w *ledgerWatch) apply(c *kafka.Consumer, owned, next ownership) {
+func (w *ledgerWatch) read(m *kafka.Message, owned ownership) {
+	if m.TopicPartition.Error != nil {
+		return
+	}
+	p := m.TopicPartition.Partition
+	e, ok, err := ledger.Decode(string(m.Key), m.Value)
+	if err != nil {
+		w.log.Warn("unreadable ledger record", "err", err, "partition", p, "offset", m.TopicPartition.Offset)
+	}
+	if !ok {
+		e = nil
+	}
+	if w.discards.saw(p, int64(m.TopicPartition.Offset), e) {
+		w.log.Info("failure discarded", "id", e.ID, "actor", e.Actor, "replay_count", e.ReplayCount)
+	}
+	if e != nil && owned[p][sourceKey(e.Source.Topic, e.Source.Partition)] {
+		w.index.Apply(p, e)
+	}
+}
+
+// idle notes the reader's positions: transaction markers and aborted
+// records move them without a message.
+func (w *ledgerWatch) idle() {
+	parts, err := w.c.Assignment()
+	if err != nil || len(parts) == 0 {
+		return
+	}
+	pos, err := w.c.Position(parts)
+	if err != nil {
+		return
+	}
+	for _, tp := range pos {
+		if tp.Offset >= 0 {
+			w.discards.reached(tp.Partition, int64(tp.Offset))
+		}
+	}
+}
+
+func (w *ledgerWatch) apply(owned, next ownership) {
+	c := w.c
 	stop, read := owned.diff(next)
 	tps := func(parts []int32) []kafka.TopicPartition {
 		out := make([]kafka.TopicPartition, len(parts))
@@ -129,6 +192,8 @@ func (w *ledgerWatch) apply(c *kafka.Consumer, owned, next ownership) {
 		return out
 	}
 	w.index.Drop(stop)
+	w.discards.stop(stop)
+	w.discards.start(read)
 	if len(stop) > 0 {
 		if err := c.IncrementalUnassign(tps(stop)); err != nil {
 			w.log.Warn("ledger reader: unassign", "err", err, "partitions", stop)
@@ -153,13 +218,15 @@ func (m watchedMachine) OnOwned(owned []txn.TopicPartition) {
 	m.watch.notify(ownershipOf(m.Table, owned))
 }
 
-// notify never blocks the transaction loop; a lost change only makes the
-// gauges wrong, and says so.
+// notify never blocks the transaction loop: the watch applies the newest
+// assignment it was told.
 func (w *ledgerWatch) notify(o ownership) {
+	w.mu.Lock()
+	w.latest = o
+	w.mu.Unlock()
 	select {
-	case w.changes <- o:
-	default:
-		w.log.Warn("quarantine gauges may be wrong: the ledger reader is behind on assignment changes")
+	case w.changed <- struct{}{}:
+	default: // a change is signalled already; run reads the newest
 	}
 }
 

@@ -15,6 +15,7 @@ type Item struct {
 	Topic      string    // quarantine topic of that record
 	count      int
 	rank       int
+	discarded  bool // see discardedIn
 }
 
 // ItemOf is the summary item of an entry.
@@ -124,6 +125,10 @@ func (x *Index) Apply(p int32, e *Event) {
 	if e.ReplayCount > it.count || (e.ReplayCount == it.count && r >= it.rank) {
 		it.State, it.count, it.rank = e.State, e.ReplayCount, r
 	}
+	it.discarded = it.discarded || e.State == Discarded
+	if it.discarded && it.State != Resolved {
+		it.State = Discarded
+	}
 }
 
 // Drop forgets partitions (revoked, or about to be read again).
@@ -202,8 +207,8 @@ func (s *Settled) Record(e *Event) {
 }
 
 func (s *Settled) put(e *Event) {
-	if old, ok := s.m[e.ID]; ok && (old.state == Resolved || old.state == Discarded) {
-		return // settled for good
+	if old, ok := s.m[e.ID]; ok && (old.state == Resolved || (old.state == Discarded && e.State != Resolved)) {
+		return // settled for good; resolved outranks a discard (see rank)
 	}
 	s.m[e.ID] = settled{state: e.State, count: e.ReplayCount, partition: e.Partition()}
 }

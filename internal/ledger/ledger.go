@@ -13,7 +13,8 @@
 //
 // A failure's current state is the change with the highest (replay count,
 // rank) — see Fold — so the history reads the same whatever order
-// compaction leaves the records in.
+// compaction leaves the records in; a discard stands unless a replay of the
+// failure was output (discardedIn).
 package ledger
 
 import (
@@ -149,20 +150,32 @@ func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 	return e, true, nil
 }
 
-// rank orders the changes of one replay count: open, then replaying, then
-// its outcome, then a discard; a duplicate (a copy recognised later) last.
+// rank orders the changes of one replay count: open, replaying,
+// failed-again, discarded, resolved; a duplicate (a copy recognised later)
+// last.
+//
+// A discard outranks failed-again: closing a failure that failed again is
+// what discard is for. resolved outranks a discard of the same replay
+// count: the two meet only when an operator discarded a failure while relay
+// was already taking its replayed record up, and that record was output —
+// the ledger must say what the output says. relay drops a replayed record
+// whose discard it has read by the record's turn, so for every interleaving
+// the fold and the outputs agree: discarded and nothing output, or resolved
+// and output once.
 func rank(e *Event) int {
 	switch {
 	case e.Outcome == OutcomeDuplicate:
-		return 5 // says something about a copy, changes nothing
+		return 6 // says something about a copy, changes nothing
 	case e.State == Open:
 		return 1
 	case e.State == Replaying:
 		return 2
+	case e.State == FailedAgain:
+		return 3
 	case e.State == Discarded:
 		return 4
 	default:
-		return 3
+		return 5 // resolved
 	}
 }
 
@@ -248,6 +261,9 @@ func Fold(events []*Event) map[string]*Entry {
 			// already: relay said so, and it is settled as that.
 			en.State = last.State
 		}
+		if en.State != Resolved && discardedIn(es) {
+			en.State = Discarded // see discardedIn
+		}
 		if en.Code == "" {
 			en.Code = cur.Code
 		}
@@ -257,4 +273,18 @@ func Fold(events []*Event) map[string]*Entry {
 		out[id] = en
 	}
 	return out
+}
+
+// discardedIn reports whether an operator discarded the failure. A discard
+// is final but for an output: a later replay count exists only when a
+// replay raced the discard, and unless relay output that replay (resolved),
+// the failure stays discarded — failed again or still in flight, nothing
+// of it was output.
+func discardedIn(es []*Event) bool {
+	for _, e := range es {
+		if e.State == Discarded && e.Outcome != OutcomeDuplicate {
+			return true
+		}
+	}
+	return false
 }

@@ -192,3 +192,49 @@ func TestSettledIgnoresDuplicateNotes(t *testing.T) {
 		t.Fatal("a duplicate note lowered the settled replay count")
 	}
 }
+
+// A discard that lands while relay outputs the replayed record it was
+// meant to stop loses: the ledger says resolved, as the output does,
+// whatever order the changes are read in. Against failed-again (nothing
+// output) the discard stands.
+func TestResolvedOutranksARacingDiscard(t *testing.T) {
+	resolved := ev(Resolved, 1, 2*time.Minute)
+	resolved.Outcome = OutcomeProcessed
+	life := []*Event{ev(Open, 0, 0), ev(Replaying, 1, time.Minute), ev(Discarded, 1, 3*time.Minute), resolved}
+	for range 20 {
+		shuffled := append([]*Event{}, life...)
+		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		if en := Fold(shuffled)["orders/1/7"]; en.State != Resolved {
+			t.Fatalf("state %s, want resolved", en.State)
+		}
+		var x Index
+		var s Settled
+		entries := map[string][]byte{}
+		for _, e := range shuffled {
+			x.Apply(1, e)
+			entries[e.Key()] = e.Value()
+		}
+		if st := x.Summary(nil).ByState; st[Resolved] != 1 {
+			t.Fatalf("index %v, want resolved", st)
+		}
+		s.Restore(entries)
+		if st, done := s.Check("orders/1/7", 1); !done || st != Resolved {
+			t.Fatalf("settled %s %v, want resolved", st, done)
+		}
+	}
+	// Nothing output: the discard stands, at the replay's count or below
+	// it (a replay published between the discard's read and its write).
+	for _, life := range [][]*Event{
+		{ev(Replaying, 1, 0), ev(Discarded, 1, time.Minute), ev(FailedAgain, 1, 2*time.Minute)},
+		{ev(Open, 0, 0), ev(Discarded, 0, time.Minute), ev(Replaying, 1, 2*time.Minute), ev(FailedAgain, 1, 3*time.Minute)},
+		{ev(Open, 0, 0), ev(Discarded, 0, time.Minute), ev(Replaying, 1, 2*time.Minute)},
+	} {
+		var x Index
+		for _, e := range life {
+			x.Apply(1, e)
+		}
+		if en := Fold(life)["orders/1/7"]; en.State != Discarded || x.Summary(nil).ByState[Discarded] != 1 {
+			t.Fatalf("state %s, index %v; want discarded", en.State, x.Summary(nil).ByState)
+		}
+	}
+}

@@ -82,6 +82,9 @@ type Machine struct {
 	// Settled recognises copies of replayed records whose failure is
 	// settled already (set with StateTopic).
 	Settled *ledger.Settled
+	// Discards, when set, says at a replayed record's turn whether its
+	// failure was discarded since the ledger was restored.
+	Discards Discards
 	// LoadState reads the committed records of state-topic partitions
 	// (key → latest value); OnAssigned restores blocked keys and settled
 	// failures from it.
@@ -150,6 +153,9 @@ func (m *Machine) handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 		if state, done := m.Settled.Check(p.id, p.prev.ReplayCount); done {
 			return m.release(p, m.duplicate(p.rec, p.prev, state)), nil
 		}
+	}
+	if outs, done, err := m.discardedReplay(ctx, p.rec, p.prev, p.keyed, p.kr); done {
+		return outs, err
 	}
 	if p.keyed && p.kr.state != nil && p.kr.state.Held {
 		outs := m.terminal(p.rec, p.origin, p.prev, p.id, p.st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Ordering, Code: CodeKeyHeld},
