@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -114,5 +115,72 @@ func waitMetricAtLeast(t *testing.T, addr, name string, min float64, d time.Dura
 			t.Fatalf("%s = %v (found %v), want %v", name, v, ok, min)
 		}
 		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestOutputTopicDeletedMidRun: the output topic is deleted while relay
+// runs. Nothing can be written until it is back; relay must not skip a
+// record nor exit, and once `relay topics apply` has created the topic again
+// every record is output exactly once (what was output before the deletion
+// went with the topic, so the check counts from the re-creation).
+func TestOutputTopicDeletedMidRun(t *testing.T) {
+	const partitions = 2
+	s := newScenario(t, partitions)
+	s.src.produce(t, 300)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn"),
+		// Fail writes to a missing topic after 2s, not librdkafka's 30s.
+		"RELAY_KAFKA_TOPIC_METADATA_PROPAGATION_MAX_MS", "2000",
+		"RELAY_KAFKA_TOPIC_METADATA_REFRESH_INTERVAL_MS", "1000"))
+	r.waitLog("partitions assigned", 60*time.Second)
+	waitCaughtUp(t, s.group, s.src.topic, partitions, time.Minute)
+	before := committed(t, s.group, s.src.topic, partitions)
+
+	deleteTopics(t, s.output)
+	s.src.produce(t, 300)
+	r.waitLog("cannot be written", 90*time.Second)
+	if c := committed(t, s.group, s.src.topic, partitions); !equalOffsets(c, before) {
+		t.Fatalf("committed %v while the output topic was gone, want it to stay at %v", c, before)
+	}
+	applyTopics(t, partitions, s.env("unused"), s.output)
+	waitCaughtUp(t, s.group, s.src.topic, partitions, 2*time.Minute)
+	outs := readCommitted(t, s.output, partitions)
+	seen := map[string]int{}
+	for _, m := range outs {
+		for _, h := range m.Headers {
+			if h.Key == "relay.message.id" {
+				seen[string(h.Value)]++
+			}
+		}
+	}
+	for _, m := range readCommitted(t, s.src.topic, partitions) {
+		if int64(m.TopicPartition.Offset) < before[m.TopicPartition.Partition] {
+			continue // output before the deletion, gone with the topic
+		}
+		id := fmt.Sprintf("%s/%d/%d", s.src.topic, m.TopicPartition.Partition, m.TopicPartition.Offset)
+		if seen[id] != 1 {
+			t.Errorf("record %s output %d times after the topic came back, want 1", id, seen[id])
+		}
+	}
+	if len(outs) != 300 {
+		t.Errorf("%d outputs in the re-created topic, want 300", len(outs))
+	}
+	if r.exited() {
+		t.Fatalf("relay exited (code %d) while its output topic was gone", r.cmd.ProcessState.ExitCode())
+	}
+	r.stop()
+}
+
+func deleteTopics(t *testing.T, names ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := admin(t).DeleteTopics(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError {
+			t.Fatalf("delete %s: %v", r.Topic, r.Error)
+		}
 	}
 }

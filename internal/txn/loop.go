@@ -729,9 +729,12 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 	for ev := range ch {
 		switch e := ev.(type) {
 		case *kafka.Message:
-			if e.TopicPartition.Error != nil {
+			// Good deliveries come too (the Go client reports all or
+			// none); only failures matter, and of those only the first
+			// of each partition is worth a log line: when a transaction
+			// turns abortable every queued record fails with it.
+			if e.TopicPartition.Error != nil && l.deliveries.add(e.TopicPartition) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
-				l.deliveries.add(e.TopicPartition)
 			}
 		case kafka.Error:
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())

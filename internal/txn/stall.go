@@ -66,15 +66,24 @@ var partitionFaults = map[kafka.ErrorCode]bool{
 }
 
 // add keeps a failed delivery that blames its partition.
-func (d *deliveryFailures) add(tp kafka.TopicPartition) {
+// It reports whether tp is new among the kept failures, so a partition
+// whose every queued record failed is logged once, not once a record.
+func (d *deliveryFailures) add(tp kafka.TopicPartition) (first bool) {
 	if !isPartitionFault(tp.Error) {
-		return
+		return false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	k := keyOf(tp)
+	for _, f := range d.failed {
+		if keyOf(f) == k {
+			return false
+		}
+	}
 	if len(d.failed) < maxDeliveryFailures {
 		d.failed = append(d.failed, tp)
 	}
+	return true
 }
 
 func (d *deliveryFailures) take() []kafka.TopicPartition {
