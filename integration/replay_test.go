@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -327,21 +325,7 @@ func TestQuarantineMetricsAndDiscard(t *testing.T) {
 	addr := freeAddr(t)
 	r := startRelay(t, "metrics", f.s.env(uniq(t, "txn-m"), "RELAY_HTTP_ADDR", addr))
 	defer r.stop()
-	metric := func(name, label string) (float64, bool) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return 0, false
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) {
-				v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-				return v, err == nil
-			}
-		}
-		return 0, false
-	}
+	metric := func(name, label string) (float64, bool) { return scrapeMetric(addr, name, label) }
 	waitMetric := func(name, label string, want float64) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)

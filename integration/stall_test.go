@@ -60,7 +60,7 @@ func TestPartitionsAddedToSourceMidRun(t *testing.T) {
 	applyTopics(t, after, s.env("unused"), s.output)
 	assertExactlyOnce(t, s.src, s.output, s.group, after)
 	waitMetricAtLeast(t, addr, "relay_partitions_stalled", 0, 30*time.Second)
-	if v, _ := scrapeMetric(addr, "relay_partitions_stalled"); v != 0 {
+	if v, _ := scrapeMetric(addr, "relay_partitions_stalled", ""); v != 0 {
 		t.Errorf("relay_partitions_stalled = %v after the stall ended, want 0", v)
 	}
 	if r.exited() {
@@ -84,8 +84,9 @@ func addPartitions(t *testing.T, topic string, total int) {
 	}
 }
 
-// scrapeMetric reads one unlabelled-by-us gauge or counter from /metrics.
-func scrapeMetric(addr, name string) (float64, bool) {
+// scrapeMetric reads from /metrics the first sample of name whose line
+// holds label ("" for any).
+func scrapeMetric(addr, name, label string) (float64, bool) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, false
@@ -93,7 +94,7 @@ func scrapeMetric(addr, name string) (float64, bool) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+		if (strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ")) && strings.Contains(line, label) {
 			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 			return v, err == nil
 		}
@@ -107,7 +108,7 @@ func waitMetricAtLeast(t *testing.T, addr, name string, min float64, d time.Dura
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		v, ok := scrapeMetric(addr, name)
+		v, ok := scrapeMetric(addr, name, "")
 		if ok && (v >= min && (min > 0 || v == 0)) {
 			return
 		}

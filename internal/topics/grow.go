@@ -12,7 +12,7 @@ import (
 
 // Grower is what Grow needs of an admin client.
 type Grower interface {
-	GetMetadata(topic *string, allTopics bool, timeoutMs int) (*kafka.Metadata, error)
+	Admin
 	CreatePartitions(ctx context.Context, partitions []kafka.PartitionsSpecification, options ...kafka.CreatePartitionsAdminOption) ([]kafka.TopicResult, error)
 }
 
@@ -53,16 +53,8 @@ func Grow(ctx context.Context, a Grower, w Watermarks, states []State) ([]string
 	// partitions: wait until it does, with a leader for each, so a check
 	// or a relay right after sees them.
 	for _, sp := range specs {
-		for {
-			md, err := a.GetMetadata(&sp.Topic, false, 5000)
-			if err == nil && len(md.Topics[sp.Topic].Partitions) >= sp.IncreaseTo && ready(md.Topics[sp.Topic]) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return grown, fmt.Errorf("%s was given %d partitions, but its metadata does not show them yet: %w", sp.Topic, sp.IncreaseTo, ctx.Err())
-			case <-time.After(100 * time.Millisecond):
-			}
+		if err := waitLeaders(ctx, a, sp.Topic, sp.IncreaseTo); err != nil {
+			return grown, err
 		}
 		if err := waitAnswering(ctx, w, sp.Topic, sp.IncreaseTo); err != nil {
 			return grown, err

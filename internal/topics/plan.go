@@ -185,16 +185,8 @@ func Apply(ctx context.Context, a Admin, w Watermarks, states []State, replicati
 	// Created is not yet usable: wait until every partition has a leader,
 	// so whoever runs next (relay itself) does not meet "not leader".
 	for _, name := range created {
-		for {
-			md, err := a.GetMetadata(&name, false, 5000)
-			if err == nil && ready(md.Topics[name]) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return created, fmt.Errorf("%s was created but has no leader for every partition yet: %w", name, ctx.Err())
-			case <-time.After(100 * time.Millisecond):
-			}
+		if err := waitLeaders(ctx, a, name, parts[name]); err != nil {
+			return created, err
 		}
 	}
 	// A leader in the metadata is not yet a leader that serves: on a
@@ -230,6 +222,22 @@ func waitAnswering(ctx context.Context, w Watermarks, topic string, partitions i
 		}
 	}
 	return nil
+}
+
+// waitLeaders waits until the metadata shows topic with at least
+// partitions partitions, each with a leader.
+func waitLeaders(ctx context.Context, a Admin, topic string, partitions int) error {
+	for {
+		md, err := a.GetMetadata(&topic, false, 5000)
+		if err == nil && len(md.Topics[topic].Partitions) >= partitions && ready(md.Topics[topic]) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: the metadata does not show %d partitions with a leader yet: %w", topic, partitions, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func ready(t kafka.TopicMetadata) bool {

@@ -102,6 +102,18 @@ func (m *model) done() bool {
 
 func (m *model) roll() bool { return m.rng.Float64() < m.fail }
 
+// pick draws one of two failures, each with chance fail: 1, 2, or 0 for
+// none.
+func (m *model) pick() int {
+	switch r := m.rng.Float64(); {
+	case r < m.fail:
+		return 1
+	case r < 2*m.fail:
+		return 2
+	}
+	return 0
+}
+
 // modelProducer writes into the model only when its transaction commits.
 type modelProducer struct {
 	m       *model
@@ -122,12 +134,13 @@ func (p *modelProducer) BeginTransaction() error {
 }
 
 func (p *modelProducer) Produce(msg *kafka.Message, _ chan kafka.Event) error {
-	switch {
-	case p.broken:
+	if p.broken {
 		return fakeErr{code: kafka.ErrState}
-	case p.m.roll():
+	}
+	switch p.m.pick() {
+	case 1:
 		return fakeErr{code: kafka.ErrUnknownPartition}
-	case p.m.roll():
+	case 2:
 		// Accepted now, but its delivery fails: the transaction can
 		// only abort, later produces answer _STATE, and the report
 		// says which partition failed.
@@ -155,10 +168,13 @@ func (p *modelProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka
 }
 
 func (p *modelProducer) CommitTransaction(context.Context) error {
-	switch {
-	case p.broken || p.m.roll():
+	if p.broken {
 		return errAbortable
-	case p.m.roll():
+	}
+	switch p.m.pick() {
+	case 1:
+		return errAbortable
+	case 2:
 		// The commit lands, but the answer is lost: the loop must
 		// re-initialise and find out from the committed offsets.
 		p.apply()
