@@ -1,0 +1,96 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// transientCommitted are the per-partition answers of an offset fetch
+// that a later fetch may not give: the coordinator is loading, moving, or
+// has a commit in flight (KIP-447's unstable offsets).
+var transientCommitted = map[kafka.ErrorCode]bool{
+	kafka.ErrCoordinatorLoadInProgress: true,
+	kafka.ErrCoordinatorNotAvailable:   true,
+	kafka.ErrNotCoordinator:            true,
+	kafka.ErrUnstableOffsetCommit:      true,
+	kafka.ErrTimedOut:                  true,
+	kafka.ErrRequestTimedOut:           true,
+	kafka.ErrTransport:                 true,
+	kafka.ErrAllBrokersDown:            true,
+	kafka.ErrNetworkException:          true,
+	kafka.ErrRebalanceInProgress:       true,
+}
+
+func codeOf(err error) kafka.ErrorCode {
+	var ke kafkaError
+	if errors.As(err, &ke) {
+		return ke.Code()
+	}
+	return kafka.ErrUnknown
+}
+
+// tpKey identifies a partition. kafka.TopicPartition cannot be a map key:
+// its Topic is a pointer, different for every message.
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+func keyOf(tp kafka.TopicPartition) tpKey {
+	return tpKey{topic: topicOf(tp), partition: tp.Partition}
+}
+
+func (k tpKey) at(off int64) kafka.TopicPartition {
+	t := k.topic
+	return kafka.TopicPartition{Topic: &t, Partition: k.partition, Offset: kafka.Offset(off)}
+}
+
+func (k tpKey) String() string { return fmt.Sprintf("%s[%d]", k.topic, k.partition) }
+
+func topicOf(tp kafka.TopicPartition) string {
+	if tp.Topic == nil {
+		return ""
+	}
+	return *tp.Topic
+}
+
+func toRecord(m *kafka.Message) *Record {
+	r := &Record{
+		Topic:     topicOf(m.TopicPartition),
+		Partition: m.TopicPartition.Partition,
+		Offset:    int64(m.TopicPartition.Offset),
+		Key:       m.Key,
+		Value:     m.Value,
+		Timestamp: m.Timestamp,
+	}
+	if len(m.Headers) > 0 {
+		r.Headers = make([]Header, len(m.Headers))
+		for i, h := range m.Headers {
+			r.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return r
+}
+
+func describe(parts []kafka.TopicPartition) []string {
+	out := make([]string, len(parts))
+	for i, tp := range parts {
+		out[i] = keyOf(tp).String()
+	}
+	return out
+}
+
+// numbers lists the distinct partition numbers of parts.
+func numbers(parts []kafka.TopicPartition) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	for _, tp := range parts {
+		if !seen[tp.Partition] {
+			seen[tp.Partition] = true
+			out = append(out, tp.Partition)
+		}
+	}
+	return out
+}

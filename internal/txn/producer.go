@@ -1,0 +1,106 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+func (l *Loop) startProducer(ctx context.Context) error {
+	p, err := l.newProducer()
+	if err != nil {
+		return fmt.Errorf("%w: create producer: %w", ErrFatal, err)
+	}
+	l.drain.Add(1)
+	go l.drainEvents(p.Events())
+	// After a crash or during a broker outage the coordinator may be
+	// unavailable or still completing the previous epoch: wait for it, as
+	// long as the error is not fatal. Nothing is consumed meanwhile.
+	err = l.persist(ctx, "init transactions", func() error {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+		defer cancel()
+		return p.InitTransactions(c)
+	})
+	if err != nil {
+		_ = p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
+		p.Close()
+		l.drain.Wait()
+		return err
+	}
+	l.producer = p
+	return nil
+}
+
+// persist makes a call again, with backoff, until it succeeds, fails
+// fatally, or ctx ends. It is for calls relay cannot go on without and that
+// a broker outage makes fail for as long as the outage lasts.
+func (l *Loop) persist(ctx context.Context, op string, call func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrFatal) {
+			return err
+		}
+		if classify(err) == kindFatal {
+			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
+		}
+		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// drainEvents logs client errors (and failed deliveries, should reports be
+// on). It ends when the producer is closed.
+func (l *Loop) drainEvents(ch chan kafka.Event) {
+	defer l.drain.Done()
+	for ev := range ch {
+		switch e := ev.(type) {
+		case *kafka.Message:
+			// Good deliveries come too (the Go client reports all or
+			// none); only failures matter, and of those only the first
+			// of each partition is worth a log line: when a transaction
+			// turns abortable every queued record fails with it.
+			if e.TopicPartition.Error != nil && l.deliveries.add(e.TopicPartition) {
+				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
+			}
+		case kafka.Error:
+			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
+		}
+	}
+}
+
+func (l *Loop) closeProducer() {
+	if l.producer == nil {
+		return
+	}
+	// Purge so Close does not wait for messages of a transaction that is
+	// being given up anyway.
+	_ = l.producer.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
+	l.producer.Close()
+	l.drain.Wait()
+	l.producer = nil
+}
+
+// close ends both clients; the consumer first, so the group hears of our
+// leaving while the producer's last transaction is already settled.
+func (l *Loop) close() error {
+	err := l.consumer.Close()
+	l.closeProducer()
+	if err != nil {
+		return fmt.Errorf("close consumer: %w", err)
+	}
+	return nil
+}
