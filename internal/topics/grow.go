@@ -49,14 +49,9 @@ func Grow(ctx context.Context, a Grower, w Watermarks, states []State) ([]string
 	if err := errors.Join(errs...); err != nil {
 		return grown, err
 	}
-	// The controller answers before the brokers' metadata shows the new
-	// partitions: wait until it does, with a leader for each, so a check
-	// or a relay right after sees them.
+	// The controller answers before the new partitions serve requests.
 	for _, sp := range specs {
-		if err := waitLeaders(ctx, a, sp.Topic, sp.IncreaseTo); err != nil {
-			return grown, err
-		}
-		if err := waitAnswering(ctx, w, sp.Topic, sp.IncreaseTo); err != nil {
+		if err := waitUsable(ctx, a, w, sp.Topic, sp.IncreaseTo); err != nil {
 			return grown, err
 		}
 	}

@@ -182,23 +182,27 @@ func Apply(ctx context.Context, a Admin, w Watermarks, states []State, replicati
 	if err := errors.Join(errs...); err != nil {
 		return created, err
 	}
-	// Created is not yet usable: wait until every partition has a leader,
-	// so whoever runs next (relay itself) does not meet "not leader".
 	for _, name := range created {
-		if err := waitLeaders(ctx, a, name, parts[name]); err != nil {
-			return created, err
-		}
-	}
-	// A leader in the metadata is not yet a leader that serves: on a
-	// fresh broker a partition can answer "not leader" for a while after
-	// the metadata names its leader. The next client's first request
-	// (relay-demo's watermarks, relay's preflight) must not meet that.
-	for _, name := range created {
-		if err := waitAnswering(ctx, w, name, parts[name]); err != nil {
+		if err := waitUsable(ctx, a, w, name, parts[name]); err != nil {
 			return created, err
 		}
 	}
 	return created, nil
+}
+
+// waitUsable waits until topic's first partitions partitions serve
+// requests. A topic or partition just created is not yet usable: first its
+// partitions need a leader in the metadata, so whoever runs next (relay
+// itself) does not meet "not leader"; then a leader in the metadata is not
+// yet a leader that serves — on a fresh broker a partition can answer "not
+// leader" for a while after the metadata names its leader, and the next
+// client's first request (relay-demo's watermarks, relay's preflight) must
+// not meet that.
+func waitUsable(ctx context.Context, a Admin, w Watermarks, topic string, partitions int) error {
+	if err := waitLeaders(ctx, a, topic, partitions); err != nil {
+		return err
+	}
+	return waitAnswering(ctx, w, topic, partitions)
 }
 
 // waitAnswering waits until a watermark query succeeds on every partition

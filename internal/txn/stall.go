@@ -26,7 +26,6 @@ import (
 var stallBackoff = backoff{base: 500 * time.Millisecond, limit: 20 * time.Second}
 
 type stall struct {
-	cause    error
 	since    time.Time
 	failures int
 	sched    backoff
@@ -155,7 +154,7 @@ func (l *Loop) hold(blamed map[tpKey]error) bool {
 			st = &stall{since: now, sched: stallBackoff}
 			l.stalls[tp] = st
 		}
-		st.cause, st.failures = cause, st.failures+1
+		st.failures++
 		wait := st.sched.next()
 		st.until = now.Add(wait)
 		if !st.held {
@@ -246,10 +245,7 @@ func (l *Loop) forgetStalls(parts []kafka.TopicPartition) {
 	}
 }
 
-func isPartitionFault(err error) bool {
-	var ke kafkaError
-	return errors.As(err, &ke) && partitionFaults[ke.Code()]
-}
+func isPartitionFault(err error) bool { return partitionFaults[codeOf(err)] }
 
 // isCode reports whether err carries librdkafka error code code.
 func isCode(err error, code kafka.ErrorCode) bool {
