@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"relay/internal/kafkaerr"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -33,7 +34,7 @@ const (
 
 // isFence reports whether err says this producer's epoch was fenced.
 func isFence(err error) bool {
-	return isCode(err, kafka.ErrFenced) || isCode(err, kafka.ErrProducerFenced) || isCode(err, kafka.ErrInvalidProducerEpoch)
+	return kafkaerr.Is(err, kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch)
 }
 
 // mayRecover reports whether another recovery fits the bound, and if so
@@ -68,7 +69,7 @@ func (l *Loop) expired() bool {
 func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 	var why string
 	switch {
-	case isCode(err, kafka.ErrInvalidTxnState):
+	case kafkaerr.Is(err, kafka.ErrInvalidTxnState):
 		why = "transaction state out of step with the coordinator"
 	case isFence(err) && l.expired():
 		why = "fenced by the coordinator: the transaction outlived transaction.timeout.ms (broker outage or a stalled process), not by another instance"

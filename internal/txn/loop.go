@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"relay/internal/kafkaerr"
 	"sync"
 	"time"
 
@@ -226,7 +227,7 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		if err := l.produce(&outs[i]); err != nil {
 			l.log.Error("produce failed; aborting transaction, the record stays in its source",
 				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
-			if isPartitionFault(err) {
+			if kafkaerr.PartitionFault(err) {
 				// The output itself cannot be written. (Other errors are
 				// no partition's fault: _STATE says an earlier delivery
 				// failed, and its report names the partition; a full
@@ -265,8 +266,7 @@ func (l *Loop) produce(o *Output) error {
 	deadline := time.Now().Add(l.set.OpTimeout)
 	for {
 		err := l.producer.Produce(msg, nil)
-		var ke kafkaError
-		if err == nil || !errors.As(err, &ke) || ke.Code() != kafka.ErrQueueFull || time.Now().After(deadline) {
+		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) || time.Now().After(deadline) {
 			return err
 		}
 		l.producer.Flush(10)
@@ -322,7 +322,7 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
 		err = call(c)
 		cancel()
-		if classify(err) != kindRetriable || ctx.Err() != nil {
+		if kafkaerr.Classify(err) != kafkaerr.Retriable || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -331,10 +331,10 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 
 // onTxnError acts on a failed transactional call.
 func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
-	switch classify(err) {
-	case kindFatal:
+	switch kafkaerr.Classify(err) {
+	case kafkaerr.Fatal:
 		l.onFatal(ctx, op, err)
-	case kindAbort:
+	case kafkaerr.Abort:
 		l.log.Warn("transaction must abort", "op", op, "err", err)
 		if op == "begin" {
 			l.abort(ctx, op) // nothing was delivered yet
@@ -355,9 +355,9 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 // aborts. _STATE means an earlier delivery failed.
 func (l *Loop) abortAfterProduce(ctx context.Context, err error) {
 	switch {
-	case classify(err) == kindFatal:
+	case kafkaerr.Classify(err) == kafkaerr.Fatal:
 		l.onFatal(ctx, "produce", err)
-	case isCode(err, kafka.ErrState):
+	case kafkaerr.Is(err, kafka.ErrState):
 		l.abortAsync(ctx, "produce")
 	default:
 		l.abort(ctx, "produce")
@@ -383,9 +383,9 @@ func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 		// as a commit does.
 		l.producer.Flush(int(l.set.OpTimeout / time.Millisecond))
 		err := l.retry(ctx, l.producer.AbortTransaction)
-		switch classify(err) {
-		case kindNone:
-		case kindFatal:
+		switch kafkaerr.Classify(err) {
+		case kafkaerr.None:
+		case kafkaerr.Fatal:
 			l.onFatal(ctx, "abort", err)
 			return
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"relay/internal/kafkaerr"
 	"slices"
 	"testing"
 	"time"
@@ -294,22 +295,23 @@ func TestAbortFailureReinitialises(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
+// The loop's fake errors read as the loop expects.
+func TestFakeErrorsClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		want errKind
+		want kafkaerr.Kind
 	}{
-		{nil, kindNone},
-		{errRetriable, kindRetriable},
-		{errAbortable, kindAbort},
-		{errFenced, kindFatal},
-		{fakeErr{code: kafka.ErrFenced, abort: true}, kindFatal},
-		{fakeErr{code: kafka.ErrTimedOut, fatalF: true, abort: true}, kindFatal},
-		{errOdd, kindUnknown},
-		{errors.New("plain"), kindUnknown},
-		{context.DeadlineExceeded, kindUnknown},
+		{nil, kafkaerr.None},
+		{errRetriable, kafkaerr.Retriable},
+		{errAbortable, kafkaerr.Abort},
+		{errFenced, kafkaerr.Fatal},
+		{fakeErr{code: kafka.ErrFenced, abort: true}, kafkaerr.Fatal},
+		{fakeErr{code: kafka.ErrTimedOut, fatalF: true, abort: true}, kafkaerr.Fatal},
+		{errOdd, kafkaerr.Unknown},
+		{errors.New("plain"), kafkaerr.Unknown},
+		{context.DeadlineExceeded, kafkaerr.Unknown},
 	} {
-		if got := classify(tc.err); got != tc.want {
+		if got := kafkaerr.Classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}

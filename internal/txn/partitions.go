@@ -1,35 +1,10 @@
 package txn
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
-
-// transientCommitted are the per-partition answers of an offset fetch
-// that a later fetch may not give: the coordinator is loading, moving, or
-// has a commit in flight (KIP-447's unstable offsets).
-var transientCommitted = map[kafka.ErrorCode]bool{
-	kafka.ErrCoordinatorLoadInProgress: true,
-	kafka.ErrCoordinatorNotAvailable:   true,
-	kafka.ErrNotCoordinator:            true,
-	kafka.ErrUnstableOffsetCommit:      true,
-	kafka.ErrTimedOut:                  true,
-	kafka.ErrRequestTimedOut:           true,
-	kafka.ErrTransport:                 true,
-	kafka.ErrAllBrokersDown:            true,
-	kafka.ErrNetworkException:          true,
-	kafka.ErrRebalanceInProgress:       true,
-}
-
-func codeOf(err error) kafka.ErrorCode {
-	var ke kafkaError
-	if errors.As(err, &ke) {
-		return ke.Code()
-	}
-	return kafka.ErrUnknown
-}
 
 // tpKey identifies a partition. kafka.TopicPartition cannot be a map key:
 // its Topic is a pointer, different for every message.

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"relay/internal/kafkaerr"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -38,7 +39,7 @@ func (l *Loop) rewind(ctx context.Context) {
 			if c.Error == nil {
 				continue
 			}
-			if !transientCommitted[codeOf(c.Error)] {
+			if !kafkaerr.Transient(c.Error) {
 				// Asking again will not help (not authorised, no such
 				// topic): stop rather than spin without polling.
 				return fmt.Errorf("%w: committed offset of %s: %w", ErrFatal, keyOf(c), c.Error)

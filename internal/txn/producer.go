@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"relay/internal/kafkaerr"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -47,7 +48,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		if errors.Is(err, ErrFatal) {
 			return err
 		}
-		if classify(err) == kindFatal {
+		if kafkaerr.Classify(err) == kafkaerr.Fatal {
 			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
 		}
 		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())

@@ -2,8 +2,8 @@ package txn
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"relay/internal/kafkaerr"
 	"sync"
 	"time"
 
@@ -44,31 +44,11 @@ type deliveryFailures struct {
 
 const maxDeliveryFailures = 1024
 
-// partitionFaults are the delivery errors that say the output partition
-// (or its topic) cannot take the record. Every other failed report is no
-// partition's fault: when a transaction turns abortable, librdkafka purges
-// every queued message (_PURGE_QUEUE, _PURGE_INFLIGHT) and reports each,
-// before or after the one that failed; a timeout is an outage; a fence is
-// handled by the transactional calls.
-var partitionFaults = map[kafka.ErrorCode]bool{
-	kafka.ErrUnknownPartition:         true,
-	kafka.ErrUnknownTopic:             true,
-	kafka.ErrUnknownTopicOrPart:       true,
-	kafka.ErrMsgSizeTooLarge:          true,
-	kafka.ErrRecordListTooLarge:       true,
-	kafka.ErrInvalidRecord:            true,
-	kafka.ErrInvalidMsg:               true,
-	kafka.ErrInvalidMsgSize:           true,
-	kafka.ErrTopicAuthorizationFailed: true,
-	kafka.ErrPolicyViolation:          true,
-	kafka.ErrTopicException:           true,
-}
-
 // add keeps a failed delivery that blames its partition.
 // It reports whether tp is new among the kept failures, so a partition
 // whose every queued record failed is logged once, not once a record.
 func (d *deliveryFailures) add(tp kafka.TopicPartition) (first bool) {
-	if !isPartitionFault(tp.Error) {
+	if !kafkaerr.PartitionFault(tp.Error) {
 		return false
 	}
 	d.mu.Lock()
@@ -176,9 +156,9 @@ func (l *Loop) hold(blamed map[tpKey]error) bool {
 // hint says what an operator can do about a cause, where relay knows.
 func hint(err error) string {
 	switch {
-	case isCode(err, kafka.ErrUnknownPartition), isCode(err, kafka.ErrUnknownTopicOrPart), isCode(err, kafka.ErrUnknownTopic):
+	case kafkaerr.Missing(err):
 		return "an output topic lacks this partition or is missing: give every derived topic at least the source's partitions (relay topics apply)"
-	case isCode(err, kafka.ErrMsgSizeTooLarge):
+	case kafkaerr.Is(err, kafka.ErrMsgSizeTooLarge):
 		return "the record is larger than an output topic accepts: raise its max.message.bytes (and the producer's message.max.bytes)"
 	default:
 		return "see cause"
@@ -243,12 +223,4 @@ func (l *Loop) forgetStalls(parts []kafka.TopicPartition) {
 	if len(l.stalls) != n {
 		l.obs.Stalled(len(l.stalls))
 	}
-}
-
-func isPartitionFault(err error) bool { return partitionFaults[codeOf(err)] }
-
-// isCode reports whether err carries librdkafka error code code.
-func isCode(err error, code kafka.ErrorCode) bool {
-	var ke kafkaError
-	return errors.As(err, &ke) && ke.Code() == code
 }

@@ -1,0 +1,167 @@
+// Package kafkaerr is relay's one reading of librdkafka's errors: what a
+// code means, and what a caller does about it (retry the call, abort the
+// transaction, stop). Every Kafka client of relay — the transactional
+// loop, the state-topic readers, preflight, the operator commands — asks
+// here instead of testing kafka.Error by hand.
+package kafkaerr
+
+import (
+	"errors"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Flags is how an error's librdkafka flags are read. kafka.Error
+// implements it; tests implement it too, because kafka.NewError cannot set
+// the retriable or abort flags.
+type Flags interface {
+	error
+	Code() kafka.ErrorCode
+	IsRetriable() bool
+	TxnRequiresAbort() bool
+	IsFatal() bool
+}
+
+// Code is err's librdkafka code, kafka.ErrUnknown when err is not a Kafka
+// error.
+func Code(err error) kafka.ErrorCode {
+	var ke Flags
+	if errors.As(err, &ke) {
+		return ke.Code()
+	}
+	return kafka.ErrUnknown
+}
+
+// Is reports whether err carries one of codes.
+func Is(err error, codes ...kafka.ErrorCode) bool {
+	var ke Flags
+	if !errors.As(err, &ke) {
+		return false
+	}
+	for _, c := range codes {
+		if ke.Code() == c {
+			return true
+		}
+	}
+	return false
+}
+
+// IsKafka reports whether err came from a Kafka client at all (as opposed
+// to a verdict of relay's own about what the client answered).
+func IsKafka(err error) bool {
+	var ke Flags
+	return errors.As(err, &ke)
+}
+
+// Kind is what a caller does about an error from a transactional call.
+type Kind int
+
+const (
+	None Kind = iota + 1
+	// Retriable: the same call may be made again (librdkafka says so,
+	// e.g. a timeout or a coordinator move).
+	Retriable
+	// Abort: the transaction cannot commit; abort it and reprocess from
+	// the committed offsets.
+	Abort
+	// Fatal: the producer is unusable, typically fenced by a newer
+	// instance with the same transactional.id.
+	Fatal
+	// Unknown: neither retriable, abortable nor fatal (e.g. a state
+	// error). The transaction's outcome cannot be trusted.
+	Unknown
+)
+
+// Classify reads librdkafka's flags. Order matters: a fatal error may also
+// say it requires abort, and fatal wins.
+func Classify(err error) Kind {
+	if err == nil {
+		return None
+	}
+	var ke Flags
+	if !errors.As(err, &ke) {
+		return Unknown
+	}
+	switch {
+	case ke.IsFatal():
+		return Fatal
+	case ke.Code() == kafka.ErrFenced || ke.Code() == kafka.ErrProducerFenced:
+		// Fencing is fatal even if a wrapper lost the flag (KIP-98).
+		return Fatal
+	case ke.TxnRequiresAbort():
+		return Abort
+	case ke.IsRetriable():
+		return Retriable
+	default:
+		return Unknown
+	}
+}
+
+// transient are answers that a later try of the same request may not
+// give: the coordinator or leader is loading or moving, a commit is in
+// flight (KIP-447's unstable offsets), or the broker could not be reached.
+var transient = map[kafka.ErrorCode]bool{
+	kafka.ErrCoordinatorLoadInProgress: true,
+	kafka.ErrCoordinatorNotAvailable:   true,
+	kafka.ErrNotCoordinator:            true,
+	kafka.ErrUnstableOffsetCommit:      true,
+	kafka.ErrTimedOut:                  true,
+	kafka.ErrRequestTimedOut:           true,
+	kafka.ErrTransport:                 true,
+	kafka.ErrAllBrokersDown:            true,
+	kafka.ErrNetworkException:          true,
+	kafka.ErrRebalanceInProgress:       true,
+}
+
+// Transient reports whether asking again may give another answer: the
+// error is one of the answers of a cluster in motion or out of reach.
+func Transient(err error) bool { return transient[Code(err)] }
+
+// permanent are answers that asking again will not change without an
+// operator: not authorised, or no such topic.
+var permanent = map[kafka.ErrorCode]bool{
+	kafka.ErrTopicAuthorizationFailed:   true,
+	kafka.ErrGroupAuthorizationFailed:   true,
+	kafka.ErrClusterAuthorizationFailed: true,
+	kafka.ErrUnknownTopicOrPart:         true,
+}
+
+// Permanent reports whether retrying err is pointless: a fatal error, or
+// an answer only an operator can change.
+func Permanent(err error) bool {
+	var ke Flags
+	if !errors.As(err, &ke) {
+		return false
+	}
+	return ke.IsFatal() || permanent[ke.Code()]
+}
+
+// partitionFaults are the delivery errors that say the output partition
+// (or its topic) cannot take the record. Every other failed report is no
+// partition's fault: when a transaction turns abortable, librdkafka purges
+// every queued message (_PURGE_QUEUE, _PURGE_INFLIGHT) and reports each,
+// before or after the one that failed; a timeout is an outage; a fence is
+// handled by the transactional calls.
+var partitionFaults = map[kafka.ErrorCode]bool{
+	kafka.ErrUnknownPartition:         true,
+	kafka.ErrUnknownTopic:             true,
+	kafka.ErrUnknownTopicOrPart:       true,
+	kafka.ErrMsgSizeTooLarge:          true,
+	kafka.ErrRecordListTooLarge:       true,
+	kafka.ErrInvalidRecord:            true,
+	kafka.ErrInvalidMsg:               true,
+	kafka.ErrInvalidMsgSize:           true,
+	kafka.ErrTopicAuthorizationFailed: true,
+	kafka.ErrPolicyViolation:          true,
+	kafka.ErrTopicException:           true,
+}
+
+// PartitionFault reports whether a failed delivery blames the partition it
+// was written to (it lacks the partition, refuses the record, or forbids
+// writing), rather than the transaction or the network.
+func PartitionFault(err error) bool { return partitionFaults[Code(err)] }
+
+// Missing reports whether err says a topic or partition does not exist.
+func Missing(err error) bool {
+	return Is(err, kafka.ErrUnknownPartition, kafka.ErrUnknownTopicOrPart, kafka.ErrUnknownTopic)
+}
