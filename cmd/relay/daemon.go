@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"regexp"
 	"syscall"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/rules"
 	"relay/internal/schema"
@@ -33,8 +33,8 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
 	}
 
-	if code := validateClients(cfg, stderr); code != exitOK {
-		return code
+	if err := kafkaclient.Validate(cfg); err != nil {
+		return clientConfigError(cfg, "", err, stderr)
 	}
 	ruleSet, err := loadRules(cfg)
 	if err != nil {
@@ -46,13 +46,8 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	// last) only after every client that writes to it has been closed.
 	logs := make(chan kafka.LogEvent, 1024)
 	logsDone := make(chan struct{})
-	goGuarded(func() { forwardClientLogs(logs, log, logsDone) })
+	goGuarded(func() { defer close(logsDone); kafkaclient.ForwardLogs(logs, log) })
 	defer func() { close(logs); <-logsDone }()
-	withLogs := func(m *kafka.ConfigMap) *kafka.ConfigMap {
-		(*m)["go.logs.channel.enable"] = true
-		(*m)["go.logs.channel"] = logs
-		return m
-	}
 
 	// Metrics and the endpoint come before the consumer: a taken port
 	// then stops relay with nothing to clean up.
@@ -81,11 +76,11 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		}()
 	}
 
-	consumer, err := kafka.NewConsumer(withLogs(consumerConfig(cfg)))
+	consumer, err := kafkaclient.LoopConsumer(cfg, kafkaclient.WithLogs(logs))
 	if err != nil {
 		return clientConfigError(cfg, "consumer", err, stderr)
 	}
-	newProducer := func() (txn.Producer, error) { return kafka.NewProducer(withLogs(producerConfig(cfg))) }
+	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(logs)) }
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -178,24 +173,6 @@ func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, d
 	}
 }
 
-// forwardClientLogs writes librdkafka's log events (syslog levels) to log
-// until logs is closed.
-func forwardClientLogs(logs <-chan kafka.LogEvent, log *slog.Logger, done chan<- struct{}) {
-	defer close(done)
-	for ev := range logs {
-		level := slog.LevelDebug
-		switch {
-		case ev.Level <= 3:
-			level = slog.LevelError
-		case ev.Level == 4:
-			level = slog.LevelWarn
-		case ev.Level <= 6:
-			level = slog.LevelInfo
-		}
-		log.Log(context.Background(), level, ev.Message, "source", "librdkafka", "client", ev.Name, "tag", ev.Tag)
-	}
-}
-
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "text" {
@@ -204,100 +181,14 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// Properties that only one client understands; librdkafka warns when the
-// other is given them, so they are kept apart.
-var consumerOnly = map[string]bool{
-	"auto.offset.reset": true, "max.poll.interval.ms": true, "session.timeout.ms": true,
-	"heartbeat.interval.ms": true, "partition.assignment.strategy": true, "group.instance.id": true,
-	"group.protocol": true, "group.remote.assignor": true, "fetch.min.bytes": true, "fetch.max.bytes": true,
-	"fetch.wait.max.ms": true, "max.partition.fetch.bytes": true, "queued.min.messages": true,
-	"queued.max.messages.kbytes": true, "auto.commit.interval.ms": true, "check.crcs": true,
-}
-
-var producerOnly = map[string]bool{
-	"transaction.timeout.ms": true, "linger.ms": true, "queue.buffering.max.ms": true,
-	"queue.buffering.max.messages": true, "queue.buffering.max.kbytes": true, "batch.num.messages": true,
-	"batch.size": true, "compression.type": true, "compression.codec": true, "compression.level": true,
-	"acks": true, "request.required.acks": true, "message.timeout.ms": true, "delivery.timeout.ms": true,
-	"partitioner": true, "sticky.partitioning.linger.ms": true, "retries": true, "message.send.max.retries": true,
-}
-
-func consumerConfig(cfg *config.Config) *kafka.ConfigMap {
-	return clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id":                 cfg.GroupID,
-		"enable.auto.commit":       false,
-		"enable.auto.offset.store": false,
-		// Read only committed records: what an aborted transaction wrote
-		// upstream never reaches relay's outputs.
-		"isolation.level": "read_committed",
-	})
-}
-
-func producerConfig(cfg *config.Config) *kafka.ConfigMap {
-	return clientConfig(cfg, consumerOnly, kafka.ConfigMap{
-		"transactional.id": cfg.TransactionalID,
-		// The commit says whether every message of the transaction was
-		// written; the reports of failed deliveries say which source
-		// partition to hold back (see txn's stalls). The Go client
-		// refuses delivery.report.only.error, so every delivery is
-		// reported, without its fields, and the loop drops the good ones.
-		"go.delivery.reports":       true,
-		"go.delivery.report.fields": "none",
-	})
-}
-
-// clientConfig is the passthrough without the other client's properties,
-// with relay's managed properties on top (config rejects them in the
-// passthrough, so nothing is overridden silently).
-func clientConfig(cfg *config.Config, otherClients map[string]bool, managed kafka.ConfigMap) *kafka.ConfigMap {
-	m := kafka.ConfigMap{}
-	for k, v := range cfg.Kafka {
-		if !otherClients[k] {
-			m[k] = v
-		}
-	}
-	for k, v := range managed {
-		m[k] = v
-	}
-	return &m
-}
-
-// validateClients lets librdkafka check every passthrough property before
-// anything connects: the clients are built without bootstrap servers, so
-// they cannot reach a broker, and closed again at once.
-func validateClients(cfg *config.Config, stderr io.Writer) int {
-	offline := func(m *kafka.ConfigMap) *kafka.ConfigMap {
-		c := kafka.ConfigMap{}
-		for k, v := range *m {
-			if k != "bootstrap.servers" {
-				c[k] = v
-			}
-		}
-		return &c
-	}
-	c, err := kafka.NewConsumer(offline(consumerConfig(cfg)))
-	if err != nil {
-		return clientConfigError(cfg, "consumer", err, stderr)
-	}
-	_ = c.Close()
-	p, err := kafka.NewProducer(offline(producerConfig(cfg)))
-	if err != nil {
-		return clientConfigError(cfg, "producer", err, stderr)
-	}
-	p.Close()
-	return exitOK
-}
-
-var propInMessage = regexp.MustCompile(`property:? "([^"]+)"`)
-
-// clientConfigError turns librdkafka's rejection of a property into a
+// clientConfigError reports librdkafka's rejection of a property as a
 // configuration error naming the variable.
 func clientConfigError(cfg *config.Config, client string, err error, stderr io.Writer) int {
-	name := "RELAY_KAFKA_*"
-	if m := propInMessage.FindStringSubmatch(err.Error()); m != nil {
-		name = cfg.VarForProperty(m[1])
+	var ce *kafkaclient.ConfigError
+	if !errors.As(err, &ce) {
+		ce = kafkaclient.AsConfigError(cfg, client, err)
 	}
-	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %s: rejected by librdkafka (%s): %v\n", name, client, err)
+	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", ce)
 	return exitUsage
 }
 

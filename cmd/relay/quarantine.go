@@ -17,6 +17,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 )
 
@@ -118,7 +119,7 @@ func opsSetup(name string, lookup func(string) (string, bool), environ []string,
 	if !ok {
 		return nil, exitUsage
 	}
-	a, err := newAdmin(cfg)
+	a, err := kafkaclient.Admin(cfg)
 	if err != nil {
 		return nil, clientConfigError(cfg, "admin", err, stderr)
 	}

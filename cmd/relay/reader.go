@@ -9,6 +9,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
 )
 
 // readToEnd reads partitions of topic from their start to the end they had
@@ -37,10 +38,7 @@ func readFrom(ctx context.Context, cfg *config.Config, group, topic string, from
 	for p := range from {
 		partitions = append(partitions, p)
 	}
-	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id": group, "enable.auto.commit": false,
-		"isolation.level": "read_committed", "enable.partition.eof": true,
-	}))
+	c, err := kafkaclient.Reader(cfg, group, kafkaclient.Read{EOF: true})
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +106,7 @@ func readFrom(ctx context.Context, cfg *config.Config, group, topic string, from
 // uncommitted: a read_committed client is told the last stable offset,
 // which stops at the first open transaction.
 func highWatermarks(cfg *config.Config, topic string, partitions []int32) (map[int32]int64, error) {
-	probe, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id": "relay-probe", "enable.auto.commit": false, "isolation.level": "read_uncommitted",
-	}))
+	probe, err := kafkaclient.Probe(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
 )
@@ -669,9 +670,7 @@ func (r *replayRun) replayOf(fl *failure, now time.Time) (*kafka.Message, *ledge
 // others did to the selected failures meanwhile.
 func openTail(cfg *config.Config, from map[int32]int64) (*kafka.Consumer, error) {
 	topic := cfg.StateTopicName()
-	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id": "relay-cli", "enable.auto.commit": false, "isolation.level": "read_committed",
-	}))
+	c, err := kafkaclient.Reader(cfg, "relay-cli", kafkaclient.Read{})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/topics"
 )
@@ -190,11 +191,6 @@ func (s *snapshot) summary() ledger.Summary {
 	})
 }
 
-// newAdmin is an admin client for operator commands.
-func newAdmin(cfg *config.Config) (*kafka.AdminClient, error) {
-	return kafka.NewAdminClient(clientConfig(cfg, consumerOnlyAndProducerOnly(), kafka.ConfigMap{}))
-}
-
 // ledgerWriter writes ledger changes (and replay records) in transactions
 // of its own transactional id: one per group and command, so a second
 // copy of the command fences the first instead of interleaving with it.
@@ -204,9 +200,7 @@ type ledgerWriter struct {
 }
 
 func newLedgerWriter(ctx context.Context, cfg *config.Config, txnID string) (*ledgerWriter, error) {
-	p, err := kafka.NewProducer(clientConfig(cfg, consumerOnly, kafka.ConfigMap{
-		"transactional.id": txnID, "go.delivery.reports": false,
-	}))
+	p, err := kafkaclient.Writer(cfg, txnID)
 	if err != nil {
 		return nil, err
 	}

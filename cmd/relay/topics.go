@@ -10,6 +10,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"relay/internal/kafkaclient"
 	"relay/internal/topics"
 )
 
@@ -51,7 +52,7 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 	// A plain producer, for its watermark queries (apply checks with them
 	// that what it created serves requests); the admin client shares its
 	// connections.
-	p, err := kafka.NewProducer(clientConfig(cfg, consumerOnlyAndProducerOnly(), kafka.ConfigMap{}))
+	p, err := kafkaclient.Producer(cfg)
 	if err != nil {
 		return clientConfigError(cfg, "producer", err, stderr)
 	}
@@ -139,17 +140,4 @@ func printPlan(w io.Writer, states []topics.State) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.Role, s.Source, s.Partitions, has, conf, status)
 	}
 	_ = tw.Flush()
-}
-
-// consumerOnlyAndProducerOnly are the properties an admin client must not
-// get (librdkafka warns about them).
-func consumerOnlyAndProducerOnly() map[string]bool {
-	out := map[string]bool{}
-	for k := range consumerOnly {
-		out[k] = true
-	}
-	for k := range producerOnly {
-		out[k] = true
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/pipeline"
 	"relay/internal/txn"
@@ -89,14 +90,10 @@ const endTimeout = 500 * time.Millisecond
 // newLedgerWatch creates the watch's reader: without it relay cannot see
 // discards, so it does not start.
 func newLedgerWatch(cfg *config.Config, log *slog.Logger) (*ledgerWatch, error) {
-	c, err := kafka.NewConsumer(clientConfig(cfg, producerOnly, kafka.ConfigMap{
-		"group.id": cfg.GroupID + ".ledger-watch", "enable.auto.commit": false,
-		"isolation.level": "read_committed", "enable.partition.eof": true,
-		// The end past a commit marker is learnt from the next fetch's
-		// answer: with librdkafka's 500 ms, a replayed record would wait
-		// that long for its discard check (measured); 100 ms.
-		"fetch.wait.max.ms": 100,
-	}))
+	// The end past a commit marker is learnt from the next fetch's
+	// answer: with librdkafka's 500 ms, a replayed record would wait that
+	// long for its discard check (measured); 100 ms.
+	c, err := kafkaclient.Reader(cfg, cfg.GroupID+".ledger-watch", kafkaclient.Read{EOF: true, FetchWaitMaxMs: 100})
 	if err != nil {
 		return nil, err
 	}
