@@ -23,16 +23,12 @@ import (
 func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pipeline.Routes {
 	out := make([]pipeline.Routes, 0, len(cfg.SourceTopics))
 	for _, src := range cfg.SourceTopics {
+		d := cfg.Derived(src)
 		r := pipeline.Routes{
-			Source: src, Output: cfg.OutputTopicFor(src),
-			Quarantine: cfg.Expand(cfg.QuarantineTopic, src), Rejected: cfg.Expand(cfg.RejectedTopic, src),
-			Replay: cfg.Expand(cfg.ReplayTopic, src), Retired: retired[src],
+			Source: src, Output: d.Output, Quarantine: d.Quarantine, Rejected: d.Rejected, Replay: d.Replay, Retired: retired[src],
 		}
-		for _, t := range cfg.RetryTiers {
-			if cfg.Ordering == "partition" {
-				break // records wait in place; no tier topic is read or written
-			}
-			r.Tiers = append(r.Tiers, cfg.TierTopic(src, t))
+		if !cfg.WaitsInPlace() { // else no tier topic is read or written
+			r.Tiers = d.Tiers
 		}
 		out = append(out, r)
 	}
@@ -44,7 +40,7 @@ func policy(cfg *config.Config) tiers.Policy {
 	p := tiers.Policy{
 		BlockingAttempts: cfg.BlockingAttempts, BlockingBackoff: cfg.BlockingBackoff, BlockingMaxWait: cfg.BlockingBackoff,
 		MaxAttempts: cfg.RetryMaxAttempts, MaxElapsed: cfg.RetryMaxElapsed, UnknownAttempts: cfg.UnclassifiedAttempts,
-		WaitInPlace: cfg.Ordering == "partition",
+		WaitInPlace: cfg.WaitsInPlace(),
 	}
 	for _, t := range cfg.RetryTiers {
 		p.Tiers = append(p.Tiers, t.Delay)
@@ -103,7 +99,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
 		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
 		Outcomes: out, Log: log, Now: time.Now,
-		WaitInPlace: cfg.Ordering == "partition",
+		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
 		Settled: &ledger.Settled{}, LoadState: stateLoader(cfg, log),
 	}

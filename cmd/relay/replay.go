@@ -641,7 +641,7 @@ func (r *replayRun) publish(ctx context.Context, recs []*failure, check bool) (w
 // replay; the original time stays in relay.source.timestamp.
 func (r *replayRun) replayOf(fl *failure, now time.Time) (*kafka.Message, *ledger.Event) {
 	count := max(fl.ReplayCount, fl.Record.F.ReplayCount) + 1
-	topic := r.cfg.Expand(r.cfg.ReplayTopic, fl.Record.F.SourceTopic)
+	topic := r.cfg.Derived(fl.Record.F.SourceTopic).Replay
 	hs := make([]kafka.Header, 0, len(fl.Record.Headers)+2)
 	for _, h := range fl.Record.Headers {
 		switch h.Key {

@@ -34,7 +34,7 @@ type tierCandidate struct {
 // tierCandidates lists the topics among names that RELAY_RETRY_TOPIC names
 // for src with some delay, other than the topics relay uses now (used).
 func tierCandidates(cfg *config.Config, src string, names []string, used map[string]bool) []tierCandidate {
-	parts := strings.Split(cfg.Expand(cfg.RetryTopic, src), "{delay}")
+	parts := cfg.TierTopicPattern(src)
 	quoted := make([]string, len(parts))
 	for i, p := range parts {
 		quoted[i] = regexp.QuoteMeta(p)

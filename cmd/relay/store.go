@@ -110,7 +110,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 			SchemaVersion: en.SchemaVersion, ReplayCount: en.ReplayCount, Entry: en}
 	}
 	for _, src := range cfg.SourceTopics {
-		topic := cfg.Expand(cfg.QuarantineTopic, src)
+		topic := cfg.Derived(src).Quarantine
 		n, err := topics.Partitions(a, topic, timeout)
 		if err != nil {
 			return nil, err

@@ -193,11 +193,6 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	return c, nil
 }
 
-// OutputTopicFor expands the output template for one source topic.
-func (c *Config) OutputTopicFor(source string) string {
-	return strings.ReplaceAll(c.OutputTopic, "{topic}", source)
-}
-
 // VarForProperty names the variable that set a librdkafka property, for
 // error messages from librdkafka's own validation.
 func (c *Config) VarForProperty(prop string) string {
@@ -394,7 +389,7 @@ func (p *parser) validate(c *Config) {
 		p.fail(EnvOutputTopic, "%q has no {topic} but %s names %d topics", c.OutputTopic, EnvSourceTopics, len(c.SourceTopics))
 	}
 	for _, t := range c.SourceTopics {
-		out := c.OutputTopicFor(t)
+		out := c.Derived(t).Output
 		switch {
 		case !topicName.MatchString(out):
 			p.fail(EnvOutputTopic, "gives %q for source %q, not a valid topic name", out, t)

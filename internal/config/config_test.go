@@ -55,7 +55,7 @@ func TestDefaults(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, 30 * time.Second},
 		{"OpTimeout", c.OpTimeout, 5 * time.Second},
 		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:9464"},
-		{"output", c.OutputTopicFor("orders"), "orders.valid"},
+		{"output", c.Derived("orders").Output, "orders.valid"},
 		{"auto.offset.reset", c.Kafka["auto.offset.reset"], "earliest"},
 		{"TransactionTimeout", c.TransactionTimeout, 60 * time.Second},
 		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "60000"},

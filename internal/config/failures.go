@@ -6,26 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"relay/internal/schema"
 )
 
-// Expand fills a topic template for one source topic.
-func (c *Config) Expand(template, source string) string {
-	return strings.NewReplacer("{topic}", source, "{group}", c.GroupID).Replace(template)
-}
-
-// TierTopic names the topic of one retry tier of a source.
-func (c *Config) TierTopic(source string, t Tier) string {
-	return strings.ReplaceAll(c.Expand(c.RetryTopic, source), "{delay}", t.Label)
-}
-
-// StateTopicName names the state topic of the group.
-func (c *Config) StateTopicName() string { return c.Expand(c.StateTopic, "") }
-
 // Accepted returns the parsed accepted versions (valid after Load).
-func (c *Config) Accepted() schema.Versions {
-	v, _ := schema.ParseVersions(c.SchemaAccept)
+func (c *Config) Accepted() Versions {
+	v, _ := ParseVersions(c.SchemaAccept)
 	return v
 }
 
@@ -130,12 +115,13 @@ func (p *parser) validateFailures(c *Config) {
 		owner[s] = "source topic"
 	}
 	for _, s := range c.SourceTopics {
-		claim(EnvOutputTopic, c.OutputTopicFor(s), "output topic of "+s)
-		claim(EnvQuarantineTopic, c.Expand(c.QuarantineTopic, s), "quarantine topic of "+s)
-		claim(EnvRejectedTopic, c.Expand(c.RejectedTopic, s), "rejected topic of "+s)
-		claim(EnvReplayTopic, c.Expand(c.ReplayTopic, s), "replay topic of "+s)
-		for _, t := range c.RetryTiers {
-			claim(EnvRetryTopic, c.TierTopic(s, t), "retry tier "+t.Label+" of "+s)
+		d := c.Derived(s)
+		claim(EnvOutputTopic, d.Output, "output topic of "+s)
+		claim(EnvQuarantineTopic, d.Quarantine, "quarantine topic of "+s)
+		claim(EnvRejectedTopic, d.Rejected, "rejected topic of "+s)
+		claim(EnvReplayTopic, d.Replay, "replay topic of "+s)
+		for i, t := range c.RetryTiers {
+			claim(EnvRetryTopic, d.Tiers[i], "retry tier "+t.Label+" of "+s)
 		}
 	}
 	claim(EnvStateTopic, c.StateTopicName(), "state topic")
@@ -152,7 +138,7 @@ func (p *parser) validateFailures(c *Config) {
 		p.fail(c.VarForProperty("partition.assignment.strategy"), "%q: relay needs range, so a source partition and its tier and replay partitions go to the same member", s)
 	}
 	c.Kafka["partition.assignment.strategy"] = "range"
-	if c.Ordering == "partition" && len(c.RetryTiers) == 0 && c.RetryMaxAttempts > c.BlockingAttempts+1 {
+	if c.WaitsInPlace() && len(c.RetryTiers) == 0 && c.RetryMaxAttempts > c.BlockingAttempts+1 {
 		p.fail(EnvRetryTiers, "is empty, but partition ordering waits the tier delays between attempts; give at least one delay, or lower %s to %d",
 			EnvRetryMaxAttempts, c.BlockingAttempts+1)
 	}
@@ -180,7 +166,7 @@ func (p *parser) validateFailures(c *Config) {
 		}
 		if c.SchemaAccept == "" {
 			p.fail(EnvSchemaAccept, "required with %s (example: 3-5)", EnvSchemaRegistryURL)
-		} else if acc, err := schema.ParseVersions(c.SchemaAccept); err != nil {
+		} else if acc, err := ParseVersions(c.SchemaAccept); err != nil {
 			p.fail(EnvSchemaAccept, "%v", err)
 		} else {
 			if c.SchemaReaderVersion == 0 {

@@ -16,11 +16,11 @@ func TestFailureDefaults(t *testing.T) {
 		t.Errorf("tiers %+v", c.RetryTiers)
 	}
 	for got, want := range map[string]string{
-		c.TierTopic("orders", c.RetryTiers[0]): "orders.retry.30s",
-		c.Expand(c.QuarantineTopic, "orders"):  "orders.quarantine",
-		c.Expand(c.RejectedTopic, "orders"):    "orders.rejected",
-		c.Expand(c.ReplayTopic, "orders"):      "orders.replay",
-		c.StateTopicName():                     "_relay.relay.state",
+		c.Derived("orders").Tiers[0]:   "orders.retry.30s",
+		c.Derived("orders").Quarantine: "orders.quarantine",
+		c.Derived("orders").Rejected:   "orders.rejected",
+		c.Derived("orders").Replay:     "orders.replay",
+		c.StateTopicName():             "_relay.relay.state",
 	} {
 		if got != want {
 			t.Errorf("topic %q, want %q", got, want)

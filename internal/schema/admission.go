@@ -13,10 +13,19 @@ import (
 	"relay/internal/tiers"
 )
 
+// VersionSet is the set of accepted schema versions (RELAY_SCHEMA_ACCEPT,
+// parsed by config).
+type VersionSet interface {
+	Contains(version int) bool
+	// List returns the versions of the set among have, in order.
+	List(have []int) []int
+	String() string
+}
+
 // Settings say what admission accepts.
 type Settings struct {
 	Subject       string
-	Accept        Versions
+	Accept        VersionSet
 	ReaderVersion int
 	// Timeout bounds each registry lookup.
 	Timeout time.Duration

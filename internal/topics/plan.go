@@ -47,17 +47,18 @@ func Plan(cfg *config.Config, sourcePartitions map[string]int) []Spec {
 		del := func(retention time.Duration) map[string]string {
 			return map[string]string{"cleanup.policy": "delete", "retention.ms": ms(retention)}
 		}
-		out = append(out, Spec{Name: cfg.OutputTopicFor(src), Role: "output", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)})
-		for _, t := range cfg.RetryTiers {
-			if cfg.Ordering == "partition" {
+		d := cfg.Derived(src)
+		out = append(out, Spec{Name: d.Output, Role: "output", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)})
+		for i, t := range cfg.RetryTiers {
+			if cfg.WaitsInPlace() {
 				break // records wait in place: no tier topics
 			}
-			out = append(out, Spec{Name: cfg.TierTopic(src, t), Role: "retry " + t.Label, Source: src, Partitions: n, Configs: del(tierRetention)})
+			out = append(out, Spec{Name: d.Tiers[i], Role: "retry " + t.Label, Source: src, Partitions: n, Configs: del(tierRetention)})
 		}
 		out = append(out,
-			Spec{Name: cfg.Expand(cfg.QuarantineTopic, src), Role: "quarantine", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
-			Spec{Name: cfg.Expand(cfg.RejectedTopic, src), Role: "rejected", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
-			Spec{Name: cfg.Expand(cfg.ReplayTopic, src), Role: "replay", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)},
+			Spec{Name: d.Quarantine, Role: "quarantine", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
+			Spec{Name: d.Rejected, Role: "rejected", Source: src, Partitions: n, Configs: del(cfg.QuarantineRetention)},
+			Spec{Name: d.Replay, Role: "replay", Source: src, Partitions: n, Configs: del(cfg.OutputRetention)},
 		)
 	}
 	out = append(out, Spec{Name: cfg.StateTopicName(), Role: "state", Partitions: maxParts,

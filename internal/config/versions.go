@@ -1,4 +1,4 @@
-package schema
+package config
 
 import (
 	"fmt"
