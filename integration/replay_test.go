@@ -20,8 +20,8 @@ import (
 	"relay/internal/ledger"
 )
 
-// TestReplayFixedSampleTwiceIsIdempotent is the seed's test 8: a fixed
-// sample is replayed twice, and each record is in the output exactly once.
+// TestReplayFixedSampleTwiceIsIdempotent replays a fixed
+// sample twice, and each record is in the output exactly once.
 // The second replay skips the resolved records and counts them; a copy of a
 // replay record published behind relay's back (two replays racing) is
 // recognised by relay, recorded as a duplicate, and not output again.

@@ -376,7 +376,7 @@ type listItem struct {
 	Record        string        `json:"record"`
 }
 
-// shown is what `quarantine show` prints: the seed's envelope shape, then
+// shown is what `quarantine show` prints: the failure envelope (as the quarantine record carries it), then
 // the ledger's state and history.
 type shown struct {
 	envelope.View
