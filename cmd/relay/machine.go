@@ -15,6 +15,7 @@ import (
 	"relay/internal/pipeline"
 	"relay/internal/rules"
 	"relay/internal/schema"
+	"relay/internal/statetopic"
 	"relay/internal/tiers"
 )
 
@@ -101,7 +102,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		Outcomes: out, Log: log, Now: time.Now,
 		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
-		Settled: &ledger.Settled{}, LoadState: stateLoader(cfg, log),
+		Settled: &ledger.Settled{}, LoadState: statetopic.Loader(cfg, log),
 	}
 	if adm != nil {
 		m.Admitter = adm

@@ -19,6 +19,7 @@ import (
 	"relay/internal/envelope"
 	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
+	"relay/internal/statetopic"
 )
 
 const quarantineUsage = `Usage:
@@ -546,19 +547,19 @@ func discard(ctx context.Context, cfg *config.Config, s *snapshot, ids []string,
 		}
 		e := &ledger.Event{ID: id, State: ledger.Discarded, At: now, Actor: who, Reason: why,
 			Code: fl.Code, ReplayCount: fl.ReplayCount, Source: fl.Source, SchemaVersion: fl.SchemaVersion}
-		msgs = append(msgs, eventMessage(cfg.StateTopicName(), e))
+		msgs = append(msgs, statetopic.EventMessage(cfg.StateTopicName(), e))
 	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
 		return exitUsage
 	}
-	w, err := newLedgerWriter(ctx, cfg, cfg.GroupID+".discard")
+	w, err := statetopic.NewWriter(ctx, cfg, cfg.GroupID+".discard")
 	if err != nil {
 		fmt.Fprintf(stderr, "relay quarantine discard: %v\n", err)
 		return exitFailure
 	}
-	defer w.close()
-	if err := w.write(ctx, msgs); err != nil {
+	defer w.Close()
+	if err := w.Write(ctx, msgs); err != nil {
 		fmt.Fprintf(stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
 		return exitFailure
 	}

@@ -26,6 +26,7 @@ import (
 	"relay/internal/envelope"
 	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
+	"relay/internal/statetopic"
 	"relay/internal/tiers"
 )
 
@@ -341,12 +342,12 @@ func runReplay(ctx context.Context, args []string, lookup func(string) (string, 
 	// last transaction is then committed or aborted, and the snapshot is
 	// read again, so it sees that replay's changes (or that there are
 	// none).
-	w, err := newLedgerWriter(ctx, ops.cfg, ops.cfg.GroupID+".replay")
+	w, err := statetopic.NewWriter(ctx, ops.cfg, ops.cfg.GroupID+".replay")
 	if err != nil {
 		fmt.Fprintf(stderr, "relay replay: %v\nnothing was replayed\n", err)
 		return exitFailure
 	}
-	defer w.close()
+	defer w.Close()
 	if s, ok = ops.load(ctx, keep); !ok {
 		return exitFailure
 	}
@@ -502,7 +503,7 @@ type replayRun struct {
 	o         *replayOpts
 	id        string
 	actor     string
-	w         *ledgerWriter
+	w         *statetopic.Writer
 	tail      *kafka.Consumer
 	prog      *progress
 	stderr    io.Writer
@@ -610,11 +611,11 @@ func (r *replayRun) publish(ctx context.Context, recs []*failure, check bool) (w
 					continue
 				}
 				rec, ev := r.replayOf(fl, now)
-				msgs = append(msgs, rec, eventMessage(stateTopic, ev))
+				msgs = append(msgs, rec, statetopic.EventMessage(stateTopic, ev))
 				sent = append(sent, fl)
 			}
 			if len(msgs) > 0 {
-				if err := r.w.write(ctx, msgs); err != nil {
+				if err := r.w.Write(ctx, msgs); err != nil {
 					return "", fmt.Errorf("publishing to the replay topic: %w (whether the last transaction, %d records, was committed is not known: "+
 						"run the replay again; what was published shows as replaying and is skipped)", err, len(sent))
 				}

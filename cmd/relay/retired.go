@@ -14,6 +14,7 @@ import (
 	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/pipeline"
+	"relay/internal/statetopic"
 	"relay/internal/topics"
 )
 
@@ -148,7 +149,7 @@ func unconsumed(ctx context.Context, cfg *config.Config, committed committedFunc
 		}
 	}
 	n := 0
-	_, err = readFrom(ctx, cfg, cfg.GroupID+".tier-check", topic, from, 2*max(cfg.TransactionTimeout, 30*time.Second),
+	_, err = statetopic.ReadFrom(ctx, cfg, cfg.GroupID+".tier-check", topic, from, 2*max(cfg.TransactionTimeout, 30*time.Second),
 		func(m *kafka.Message) {
 			if !otherGroup(m.Headers, cfg.GroupID) {
 				n++

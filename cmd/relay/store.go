@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -14,8 +13,8 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
-	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
+	"relay/internal/statetopic"
 	"relay/internal/topics"
 )
 
@@ -90,7 +89,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}, kept: keep != nil}
 	var events []*ledger.Event
 	var bad error
-	s.stateEnds, err = readToEnd(ctx, cfg, "relay-cli", stateTopic, seq(n), readBound, func(m *kafka.Message) {
+	s.stateEnds, err = statetopic.ReadToEnd(ctx, cfg, "relay-cli", stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
 		e, ok, err := ledger.Decode(string(m.Key), m.Value)
 		if err != nil && bad == nil {
 			bad = err
@@ -123,7 +122,7 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 			s.retention[topic] = r
 		}
 		cancel()
-		_, err = readToEnd(ctx, cfg, "relay-cli", topic, seq(n), readBound, func(m *kafka.Message) {
+		_, err = statetopic.ReadToEnd(ctx, cfg, "relay-cli", topic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
 			hs := toHeaders(m.Headers)
 			f, err := envelope.Parse(hs)
 			if err != nil && f == nil {
@@ -167,14 +166,6 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 	return s, nil
 }
 
-func seq(n int) []int32 {
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(i)
-	}
-	return out
-}
-
 // summary summarises the snapshot as the gauges do.
 func (s *snapshot) summary() ledger.Summary {
 	items := make([]ledger.Item, 0, len(s.failures))
@@ -189,75 +180,6 @@ func (s *snapshot) summary() ledger.Summary {
 		r, ok := s.retention[t]
 		return r, ok
 	})
-}
-
-// ledgerWriter writes ledger changes (and replay records) in transactions
-// of its own transactional id: one per group and command, so a second
-// copy of the command fences the first instead of interleaving with it.
-type ledgerWriter struct {
-	p       *kafka.Producer
-	timeout time.Duration
-}
-
-func newLedgerWriter(ctx context.Context, cfg *config.Config, txnID string) (*ledgerWriter, error) {
-	p, err := kafkaclient.Writer(cfg, txnID)
-	if err != nil {
-		return nil, err
-	}
-	w := &ledgerWriter{p: p, timeout: max(cfg.OpTimeout, 10*time.Second)}
-	c, cancel := context.WithTimeout(ctx, 2*w.timeout)
-	defer cancel()
-	if err := p.InitTransactions(c); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("init transactions (%s): %w", txnID, err)
-	}
-	return w, nil
-}
-
-// write writes msgs in one transaction; on any error the transaction is
-// aborted and nothing of it is visible.
-func (w *ledgerWriter) write(ctx context.Context, msgs []*kafka.Message) error {
-	if err := w.p.BeginTransaction(); err != nil {
-		return err
-	}
-	for _, m := range msgs {
-		for {
-			err := w.p.Produce(m, nil)
-			if err == nil {
-				break
-			}
-			var ke kafka.Error
-			if errors.As(err, &ke) && ke.Code() == kafka.ErrQueueFull {
-				w.p.Flush(100)
-				continue
-			}
-			w.abort()
-			return err
-		}
-	}
-	c, cancel := context.WithTimeout(ctx, 2*w.timeout)
-	defer cancel()
-	if err := w.p.CommitTransaction(c); err != nil {
-		w.abort()
-		return err
-	}
-	return nil
-}
-
-func (w *ledgerWriter) abort() {
-	c, cancel := context.WithTimeout(context.Background(), w.timeout)
-	defer cancel()
-	_ = w.p.AbortTransaction(c)
-}
-
-func (w *ledgerWriter) close() { w.p.Close() }
-
-// eventMessage is the state-topic record of a ledger change.
-func eventMessage(topic string, e *ledger.Event) *kafka.Message {
-	return &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: e.Partition()},
-		Key:            []byte(e.Key()), Value: e.Value(),
-	}
 }
 
 // actorOf is who an operator command records: --actor, else RELAY_ACTOR,

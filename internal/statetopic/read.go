@@ -1,4 +1,4 @@
-package main
+package statetopic
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/kafkaerr"
 )
 
-// readToEnd reads partitions of topic from their start to the end they had
+// ReadToEnd reads partitions of topic from their start to the end they had
 // when it was called, committed records only, and calls each for every
 // record. The end is the high watermark, not the last stable offset: a
 // transaction still open (an instance that died in it, a command that
@@ -21,18 +22,18 @@ import (
 // partition: a reader that follows on from there misses nothing. group
 // only names the reader: it is assigned, never subscribed, and commits
 // nothing. Reaching no end within bound is an error.
-func readToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration,
+func ReadToEnd(ctx context.Context, cfg *config.Config, group, topic string, partitions []int32, bound time.Duration,
 	each func(*kafka.Message)) (ends map[int32]int64, err error) {
 	from := make(map[int32]kafka.Offset, len(partitions))
 	for _, p := range partitions {
 		from[p] = kafka.OffsetBeginning
 	}
-	return readFrom(ctx, cfg, group, topic, from, bound, each)
+	return ReadFrom(ctx, cfg, group, topic, from, bound, each)
 }
 
-// readFrom is readToEnd from the offsets in from (kafka.OffsetBeginning
+// ReadFrom is ReadToEnd from the offsets in from (kafka.OffsetBeginning
 // for a partition's start) instead of from the start.
-func readFrom(ctx context.Context, cfg *config.Config, group, topic string, from map[int32]kafka.Offset, bound time.Duration,
+func ReadFrom(ctx context.Context, cfg *config.Config, group, topic string, from map[int32]kafka.Offset, bound time.Duration,
 	each func(*kafka.Message)) (ends map[int32]int64, err error) {
 	partitions := make([]int32, 0, len(from))
 	for p := range from {
@@ -43,69 +44,85 @@ func readFrom(ctx context.Context, cfg *config.Config, group, topic string, from
 		return nil, err
 	}
 	defer func() { _ = c.Close() }()
-	if ends, err = highWatermarks(cfg, topic, partitions); err != nil {
+	if ends, err = HighWatermarks(cfg, topic, partitions); err != nil {
 		return nil, err
 	}
-	end := map[int32]int64{}
-	var tps []kafka.TopicPartition
+	r := reading{c: c, topic: topic, end: map[int32]int64{}}
 	for _, p := range partitions {
 		if high := ends[p]; high > 0 && (from[p] < 0 || int64(from[p]) < high) {
-			end[p] = high
-			tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: from[p]})
+			r.end[p] = high
+			r.tps = append(r.tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: from[p]})
 		}
 	}
-	if len(tps) == 0 {
+	if len(r.tps) == 0 {
 		return ends, nil
 	}
-	if err := c.Assign(tps); err != nil {
+	if err := c.Assign(r.tps); err != nil {
 		return nil, err
 	}
-	reached := func(p int32, next int64) {
-		if want, ok := end[p]; ok && next >= want {
-			delete(end, p)
-		}
+	if err := r.untilEnds(ctx, bound, each); err != nil {
+		return nil, fmt.Errorf("%s %v: %w", topic, partitions, err)
 	}
+	return ends, nil
+}
+
+// reading is one ReadFrom: the partitions it reads and the ends it waits
+// for.
+type reading struct {
+	c     *kafka.Consumer
+	topic string
+	tps   []kafka.TopicPartition
+	end   map[int32]int64 // partitions whose end is not reached yet
+}
+
+func (r *reading) reached(p int32, next int64) {
+	if want, ok := r.end[p]; ok && next >= want {
+		delete(r.end, p)
+	}
+}
+
+// untilEnds polls until every partition reached its end.
+func (r *reading) untilEnds(ctx context.Context, bound time.Duration, each func(*kafka.Message)) error {
 	deadline := time.Now().Add(bound)
 	for ctx.Err() == nil {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s %v: end not reached within %s (a transaction still open?)", topic, partitions, bound)
+			return fmt.Errorf("end not reached within %s (a transaction still open?)", bound)
 		}
-		switch ev := c.Poll(200).(type) {
+		switch ev := r.c.Poll(200).(type) {
 		case *kafka.Message:
 			if ev.TopicPartition.Error != nil {
-				return nil, ev.TopicPartition.Error
+				return ev.TopicPartition.Error
 			}
 			each(ev)
-			reached(ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset)+1)
+			r.reached(ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset)+1)
 		case kafka.PartitionEOF:
-			reached(ev.Partition, int64(ev.Offset))
+			r.reached(ev.Partition, int64(ev.Offset))
 		case kafka.Error:
 			if ev.IsFatal() {
-				return nil, ev
+				return ev
 			}
 		case nil:
 			// Aborted records and transaction markers move the
 			// position without a message or a new EOF.
-			pos, err := c.Position(tps)
-			if err == nil {
+			if pos, err := r.c.Position(r.tps); err == nil {
 				for _, tp := range pos {
 					if tp.Offset >= 0 {
-						reached(tp.Partition, int64(tp.Offset))
+						r.reached(tp.Partition, int64(tp.Offset))
 					}
 				}
 			}
 		}
-		if len(end) == 0 {
-			return ends, nil
+		if len(r.end) == 0 {
+			return nil
 		}
 	}
-	return nil, errors.Join(ctx.Err(), fmt.Errorf("reading %s interrupted", topic))
+	return errors.Join(ctx.Err(), errors.New("reading interrupted"))
 }
 
-// highWatermarks asks for the partitions' high watermarks. The probe reads
+// HighWatermarks asks for the partitions' high watermarks. The probe reads
 // uncommitted: a read_committed client is told the last stable offset,
 // which stops at the first open transaction.
-func highWatermarks(cfg *config.Config, topic string, partitions []int32) (map[int32]int64, error) {
+func HighWatermarks(cfg *config.Config, topic string, partitions []int32) (map[int32]int64, error) {
 	probe, err := kafkaclient.Probe(cfg)
 	if err != nil {
 		return nil, err
@@ -115,8 +132,7 @@ func highWatermarks(cfg *config.Config, topic string, partitions []int32) (map[i
 	out := map[int32]int64{}
 	for _, p := range partitions {
 		_, high, err := probe.QueryWatermarkOffsets(topic, p, timeout)
-		var ke kafka.Error
-		if errors.As(err, &ke) && ke.Code() == kafka.ErrUnknownPartition && !hasPartition(probe, topic, p, timeout) {
+		if kafkaerr.Is(err, kafka.ErrUnknownPartition) && !hasPartition(probe, topic, p, timeout) {
 			// Partitions were added to a source and not (yet) to this
 			// topic: nothing can have been written there. Records that
 			// would be are held back until the topic has the partition.
@@ -144,4 +160,13 @@ func hasPartition(c *kafka.Consumer, topic string, p int32, timeoutMs int) bool 
 		return true
 	}
 	return int(p) < len(t.Partitions)
+}
+
+// Partitions lists 0..n-1.
+func Partitions(n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
 }

@@ -1,0 +1,49 @@
+package statetopic
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+	"relay/internal/kafkaerr"
+)
+
+// Loader reads partitions of the state topic, committed records only,
+// from their start to their end, with one consumer, and returns the latest
+// value of each key (nil for a tombstone). It waits out a broker outage,
+// saying so, with a jittered backoff; only ctx ends it early. An error the
+// broker will not change its mind on (not authorised, no such topic) is
+// returned at once.
+func Loader(cfg *config.Config, log *slog.Logger) func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
+	topic := cfg.StateTopicName()
+	return func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
+		load := func() (map[string][]byte, error) {
+			out, err := load(ctx, cfg, topic, partitions)
+			if err != nil && (ctx.Err() != nil || kafkaerr.Permanent(err)) {
+				return nil, backoff.Permanent(err)
+			}
+			return out, err
+		}
+		return backoff.Retry(ctx, load, backoff.WithMaxElapsedTime(0),
+			backoff.WithBackOff(&backoff.ExponentialBackOff{
+				InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second,
+			}),
+			backoff.WithNotify(func(err error, in time.Duration) {
+				log.Warn("cannot read the state topic yet; retrying", "topic", topic, "partitions", partitions, "err", err, "in", in.String())
+			}))
+	}
+}
+
+func load(ctx context.Context, cfg *config.Config, topic string, partitions []int32) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	_, err := ReadToEnd(ctx, cfg, cfg.GroupID+".state-restore", topic, partitions, 2*max(cfg.TransactionTimeout, 30*time.Second),
+		func(m *kafka.Message) { out[string(m.Key)] = m.Value })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
