@@ -42,11 +42,14 @@ type Set struct {
 
 // file is the YAML shape of a rules file.
 type file struct {
-	Rules []struct {
-		Name   string `yaml:"name"`
-		Expr   string `yaml:"expr"`
-		Action string `yaml:"action"`
-	} `yaml:"rules"`
+	Rules []fileRule `yaml:"rules"`
+}
+
+// fileRule is one rule as written in the file.
+type fileRule struct {
+	Name   string `yaml:"name"`
+	Expr   string `yaml:"expr"`
+	Action string `yaml:"action"`
 }
 
 var ruleName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,39}$`)
@@ -86,45 +89,12 @@ func Parse(path string, data []byte) (*Set, error) {
 		if r.Name != "" {
 			where += " (" + r.Name + ")"
 		}
-		fail := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
-		}
-		switch {
-		case !ruleName.MatchString(r.Name):
-			fail("name %q must be upper-snake (A-Z, 0-9, _), at most 40 characters: it becomes the code REJECTED_<NAME>", r.Name)
-			continue
-		case seen[r.Name]:
-			fail("name %s is used twice", r.Name)
-			continue
-		}
-		seen[r.Name] = true
-		action := Action(strings.ToLower(strings.TrimSpace(r.Action)))
-		if action == "" {
-			action = ActionReject
-		}
-		if action != ActionReject && action != ActionQuarantine {
-			fail("action %q is not reject or quarantine", r.Action)
-			continue
-		}
-		if strings.TrimSpace(r.Expr) == "" {
-			fail("expr is empty")
-			continue
-		}
-		ast, iss := env.Compile(r.Expr)
-		if iss.Err() != nil {
-			fail("expr does not compile:\n%s", iss.Err())
-			continue
-		}
-		if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
-			fail("expr gives %s, a rule must give a bool", t)
-			continue
-		}
-		prg, err := env.Program(ast, cel.CostLimit(maxCost))
+		rule, err := compile(env, r, seen)
 		if err != nil {
-			fail("expr: %v", err)
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			continue
 		}
-		set.rules = append(set.rules, Rule{Name: r.Name, Expr: r.Expr, Action: action, prg: prg})
+		set.rules = append(set.rules, rule)
 	}
 	if len(f.Rules) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no rules (expected a top-level 'rules:' list)", path))
@@ -133,6 +103,40 @@ func Parse(path string, data []byte) (*Set, error) {
 		return nil, errors.Join(errs...)
 	}
 	return set, nil
+}
+
+// compile checks one rule and compiles its expression; seen holds the
+// names of the rules before it.
+func compile(env *cel.Env, r fileRule, seen map[string]bool) (Rule, error) {
+	switch {
+	case !ruleName.MatchString(r.Name):
+		return Rule{}, fmt.Errorf("name %q must be upper-snake (A-Z, 0-9, _), at most 40 characters: it becomes the code REJECTED_<NAME>", r.Name)
+	case seen[r.Name]:
+		return Rule{}, fmt.Errorf("name %s is used twice", r.Name)
+	}
+	seen[r.Name] = true
+	action := Action(strings.ToLower(strings.TrimSpace(r.Action)))
+	if action == "" {
+		action = ActionReject
+	}
+	if action != ActionReject && action != ActionQuarantine {
+		return Rule{}, fmt.Errorf("action %q is not reject or quarantine", r.Action)
+	}
+	if strings.TrimSpace(r.Expr) == "" {
+		return Rule{}, errors.New("expr is empty")
+	}
+	ast, iss := env.Compile(r.Expr)
+	if iss.Err() != nil {
+		return Rule{}, fmt.Errorf("expr does not compile:\n%s", iss.Err())
+	}
+	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+		return Rule{}, fmt.Errorf("expr gives %s, a rule must give a bool", t)
+	}
+	prg, err := env.Program(ast, cel.CostLimit(maxCost))
+	if err != nil {
+		return Rule{}, fmt.Errorf("expr: %w", err)
+	}
+	return Rule{Name: r.Name, Expr: r.Expr, Action: action, prg: prg}, nil
 }
 
 // ruleLines finds the line of each item of the top-level rules list.
