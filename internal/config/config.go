@@ -345,10 +345,10 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string) {
 		props[prop], vars[prop] = strings.TrimSpace(val), name
 	}
 	if _, ok := props["auto.offset.reset"]; !ok {
-		props["auto.offset.reset"] = "earliest"
+		props["auto.offset.reset"] = defaultOf(EnvAutoOffsetReset)
 	}
 	if _, ok := props["topic.metadata.refresh.interval.ms"]; !ok {
-		props["topic.metadata.refresh.interval.ms"] = "30000"
+		props["topic.metadata.refresh.interval.ms"] = defaultOf(EnvMetadataRefresh)
 	}
 	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
 		p.fail(EnvBootstrapServers, "required but not set")

@@ -101,48 +101,48 @@ func New(environ []string) (*Metrics, error) {
 	mp := sdkmetric.NewMeterProvider(opts...)
 	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
 	meter := mp.Meter("relay")
-	counter := func(name, desc string) metric.Int64Counter {
+	counter := func(name string) metric.Int64Counter {
 		if err != nil {
 			return nil
 		}
 		var c metric.Int64Counter
-		c, err = meter.Int64Counter(name, metric.WithDescription(desc))
+		c, err = meter.Int64Counter(name, describe(name))
 		return c
 	}
-	m.consumed = counter(MetricRecordsConsumed, "source records handled into a transaction (aborted ones are handled again)")
-	m.committed = counter(MetricRecordsCommitted, "source records whose offsets were committed")
-	m.outputs = counter(MetricOutputsCommitted, "records written by committed transactions")
-	m.txns = counter(MetricTxnCommitted, "committed transactions")
-	m.aborted = counter(MetricTxnAborted, "aborted transactions, by reason")
-	m.outcomes = counter(MetricRecordOutcomes, "records by committed outcome and error code")
-	m.replays = counter(MetricReplayOutcomes, "replayed records by ledger outcome: resolved, failed-again, duplicate")
+	m.consumed = counter(MetricRecordsConsumed)
+	m.committed = counter(MetricRecordsCommitted)
+	m.outputs = counter(MetricOutputsCommitted)
+	m.txns = counter(MetricTxnCommitted)
+	m.aborted = counter(MetricTxnAborted)
+	m.outcomes = counter(MetricRecordOutcomes)
+	m.replays = counter(MetricReplayOutcomes)
 	if err != nil {
 		return nil, err
 	}
 	if m.endedAttempts, err = meter.Int64Histogram(MetricEndedAttempts,
-		metric.WithDescription("attempts of records that were retried (in place or from a tier), when they reach an end state, by outcome")); err != nil {
+		describe(MetricEndedAttempts)); err != nil {
 		return nil, err
 	}
 	if m.endedDuration, err = meter.Float64Histogram(MetricEndedDuration, metric.WithUnit("s"),
-		metric.WithDescription("time from a record's first failure to its end state (in place and in tiers), by outcome")); err != nil {
+		describe(MetricEndedDuration)); err != nil {
 		return nil, err
 	}
 	if err := m.quarantineGauges(meter); err != nil {
 		return nil, err
 	}
 	if m.latency, err = meter.Float64Histogram(MetricCommitLatency, metric.WithUnit("s"),
-		metric.WithDescription("time to send offsets and commit a transaction")); err != nil {
+		describe(MetricCommitLatency)); err != nil {
 		return nil, err
 	}
 	if _, err = meter.Int64ObservableGauge(MetricStalledPartitions,
-		metric.WithDescription("source partitions held back because their records cannot be written; nothing is skipped"),
+		describe(MetricStalledPartitions),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.stalled.Load())
 			return nil
 		})); err != nil {
 		return nil, err
 	}
-	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, metric.WithDescription("partitions owned by this instance"),
+	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, describe(MetricAssignedPartitons),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.assigned.Load())
 			return nil
@@ -156,17 +156,17 @@ func New(environ []string) (*Metrics, error) {
 // SetQuarantine gives them a source.
 func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 	unresolved, err := meter.Int64ObservableGauge(MetricUnresolved,
-		metric.WithDescription("quarantined failures not resolved or discarded (open, replaying, failed-again), by error code"))
+		describe(MetricUnresolved))
 	if err != nil {
 		return err
 	}
 	oldest, err := meter.Float64ObservableGauge(MetricOldestAge, metric.WithUnit("s"),
-		metric.WithDescription("age of the oldest unresolved quarantined failure, since it was first quarantined, by error code"))
+		describe(MetricOldestAge))
 	if err != nil {
 		return err
 	}
 	headroom, err := meter.Float64ObservableGauge(MetricHeadroom, metric.WithUnit("s"),
-		metric.WithDescription("time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it"))
+		describe(MetricHeadroom))
 	if err != nil {
 		return err
 	}
