@@ -36,7 +36,7 @@ var Instruments = []Metric{
 	{Name: MetricTxnCommitted, Kind: Counter, Help: "committed transactions"},
 	{Name: MetricTxnAborted, Kind: Counter, Labels: []string{"reason"}, Help: "aborted transactions, by reason"},
 	{Name: MetricCommitLatency, Kind: Histogram, Unit: "s", Help: "time to send offsets and commit a transaction"},
-	{Name: MetricAssignedPartitons, Kind: Gauge, Help: "partitions owned by this instance"},
+	{Name: MetricAssignedPartitions, Kind: Gauge, Help: "partitions owned by this instance"},
 	{Name: MetricStalledPartitions, Kind: Gauge, Help: "source partitions held back because their records cannot be written; nothing is skipped",
 		Note: "Alert when above 0."},
 	{Name: MetricRecordOutcomes, Kind: Counter, Labels: []string{"outcome", "code"}, Help: "records by committed outcome and error code",

@@ -17,13 +17,13 @@ import (
 // Metric names, as Prometheus shows them (OTel adds the _total suffix to
 // counters and the unit suffix to histograms).
 const (
-	MetricRecordsConsumed   = "relay.records.consumed"
-	MetricRecordsCommitted  = "relay.records.committed"
-	MetricOutputsCommitted  = "relay.outputs.committed"
-	MetricTxnCommitted      = "relay.transactions.committed"
-	MetricTxnAborted        = "relay.transactions.aborted"
-	MetricCommitLatency     = "relay.commit.duration"
-	MetricAssignedPartitons = "relay.partitions.assigned"
+	MetricRecordsConsumed    = "relay.records.consumed"
+	MetricRecordsCommitted   = "relay.records.committed"
+	MetricOutputsCommitted   = "relay.outputs.committed"
+	MetricTxnCommitted       = "relay.transactions.committed"
+	MetricTxnAborted         = "relay.transactions.aborted"
+	MetricCommitLatency      = "relay.commit.duration"
+	MetricAssignedPartitions = "relay.partitions.assigned"
 	// MetricStalledPartitions counts the source partitions held back
 	// because their records cannot be written (a missing output partition
 	// or topic, a record too large): relay retries them and skips nothing.
@@ -72,9 +72,27 @@ func New(environ []string) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(views()...)}
+	otlp, err := otlpReader(environ)
+	if err != nil {
+		return nil, err
+	}
+	if otlp != nil {
+		opts = append(opts, sdkmetric.WithReader(otlp))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
+	if err := m.instruments(mp.Meter("relay")); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// views set the histograms' buckets.
+func views() []sdkmetric.View {
 	// Commit latency buckets: a commit is a few broker round trips, so
 	// milliseconds to seconds.
-	view := sdkmetric.NewView(
+	latency := sdkmetric.NewView(
 		sdkmetric.Instrument{Name: MetricCommitLatency},
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
 			Boundaries: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -90,17 +108,12 @@ func New(environ []string) (*Metrics, error) {
 			Boundaries: []float64{.1, .5, 1, 5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
 		}},
 	)
-	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(view, attemptsView, durationView)}
-	otlp, err := otlpReader(environ)
-	if err != nil {
-		return nil, err
-	}
-	if otlp != nil {
-		opts = append(opts, sdkmetric.WithReader(otlp))
-	}
-	mp := sdkmetric.NewMeterProvider(opts...)
-	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
-	meter := mp.Meter("relay")
+	return []sdkmetric.View{latency, attemptsView, durationView}
+}
+
+// instruments creates relay's counters, histograms and gauges.
+func (m *Metrics) instruments(meter metric.Meter) error {
+	var err error
 	counter := func(name string) metric.Int64Counter {
 		if err != nil {
 			return nil
@@ -117,22 +130,28 @@ func New(environ []string) (*Metrics, error) {
 	m.outcomes = counter(MetricRecordOutcomes)
 	m.replays = counter(MetricReplayOutcomes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m.endedAttempts, err = meter.Int64Histogram(MetricEndedAttempts,
 		describe(MetricEndedAttempts)); err != nil {
-		return nil, err
+		return err
 	}
 	if m.endedDuration, err = meter.Float64Histogram(MetricEndedDuration, metric.WithUnit("s"),
 		describe(MetricEndedDuration)); err != nil {
-		return nil, err
-	}
-	if err := m.quarantineGauges(meter); err != nil {
-		return nil, err
+		return err
 	}
 	if m.latency, err = meter.Float64Histogram(MetricCommitLatency, metric.WithUnit("s"),
 		describe(MetricCommitLatency)); err != nil {
-		return nil, err
+		return err
+	}
+	return m.gauges(meter)
+}
+
+// gauges registers the observable gauges.
+func (m *Metrics) gauges(meter metric.Meter) error {
+	var err error
+	if err = m.quarantineGauges(meter); err != nil {
+		return err
 	}
 	if _, err = meter.Int64ObservableGauge(MetricStalledPartitions,
 		describe(MetricStalledPartitions),
@@ -140,16 +159,16 @@ func New(environ []string) (*Metrics, error) {
 			o.Observe(m.stalled.Load())
 			return nil
 		})); err != nil {
-		return nil, err
+		return err
 	}
-	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, describe(MetricAssignedPartitons),
+	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitions, describe(MetricAssignedPartitions),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.assigned.Load())
 			return nil
 		})); err != nil {
-		return nil, err
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // quarantineGauges registers the ledger gauges; they observe nothing until
