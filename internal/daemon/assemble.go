@@ -49,18 +49,22 @@ func policy(cfg *config.Config) tiers.Policy {
 	return p
 }
 
-// loadRules reads the rules file before anything connects; nil without one.
-func loadRules(cfg *config.Config) (*rules.Set, error) {
+// Policy is the retry budget relay runs with; relay replay's dry run
+// decides with it too.
+func Policy(cfg *config.Config) tiers.Policy { return policy(cfg) }
+
+// LoadRules reads the rules file before anything connects; nil without one.
+func LoadRules(cfg *config.Config) (*rules.Set, error) {
 	if cfg.RulesFile == "" {
 		return nil, nil
 	}
 	return rules.Load(cfg.RulesFile)
 }
 
-// newAdmitter connects admission to the registry and checks, before the
+// NewAdmitter connects admission to the registry and checks, before the
 // first record, that the reader version exists and every accepted version
 // can be read as it. It waits while the registry is unavailable.
-func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
+func NewAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
 	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
 	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
 		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
@@ -126,4 +130,12 @@ func describeBudget(cfg *config.Config) string {
 	}
 	return fmt.Sprintf("in place %d×%s, tiers [%s], at most %d attempts within %s", cfg.BlockingAttempts, cfg.BlockingBackoff,
 		strings.Join(labels, ","), cfg.RetryMaxAttempts, cfg.RetryMaxElapsed)
+}
+
+// RuleCount is the number of rules in s, 0 without a rules file.
+func RuleCount(s *rules.Set) int {
+	if s == nil {
+		return 0
+	}
+	return s.Len()
 }

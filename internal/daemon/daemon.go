@@ -1,12 +1,17 @@
+// Package daemon is `relay run`: it checks what must hold before relay
+// consumes (the topics, the broker's transaction limit, retired tiers, the
+// registry), assembles the failure state machine, and runs the
+// transactional loop with the ledger watch beside it until a signal stops
+// it or it fails. It never exits the process: Run returns how it ended,
+// and the caller (cmd/relay) turns that into an exit code and provides
+// the exits a graceful stop may need (Options).
 package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -16,113 +21,217 @@ import (
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
+	"relay/internal/ledgerwatch"
+	"relay/internal/pipeline"
 	"relay/internal/rules"
 	"relay/internal/schema"
 	"relay/internal/telemetry"
 	"relay/internal/txn"
 )
 
-// runDaemon is `relay run`.
-func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ []string, stderr io.Writer) int {
-	cfg, ok := loadConfig(lookup, environ, stderr)
-	if !ok {
-		return exitUsage
+// Options is what Run needs from the process around it.
+type Options struct {
+	// Environ is the process environment: OTEL_* variables configure the
+	// metrics export, and RELAY_* names relay does not know are warned
+	// about.
+	Environ []string
+	// Go runs f on a goroutine of its own; a panic there must end the
+	// process as a runtime failure (exit 1). Nil runs f with a plain go
+	// statement.
+	Go func(f func())
+	// Abandon ends the process at once as a runtime failure (exit 1), and
+	// does not return. Run calls it when it gives a graceful stop up: on a
+	// second SIGINT or SIGTERM, or past RELAY_SHUTDOWN_TIMEOUT after the
+	// first. Required.
+	Abandon func()
+}
+
+// ConfigError is a configuration relay refuses before it has started
+// anything (exit 2): a property librdkafka rejects, a rules file that does
+// not load, a bad OTEL_* variable. Its message names what is wrong.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ClientConfigError is librdkafka's rejection of a property of client
+// ("consumer", "producer", "admin"; "" for any), as a *ConfigError naming
+// the variable.
+func ClientConfigError(cfg *config.Config, client string, err error) error {
+	var ce *kafkaclient.ConfigError
+	if !errors.As(err, &ce) {
+		ce = kafkaclient.AsConfigError(cfg, client, err)
 	}
-	log := newLogger(cfg, stderr)
-	for _, name := range config.Unknown(environ) {
+	return &ConfigError{Err: ce}
+}
+
+// errStopped is a stop by a signal before the loop started: graceful.
+var errStopped = errors.New("stopped before consuming")
+
+// Run runs the daemon until a SIGINT or SIGTERM (or the end of ctx) stops
+// it gracefully, and returns nil then, also when the stop came during the
+// preflight. A *ConfigError means nothing was started. Any other error is
+// a runtime failure, which Run has logged before returning it.
+func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger) error {
+	if opts.Abandon == nil {
+		err := errors.New("daemon: Options.Abandon is required")
+		log.Error("relay does not start", "err", err)
+		return err
+	}
+	if opts.Go == nil {
+		opts.Go = func(f func()) { go f() }
+	}
+	for _, name := range config.Unknown(opts.Environ) {
 		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
 	}
-
-	if err := kafkaclient.Validate(cfg); err != nil {
-		return clientConfigError(cfg, "", err, stderr)
-	}
-	ruleSet, err := loadRules(cfg)
+	d := &daemon{cfg: cfg, opts: opts, log: log}
+	ruleSet, err := d.checkConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %s: %v\n", config.EnvRulesFile, err)
-		return exitUsage
+		return err
 	}
-	// librdkafka's own log lines go through slog too, so relay's stderr is
-	// one structured stream. The channel is closed (deferred first, so run
-	// last) only after every client that writes to it has been closed.
-	logs := make(chan kafka.LogEvent, 1024)
-	logsDone := make(chan struct{})
-	goGuarded(func() { defer close(logsDone); kafkaclient.ForwardLogs(logs, log) })
-	defer func() { close(logs); <-logsDone }()
-
-	// Metrics and the endpoint come before the consumer: a taken port
-	// then stops relay with nothing to clean up.
-	metrics, err := telemetry.New(environ)
+	defer d.forwardLogs()()
+	metrics, closeMetrics, err := d.serveMetrics(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", err)
-		return exitUsage
+		return err
 	}
-	defer func() {
-		// A last export to an OTLP collector, bounded: a collector that
-		// is away must not hold the exit.
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = metrics.Close(c)
-	}()
-	if cfg.HTTPAddr != "" {
-		srv, err := telemetry.Listen(ctx, cfg.HTTPAddr, metrics)
-		if err != nil {
-			log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
-			return exitFailure
-		}
-		defer func() {
-			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Close(c)
-		}()
-	}
+	defer closeMetrics()
 
-	consumer, err := kafkaclient.LoopConsumer(cfg, kafkaclient.WithLogs(logs))
+	consumer, err := kafkaclient.LoopConsumer(cfg, kafkaclient.WithLogs(d.logs))
 	if err != nil {
-		return clientConfigError(cfg, "consumer", err, stderr)
+		return ClientConfigError(cfg, "consumer", err)
 	}
-	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(logs)) }
-
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	stopped := make(chan struct{})
 	defer close(stopped)
-	goGuarded(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped) })
+	opts.Go(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
 
-	retention, retired, err := startChecks(ctx, consumer, cfg, log)
+	err = d.consume(ctx, consumer, ruleSet, metrics)
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
+}
+
+// daemon is one run's configuration and what its phases share.
+type daemon struct {
+	cfg  *config.Config
+	opts Options
+	log  *slog.Logger
+	logs chan kafka.LogEvent // librdkafka's log lines, for every client
+}
+
+// checkConfig checks what only librdkafka and the rules file can tell,
+// before anything connects.
+func (d *daemon) checkConfig() (*rules.Set, error) {
+	if err := kafkaclient.Validate(d.cfg); err != nil {
+		return nil, ClientConfigError(d.cfg, "", err)
+	}
+	ruleSet, err := LoadRules(d.cfg)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("%s: %w", config.EnvRulesFile, err)}
+	}
+	return ruleSet, nil
+}
+
+// forwardLogs sends librdkafka's own log lines through slog too, so
+// relay's stderr is one structured stream. It returns the function that
+// closes the channel, to be called only after every client that writes to
+// it has been closed.
+func (d *daemon) forwardLogs() (closeLogs func()) {
+	d.logs = make(chan kafka.LogEvent, 1024)
+	done := make(chan struct{})
+	d.opts.Go(func() { defer close(done); kafkaclient.ForwardLogs(d.logs, d.log) })
+	return func() { close(d.logs); <-done }
+}
+
+// serveMetrics sets the metrics up and serves the endpoint. It comes
+// before the consumer: a taken port then stops relay with nothing to clean
+// up. closeAll stops the endpoint and makes a last, bounded, export.
+func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeAll func(), err error) {
+	m, err = telemetry.New(d.opts.Environ)
+	if err != nil {
+		return nil, nil, &ConfigError{Err: err}
+	}
+	closeMetrics := func() {
+		// A collector that is away must not hold the exit.
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = m.Close(c)
+	}
+	if d.cfg.HTTPAddr == "" {
+		return m, closeMetrics, nil
+	}
+	srv, err := telemetry.Listen(ctx, d.cfg.HTTPAddr, m)
+	if err != nil {
+		d.log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
+		closeMetrics()
+		return nil, nil, fmt.Errorf("metrics endpoint: %w", err)
+	}
+	return m, func() {
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Close(c)
+		closeMetrics()
+	}, nil
+}
+
+// consume checks the topics, assembles the machine, starts the ledger
+// watch and runs the loop until ctx ends or the loop fails.
+func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
+	machine, retention, err := d.prepare(ctx, consumer, ruleSet, metrics)
+	if err != nil {
+		return err
+	}
+	watch, err := ledgerwatch.New(d.cfg, d.log)
 	if err != nil {
 		_ = consumer.Close()
-		if ctx.Err() != nil {
-			return exitOK
-		}
-		log.Error("preflight failed; relay does not start", "err", err)
-		return exitFailure
+		d.log.Error("cannot create the ledger reader; relay does not start", "err", err)
+		return fmt.Errorf("ledger reader: %w", err)
 	}
-	var adm *schema.Admitter
-	if cfg.SchemaRegistryURL != "" {
-		if adm, err = newAdmitter(ctx, cfg, log); err != nil {
-			_ = consumer.Close()
-			if ctx.Err() != nil {
-				return exitOK
-			}
-			log.Error("schema admission cannot start; relay does not start", "err", err)
-			return exitFailure
-		}
-	}
-	machine := newMachine(cfg, retired, adm, ruleSet, metrics, log)
-	watch, err := newLedgerWatch(cfg, log)
-	if err != nil {
-		_ = consumer.Close()
-		log.Error("cannot create the ledger reader; relay does not start", "err", err)
-		return exitFailure
-	}
-	defer watch.close() // after the loop and the watch have stopped: the machine asks it
-	machine.Discards = watch.discards
+	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
+	machine.Discards = watch.Discards()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
-	goGuarded(func() { defer close(watchDone); watch.run(watchCtx) })
+	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
-	metrics.SetQuarantine(func() ledger.Summary { return watch.index.Summary(retentionOf(retention)) })
+	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(retention) })
+	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
+}
 
+// prepare runs what must hold before relay consumes, then assembles the
+// machine. It closes the consumer when it fails; a failure that a signal
+// caused is errStopped.
+func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) (
+	*pipeline.Machine, map[string]time.Duration, error) {
+	retention, retired, err := startChecks(ctx, consumer, d.cfg, d.log)
+	if err != nil {
+		return nil, nil, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
+	}
+	var adm *schema.Admitter
+	if d.cfg.SchemaRegistryURL != "" {
+		if adm, err = NewAdmitter(ctx, d.cfg, d.log); err != nil {
+			return nil, nil, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
+		}
+	}
+	return newMachine(d.cfg, retired, adm, ruleSet, metrics, d.log), retention, nil
+}
+
+// notStarted closes the consumer of a daemon that stops before consuming,
+// and logs why, unless a signal stopped it.
+func (d *daemon) notStarted(ctx context.Context, consumer *kafka.Consumer, msg string, err error) error {
+	_ = consumer.Close()
+	if ctx.Err() != nil {
+		return errStopped
+	}
+	d.log.Error(msg, "err", err)
+	return err
+}
+
+// loop runs the transactional loop until ctx ends or it fails.
+func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine watchedMachine, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
+	cfg := d.cfg
+	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
 	loop := txn.New(txn.Settings{
 		Topics:          machine.Table.Topics(),
 		CommitInterval:  cfg.CommitInterval,
@@ -130,71 +239,29 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
-	}, consumer, newProducer, watchedMachine{machine, watch}, log, metrics)
+	}, consumer, newProducer, machine, d.log, metrics)
 
-	log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
-		"schema_checked", adm != nil, "rules", ruleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
+	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
+		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
 	if err := loop.Run(ctx); err != nil {
 		if errors.Is(err, txn.ErrFatal) {
-			log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
+			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
 				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
 		} else {
-			log.Error("relay stopped", "err", err)
+			d.log.Error("relay stopped", "err", err)
 		}
-		return exitFailure
+		return err
 	}
-	log.Info("relay stopped gracefully")
-	return exitOK
+	d.log.Info("relay stopped gracefully")
+	return nil
 }
 
-// watchShutdown bounds a graceful stop: after the first signal the process
-// has ShutdownTimeout to finish; a second signal, or the bound, exits at once.
-// Exiting here is safe for the contract: nothing uncommitted is ever
-// acknowledged, so an open transaction is simply aborted by the broker.
-func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, done <-chan struct{}) {
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	again := make(chan os.Signal, 1)
-	// Not stopped: the process ends either way once it is notified.
-	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
-	t := time.NewTimer(bound)
-	select {
-	case <-done:
-		t.Stop()
-	case s := <-again:
-		log.Warn("second signal; exiting at once", "signal", s.String())
-		os.Exit(exitFailure)
-	case <-t.C:
-		log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
-		os.Exit(exitFailure)
-	}
+// watchedMachine is the machine that also tells the ledger watch which
+// source partitions this instance owns.
+type watchedMachine struct {
+	*pipeline.Machine
+	watch *ledgerwatch.Watch
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// clientConfigError reports librdkafka's rejection of a property as a
-// configuration error naming the variable.
-func clientConfigError(cfg *config.Config, client string, err error, stderr io.Writer) int {
-	var ce *kafkaclient.ConfigError
-	if !errors.As(err, &ce) {
-		ce = kafkaclient.AsConfigError(cfg, client, err)
-	}
-	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", ce)
-	return exitUsage
-}
-
-func ruleCount(s *rules.Set) int {
-	if s == nil {
-		return 0
-	}
-	return s.Len()
-}
+// OnOwned implements txn.OwnershipListener.
+func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table, owned) }
