@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/hook"
@@ -63,7 +65,8 @@ func LoadRules(cfg *config.Config) (*rules.Set, error) {
 
 // NewAdmitter connects admission to the registry and checks, before the
 // first record, that the reader version exists and every accepted version
-// can be read as it. It waits while the registry is unavailable.
+// can be read as it. It waits while the registry is unavailable, 1 s at
+// first, doubling up to 5 s, jittered.
 func NewAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
 	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
 	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
@@ -73,27 +76,29 @@ func NewAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
 		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
 	}
-	backoff := time.Second
-	for {
-		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
-		id, text, err := schema.CheckAccepted(c, client, set)
-		cancel()
-		if err == nil {
-			log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", id)
-			return schema.NewAdmitter(client, set, id, text)
-		}
-		var un *schema.UnavailableError
-		if !errors.As(err, &un) {
-			return nil, err
-		}
-		log.Warn("schema registry unavailable at start-up; retrying", "err", envelope.NewRedactor(cfg.RedactPattern, 512).Redact(err.Error()), "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+	type reader struct {
+		id   int
+		text string
 	}
+	check := func() (reader, error) {
+		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
+		defer cancel()
+		id, text, err := schema.CheckAccepted(c, client, set)
+		var un *schema.UnavailableError
+		if err != nil && !errors.As(err, &un) {
+			return reader{}, backoff.Permanent(err)
+		}
+		return reader{id, text}, err
+	}
+	redactor := envelope.NewRedactor(cfg.RedactPattern, 512)
+	r, err := retry(ctx, check, time.Second, 5*time.Second, func(err error, in time.Duration) {
+		log.Warn("schema registry unavailable at start-up; retrying", "err", redactor.Redact(err.Error()), "in", in.String())
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", r.id)
+	return schema.NewAdmitter(client, set, r.id, r.text)
 }
 
 // newMachine builds the failure state machine of cfg.
