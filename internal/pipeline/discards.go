@@ -72,7 +72,7 @@ func (m *Machine) discardedReplay(ctx context.Context, rec *txn.Record, prev *en
 	}
 	m.Log.Warn("replayed record not output: its failure was discarded", "id", prev.ID,
 		"replay_id", prev.ReplayID, "replay_count", prev.ReplayCount, "topic", rec.Topic, "offset", rec.Offset)
-	m.replayed(ledger.OutcomeDuplicate)
+	m.replayed(string(ledger.OutcomeDuplicate))
 	if m.StateTopic != "" {
 		outs = append(outs, m.ledgerOutput(&ledger.Event{
 			ID: prev.ID, State: ledger.Discarded, At: m.Now(), Actor: m.Actor, Outcome: ledger.OutcomeDuplicate,

@@ -22,15 +22,16 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 	f.Attempt, f.FirstFailedAt, f.LastFailedAt = st.Attempt, st.FirstFailedAt, now
 	f.Class, f.Code, f.Message = d.Class.String(), d.Code, m.Redactor.Redact(cause.Error())
 	f.SchemaID, f.SchemaSubject, f.SchemaVersion = info.ID, info.Subject, info.Version
-	var topic, outcome string
+	var topic string
+	var outcome ledger.Outcome
 	switch d.Kind {
 	case tiers.RetryTier:
-		topic, outcome = origin.Routes.Tiers[d.Tier], OutcomeRetry
+		topic, outcome = origin.Routes.Tiers[d.Tier], ledger.OutcomeRetry
 		f.NotBefore = now.Add(d.Delay)
 	case tiers.Reject:
-		topic, outcome = origin.Routes.Rejected, OutcomeRejected
+		topic, outcome = origin.Routes.Rejected, ledger.OutcomeRejected
 	default:
-		topic, outcome = origin.Routes.Quarantine, OutcomeQuarantined
+		topic, outcome = origin.Routes.Quarantine, ledger.OutcomeQuarantined
 	}
 	m.count(outcome, d.Code)
 	m.Log.Info("record failed", "id", id, "outcome", outcome, "code", d.Code, "class", f.Class, "attempt", f.Attempt, "topic", topic, "error", f.Message)
@@ -60,7 +61,7 @@ func (m *Machine) terminal(rec *txn.Record, origin Origin, prev *envelope.Failur
 
 // replayOutcome is the ledger record of a replayed record's end: resolved
 // (processed or rejected) or failed-again. Nothing without a ledger.
-func (m *Machine) replayOutcome(rec *txn.Record, prev *envelope.Failure, st tiers.State, state, outcome, code string, info schema.Info) []txn.Output {
+func (m *Machine) replayOutcome(rec *txn.Record, prev *envelope.Failure, st tiers.State, state ledger.State, outcome ledger.Outcome, code string, info schema.Info) []txn.Output {
 	if m.StateTopic == "" {
 		return nil
 	}
@@ -81,22 +82,22 @@ func (m *Machine) replayOutcome(rec *txn.Record, prev *envelope.Failure, st tier
 	default:
 		e.Reason = "replay " + prev.ReplayID + " processed"
 	}
-	m.replayed(state)
+	m.replayed(string(state))
 	return []txn.Output{m.ledgerOutput(e)}
 }
 
 // duplicate settles a copy of a replayed record whose failure is settled
 // already: nothing is output; the ledger says so, and it is counted.
-func (m *Machine) duplicate(rec *txn.Record, prev *envelope.Failure, state string) []txn.Output {
+func (m *Machine) duplicate(rec *txn.Record, prev *envelope.Failure, state ledger.State) []txn.Output {
 	m.Log.Warn("replayed record already settled; not output again", "id", prev.ID, "state", state,
 		"replay_id", prev.ReplayID, "replay_count", prev.ReplayCount, "topic", rec.Topic, "offset", rec.Offset)
-	m.replayed(ledger.OutcomeDuplicate)
+	m.replayed(string(ledger.OutcomeDuplicate))
 	if m.StateTopic == "" {
 		return nil
 	}
 	e := &ledger.Event{
 		ID: prev.ID, State: state, At: m.Now(), Actor: m.Actor, Outcome: ledger.OutcomeDuplicate,
-		Reason:   "copy of replay " + prev.ReplayID + " skipped: the failure is " + state + " already",
+		Reason:   "copy of replay " + prev.ReplayID + " skipped: the failure is " + string(state) + " already",
 		ReplayID: prev.ReplayID, ReplayCount: prev.ReplayCount,
 		Source: ledger.SourceOf(prev),
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
@@ -248,7 +249,7 @@ func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure,
 		}
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
-	m.count(OutcomeRetry, CodeKeyBlocked)
+	m.count(ledger.OutcomeRetry, CodeKeyBlocked)
 	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[tierOf(ks, origin.Routes)], f, nil, now)}, seq)
 }
 

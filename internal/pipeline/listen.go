@@ -4,17 +4,20 @@ import (
 	"context"
 	"fmt"
 
+	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
 
-func (m *Machine) count(outcome, code string) {
+func (m *Machine) count(outcome ledger.Outcome, code string) {
 	if m.pending.outcomes == nil {
-		m.pending.outcomes = map[[2]string]int{}
+		m.pending.outcomes = map[outcomeCode]int{}
 	}
-	m.pending.outcomes[[2]string{outcome, code}]++
+	m.pending.outcomes[outcomeCode{outcome, code}]++
 }
 
+// replayed counts a replayed record that reached a ledger state or was a
+// duplicate.
 func (m *Machine) replayed(outcome string) {
 	if m.pending.replays == nil {
 		m.pending.replays = map[string]int{}
@@ -23,7 +26,7 @@ func (m *Machine) replayed(outcome string) {
 }
 
 // end notes a record that had failed and reached an end state.
-func (m *Machine) end(outcome string, st tiers.State) {
+func (m *Machine) end(outcome ledger.Outcome, st tiers.State) {
 	m.pending.ended = append(m.pending.ended, ended{outcome, st.Attempt, m.Now().Sub(st.FirstFailedAt)})
 }
 
@@ -45,7 +48,7 @@ func (m *Machine) OnCommit() {
 	}
 	if m.Outcomes != nil {
 		for k, n := range m.pending.outcomes {
-			m.Outcomes.Outcome(k[0], k[1], n)
+			m.Outcomes.Outcome(k.outcome, k.code, n)
 		}
 		for k, n := range m.pending.replays {
 			m.Outcomes.Replayed(k, n)

@@ -35,23 +35,15 @@ type Hook interface {
 // of a transaction only once it committed (see OnCommit).
 type Outcomes interface {
 	// Outcome: n records reached outcome, with code ("" when processed).
-	Outcome(outcome, code string, n int)
+	Outcome(outcome ledger.Outcome, code string, n int)
 	// Ended: a record that had failed at least once reached an end state
 	// (processed, quarantined, rejected) after attempts, elapsed since it
 	// first failed.
-	Ended(outcome string, attempts int, elapsed time.Duration)
-	// Replayed: n replayed records reached a ledger outcome (resolved,
-	// failed-again, duplicate).
+	Ended(outcome ledger.Outcome, attempts int, elapsed time.Duration)
+	// Replayed: n replayed records reached a ledger outcome: a state
+	// (resolved, failed-again) or ledger.OutcomeDuplicate.
 	Replayed(outcome string, n int)
 }
-
-// Outcome names, as metrics and the demo show them.
-const (
-	OutcomeProcessed   = "processed"
-	OutcomeRetry       = "retry"
-	OutcomeQuarantined = "quarantined"
-	OutcomeRejected    = "rejected"
-)
 
 // Machine is the failure state machine; it implements txn.Handler.
 type Machine struct {
@@ -98,13 +90,19 @@ type Machine struct {
 
 // pending is what the open transaction did, reported once it commits.
 type pending struct {
-	outcomes map[[2]string]int
+	outcomes map[outcomeCode]int
 	replays  map[string]int
 	ended    []ended
 }
 
+// outcomeCode is an outcome with its code, as Outcomes counts them.
+type outcomeCode struct {
+	outcome ledger.Outcome
+	code    string
+}
+
 type ended struct {
-	outcome  string
+	outcome  ledger.Outcome
 	attempts int
 	elapsed  time.Duration
 }
@@ -215,10 +213,10 @@ func (m *Machine) try(ctx context.Context, p *pass) ([]txn.Output, error) {
 // processed is the output of a record that passed, with what it settles:
 // a replay's ledger change, its key's turn.
 func (m *Machine) processed(p *pass, out txn.Output, info schema.Info) []txn.Output {
-	m.count(OutcomeProcessed, "")
+	m.count(ledger.OutcomeProcessed, "")
 	outs := []txn.Output{out}
 	if p.st.Attempt > 1 || p.origin.Tier >= 0 {
-		m.end(OutcomeProcessed, p.st) // it had failed in this pass
+		m.end(ledger.OutcomeProcessed, p.st) // it had failed in this pass
 	}
 	if p.prev != nil && p.prev.ReplayCount > 0 {
 		outs[0].Headers = append(outs[0].Headers, replayHeaders(p.prev)...)

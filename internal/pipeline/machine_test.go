@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 	"relay/internal/schema"
 	"relay/internal/tiers"
 	"relay/internal/txn"
@@ -36,9 +37,11 @@ func (a *scriptedAdmitter) Encode(map[string]any) ([]byte, error) { return []byt
 
 type countOutcomes map[string]int
 
-func (c countOutcomes) Outcome(o, code string, n int) { c[o+"/"+code] += n }
+func (c countOutcomes) Outcome(o ledger.Outcome, code string, n int) { c[string(o)+"/"+code] += n }
 
-func (c countOutcomes) Ended(o string, attempts int, _ time.Duration) { c["ended/"+o] += attempts }
+func (c countOutcomes) Ended(o ledger.Outcome, attempts int, _ time.Duration) {
+	c["ended/"+string(o)] += attempts
+}
 
 func (c countOutcomes) Replayed(o string, n int) { c["replay/"+o] += n }
 

@@ -17,13 +17,13 @@ import (
 // Metric names, as Prometheus shows them (OTel adds the _total suffix to
 // counters and the unit suffix to histograms).
 const (
-	MetricRecordsConsumed   = "relay.records.consumed"
-	MetricRecordsCommitted  = "relay.records.committed"
-	MetricOutputsCommitted  = "relay.outputs.committed"
-	MetricTxnCommitted      = "relay.transactions.committed"
-	MetricTxnAborted        = "relay.transactions.aborted"
-	MetricCommitLatency     = "relay.commit.duration"
-	MetricAssignedPartitons = "relay.partitions.assigned"
+	MetricRecordsConsumed    = "relay.records.consumed"
+	MetricRecordsCommitted   = "relay.records.committed"
+	MetricOutputsCommitted   = "relay.outputs.committed"
+	MetricTxnCommitted       = "relay.transactions.committed"
+	MetricTxnAborted         = "relay.transactions.aborted"
+	MetricCommitLatency      = "relay.commit.duration"
+	MetricAssignedPartitions = "relay.partitions.assigned"
 	// MetricStalledPartitions counts the source partitions held back
 	// because their records cannot be written (a missing output partition
 	// or topic, a record too large): relay retries them and skips nothing.
@@ -142,7 +142,7 @@ func New(environ []string) (*Metrics, error) {
 		})); err != nil {
 		return nil, err
 	}
-	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, metric.WithDescription("partitions owned by this instance"),
+	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitions, metric.WithDescription("partitions owned by this instance"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.assigned.Load())
 			return nil
@@ -194,8 +194,8 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 func (m *Metrics) SetQuarantine(src QuarantineSource) { m.quarantine.Store(&src) }
 
 // Ended implements pipeline.Outcomes.
-func (m *Metrics) Ended(outcome string, attempts int, elapsed time.Duration) {
-	o := metric.WithAttributes(attribute.String("outcome", outcome))
+func (m *Metrics) Ended(outcome ledger.Outcome, attempts int, elapsed time.Duration) {
+	o := metric.WithAttributes(attribute.String("outcome", string(outcome)))
 	m.endedAttempts.Record(context.Background(), int64(attempts), o)
 	m.endedDuration.Record(context.Background(), elapsed.Seconds(), o)
 }
@@ -239,7 +239,7 @@ func (m *Metrics) Aborted(why string) {
 
 // Outcome implements pipeline.Outcomes: n records reached outcome with code
 // ("" when processed) in a committed transaction.
-func (m *Metrics) Outcome(outcome, code string, n int) {
+func (m *Metrics) Outcome(outcome ledger.Outcome, code string, n int) {
 	m.outcomes.Add(context.Background(), int64(n), metric.WithAttributes(
-		attribute.String("outcome", outcome), attribute.String("code", code)))
+		attribute.String("outcome", string(outcome)), attribute.String("code", code)))
 }

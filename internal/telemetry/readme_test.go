@@ -15,7 +15,7 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 	seconds := map[string]bool{MetricCommitLatency: true, MetricEndedDuration: true, MetricOldestAge: true, MetricHeadroom: true}
 	text := readme.Text(t)
 	for _, name := range []string{MetricRecordsConsumed, MetricRecordsCommitted, MetricOutputsCommitted, MetricTxnCommitted,
-		MetricTxnAborted, MetricCommitLatency, MetricAssignedPartitons, MetricRecordOutcomes, MetricEndedAttempts,
+		MetricTxnAborted, MetricCommitLatency, MetricAssignedPartitions, MetricRecordOutcomes, MetricEndedAttempts,
 		MetricEndedDuration, MetricReplayOutcomes, MetricUnresolved, MetricOldestAge, MetricHeadroom} {
 		prom := strings.ReplaceAll(name, ".", "_")
 		if seconds[name] {
