@@ -144,20 +144,24 @@ func (m *Machine) failureOf(rec *txn.Record, origin Origin, prev *envelope.Failu
 // the tier, not from the source's time, however old the backlog; the
 // record's own timestamp travels in the envelope (relay.record.timestamp)
 // and is what its output, quarantine or rejected record keeps.
-func tierHop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header, now time.Time) txn.Output {
+func tierHop(rec *txn.Record, topic string, f *envelope.Failure, extra []envelope.Header, now time.Time) txn.Output {
 	f.RecordTimestamp = rec.Timestamp
 	out := hop(rec, topic, f, extra)
 	out.Timestamp = now
 	return out
 }
 
+// maxEnvelopeHeaders is the most headers a failure envelope has.
+const maxEnvelopeHeaders = 20
+
 // hop is rec's next record in topic: its original key, value, headers and
 // timestamp, relay's old headers replaced by envelope f (and extra), and
 // the trace context carried.
-func hop(rec *txn.Record, topic string, f *envelope.Failure, extra []txn.Header) txn.Output {
-	headers := envelope.Strip(rec.Headers)
-	headers = append(headers, f.Headers()...)
-	headers = append(headers, extra...)
+func hop(rec *txn.Record, topic string, f *envelope.Failure, extra []envelope.Header) txn.Output {
+	// Room for the envelope, the trace context and a key's place.
+	headers := envelope.StripWithRoom(rec.Headers, maxEnvelopeHeaders+len(extra)+3)
+	headers = envelope.AppendFailure(headers, f)
+	headers = envelope.Append(headers, extra)
 	headers = appendTrace(headers, rec.Headers)
 	return txn.Output{
 		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,

@@ -309,7 +309,8 @@ func (m *Machine) attempt(ctx context.Context, rec *txn.Record, origin Origin, i
 			}
 		}
 	}
-	headers := envelope.Strip(rec.Headers)
+	// Room for the message id and the trace context.
+	headers := envelope.StripWithRoom(rec.Headers, 3)
 	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(id)})
 	headers = appendTrace(headers, rec.Headers)
 	return txn.Output{

@@ -90,7 +90,7 @@ func TestRetiredTierIsRead(t *testing.T) {
 	m.Policy.Tiers = m.Policy.Tiers[:1]
 	f := &envelope.Failure{ID: "orders/0/10", SourceTopic: "orders", SourcePartition: 0, SourceOffset: 10, Attempt: 2, ConsumerGroup: "relay",
 		FirstFailedAt: t0, LastFailedAt: t0, NotBefore: t0.Add(time.Minute), Class: "transient", Code: "HOOK_UNAVAILABLE"}
-	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: f.Headers(), Timestamp: t0}
+	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: envelope.AppendFailure([]txn.Header(nil), f), Timestamp: t0}
 	*now = t0.Add(2 * time.Minute)
 	a.errs = []error{errUnavailable()}
 	outs, err := m.Handle(context.Background(), old)
@@ -110,7 +110,7 @@ func TestRetiredTierIsRead(t *testing.T) {
 	other := *old
 	g := *f
 	g.ConsumerGroup = "other"
-	other.Headers = g.Headers()
+	other.Headers = envelope.AppendFailure([]txn.Header(nil), &g)
 	if outs, err := m.Handle(context.Background(), &other); err != nil || len(outs) != 0 {
 		t.Fatalf("another group's record: %v %v; want it passed over", topics(outs), err)
 	}
