@@ -108,7 +108,6 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 			return exitFailure
 		}
 	}
-	machine := newMachine(cfg, retired, adm, ruleSet, metrics, log)
 	watch, err := newLedgerWatch(cfg, log)
 	if err != nil {
 		_ = consumer.Close()
@@ -116,7 +115,12 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		return exitFailure
 	}
 	defer watch.close() // after the loop and the watch have stopped: the machine asks it
-	machine.Discards = watch.discards
+	machine, err := newMachine(cfg, retired, adm, ruleSet, metrics, watch.discards, log)
+	if err != nil {
+		_ = consumer.Close()
+		log.Error("cannot build the failure state machine; relay does not start", "err", err)
+		return exitFailure
+	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	goGuarded(func() { defer close(watchDone); watch.run(watchCtx) })
@@ -124,7 +128,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	metrics.SetQuarantine(func() ledger.Summary { return watch.index.Summary(retentionOf(retention)) })
 
 	loop := txn.New(txn.Settings{
-		Topics:          machine.Table.Topics(),
+		Topics:          machine.Topics(),
 		CommitInterval:  cfg.CommitInterval,
 		MaxRecords:      cfg.MaxRecordsPerTxn,
 		OpTimeout:       cfg.OpTimeout,

@@ -212,7 +212,7 @@ type watchedMachine struct {
 
 // OnOwned implements txn.OwnershipListener.
 func (m watchedMachine) OnOwned(owned []txn.TopicPartition) {
-	m.watch.notify(ownershipOf(m.Table, owned))
+	m.watch.notify(ownershipOf(m.Table(), owned))
 }
 
 // notify never blocks the transaction loop: the watch applies the newest
