@@ -69,8 +69,8 @@ func ledgerOf(t *testing.T, s *scenario) map[string]*ledger.Entry {
 }
 
 // byState counts ledger entries by state.
-func byState(l map[string]*ledger.Entry) map[string]int {
-	out := map[string]int{}
+func byState(l map[string]*ledger.Entry) map[ledger.State]int {
+	out := map[ledger.State]int{}
 	for _, e := range l {
 		out[e.State]++
 	}

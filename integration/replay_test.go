@@ -193,7 +193,7 @@ func TestReplayDryRunWritesNothingAndPredicts(t *testing.T) {
 	show := f.s.cli(t, nil, "quarantine", "show", f.garbage[0])
 	var shown struct {
 		FailureID string         `json:"failureId"`
-		State     string         `json:"state"`
+		State     ledger.State   `json:"state"`
 		History   []ledger.Event `json:"history"`
 	}
 	if show.code != 0 || json.Unmarshal([]byte(show.stdout), &shown) != nil || shown.State != ledger.FailedAgain || len(shown.History) != 3 {

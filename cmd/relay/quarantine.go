@@ -160,7 +160,7 @@ func (o *ops) load(ctx context.Context, keep func(id string) bool) (*snapshot, b
 // filter selects failures; zero fields select everything.
 type filter struct {
 	codes          []string
-	states         []string
+	states         []ledger.State
 	minAge, maxAge time.Duration
 	schemaVersions []int
 	partition      int
@@ -225,13 +225,13 @@ func (ff *filterFlags) build(now time.Time) (*filter, error) {
 	f.codes = splitList(ff.codes)
 	switch ff.states {
 	case "":
-		f.states = []string{ledger.Open, ledger.Replaying, ledger.FailedAgain}
+		f.states = []ledger.State{ledger.Open, ledger.Replaying, ledger.FailedAgain}
 	case "all":
 	default:
-		f.states = splitList(ff.states)
-		for _, s := range f.states {
-			if !slices.Contains(ledger.States, s) {
-				errs = append(errs, fmt.Errorf("--state %q: not one of %s or all", s, strings.Join(ledger.States, ", ")))
+		for _, s := range splitList(ff.states) {
+			f.states = append(f.states, ledger.State(s))
+			if !slices.Contains(ledger.States, ledger.State(s)) {
+				errs = append(errs, fmt.Errorf("--state %q: not one of %s or all", s, stateList()))
 			}
 		}
 	}
@@ -262,6 +262,15 @@ func (ff *filterFlags) build(now time.Time) (*filter, error) {
 		errs = append(errs, fmt.Errorf("--min-age %s is above --max-age %s: nothing can match", ff.minAge, ff.maxAge))
 	}
 	return f, errors.Join(errs...)
+}
+
+// stateList names every ledger state, for messages.
+func stateList() string {
+	names := make([]string, len(ledger.States))
+	for i, s := range ledger.States {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func splitList(s string) []string {
@@ -367,7 +376,7 @@ func printList(stdout io.Writer, s *snapshot, f *filter, now time.Time, asJSON b
 
 type listItem struct {
 	ID            string        `json:"failureId"`
-	State         string        `json:"state"`
+	State         ledger.State  `json:"state"`
 	Code          string        `json:"errorCode"`
 	Since         time.Time     `json:"quarantinedAt"`
 	AgeSeconds    int64         `json:"ageSeconds"`
@@ -381,7 +390,7 @@ type listItem struct {
 // the ledger's state and history.
 type shown struct {
 	envelope.View
-	State   string         `json:"state"`
+	State   ledger.State   `json:"state"`
 	History []ledger.Event `json:"history,omitempty"`
 }
 
@@ -455,9 +464,9 @@ func printStats(stdout io.Writer, s *snapshot, asJSON bool) {
 			OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
 		}
 		out := struct {
-			ByState  map[string]int   `json:"byState"`
-			ByCode   []codeOut        `json:"unresolvedByCode"`
-			Headroom map[string]int64 `json:"retentionHeadroomSeconds"`
+			ByState  map[ledger.State]int `json:"byState"`
+			ByCode   []codeOut            `json:"unresolvedByCode"`
+			Headroom map[string]int64     `json:"retentionHeadroomSeconds"`
 		}{ByState: sum.ByState, Headroom: map[string]int64{}}
 		for _, c := range sum.ByCode {
 			out.ByCode = append(out.ByCode, codeOut{c, int64(now.Sub(c.Oldest).Seconds())})

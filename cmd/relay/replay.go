@@ -148,7 +148,7 @@ func parseReplay(args []string, stderr io.Writer, now time.Time) (*replayOpts, e
 	}
 	o.filter = f
 	if f != nil {
-		f.states = []string{ledger.Open}
+		f.states = []ledger.State{ledger.Open}
 		if o.failedAgain {
 			f.states = append(f.states, ledger.FailedAgain)
 		}
@@ -543,7 +543,7 @@ func (r *replayRun) run(ctx context.Context, s *snapshot, sel *selection, stdout
 				code, why = exitIncomplete, "the sample's outcomes are not all known within --wait; the rest was not published"
 			} else if rate, n := r.failureRate(); n > 0 && rate > r.o.maxFailureRate {
 				code, why = exitStopped, fmt.Sprintf("the sample's repeat-failure rate %.0f%% (%d of %d) passed --max-failure-rate %.0f%%",
-					100*rate, r.count(ledger.FailedAgain), n, 100*r.o.maxFailureRate)
+					100*rate, r.count(string(ledger.FailedAgain)), n, 100*r.o.maxFailureRate)
 			} else {
 				why, err = r.publish(ctx, rest, true)
 			}
@@ -595,7 +595,7 @@ func (r *replayRun) publish(ctx context.Context, recs []*failure, check bool) (w
 		r.poll(0)
 		if rate, n := r.failureRate(); check && n >= r.o.minOutcomes && rate > r.o.maxFailureRate {
 			return fmt.Sprintf("repeat-failure rate %.0f%% (%d of %d outcomes) passed --max-failure-rate %.0f%%",
-				100*rate, r.count(ledger.FailedAgain), n, 100*r.o.maxFailureRate), nil
+				100*rate, r.count(string(ledger.FailedAgain)), n, 100*r.o.maxFailureRate), nil
 		}
 		due := min(len(recs), int(time.Since(start).Seconds()*r.o.rate)+1)
 		if due > i {
@@ -695,16 +695,16 @@ func (r *replayRun) poll(d time.Duration) {
 		case *kafka.Message:
 			e, ok, _ := ledger.Decode(string(ev.Key), ev.Value)
 			if ok && e != nil && e.ReplayID != r.id && e.Outcome != ledger.OutcomeDuplicate && e.State != ledger.Open && !r.pending[e.ID] {
-				r.changed[e.ID] = e.State // not ours: a discard, another replay
+				r.changed[e.ID] = string(e.State) // not ours: a discard, another replay
 			}
 			if ok && e != nil && e.ReplayID == r.id && r.pending[e.ID] {
 				switch {
 				case e.Outcome == ledger.OutcomeDuplicate:
-					r.settle(e.ID, ledger.OutcomeDuplicate)
+					r.settle(e.ID, string(ledger.OutcomeDuplicate))
 				case e.State == ledger.Resolved && e.Outcome == ledger.OutcomeRejected:
-					r.settle(e.ID, ledger.OutcomeRejected)
+					r.settle(e.ID, string(ledger.OutcomeRejected))
 				case e.State == ledger.Resolved, e.State == ledger.FailedAgain:
-					r.settle(e.ID, e.State)
+					r.settle(e.ID, string(e.State))
 				}
 			}
 			if time.Now().After(deadline) {
@@ -745,8 +745,8 @@ func (r *replayRun) count(outcome string) int { return r.tally[outcome] }
 // failureRate is the share of known outcomes that failed again
 // (duplicates aside), and how many outcomes it is over.
 func (r *replayRun) failureRate() (float64, int) {
-	failed := r.count(ledger.FailedAgain)
-	n := failed + r.count(ledger.Resolved) + r.count(ledger.OutcomeRejected)
+	failed := r.count(string(ledger.FailedAgain))
+	n := failed + r.count(string(ledger.Resolved)) + r.count(string(ledger.OutcomeRejected))
 	if n == 0 {
 		return 0, 0
 	}
@@ -765,8 +765,8 @@ type counts struct {
 }
 
 func (r *replayRun) snapshot() counts {
-	return counts{Published: r.published, Total: r.total, Resolved: r.count(ledger.Resolved), Rejected: r.count(ledger.OutcomeRejected),
-		FailedAgain: r.count(ledger.FailedAgain), Duplicate: r.count(ledger.OutcomeDuplicate), Pending: len(r.pending)}
+	return counts{Published: r.published, Total: r.total, Resolved: r.count(string(ledger.Resolved)), Rejected: r.count(string(ledger.OutcomeRejected)),
+		FailedAgain: r.count(string(ledger.FailedAgain)), Duplicate: r.count(string(ledger.OutcomeDuplicate)), Pending: len(r.pending)}
 }
 
 func (r *replayRun) summary(w io.Writer, sel *selection, why string) {

@@ -107,7 +107,7 @@ func ids(fs []*failure) []string {
 func TestChooseSkipsSettledAndCountsThem(t *testing.T) {
 	now := time.Now()
 	s := &snapshot{byID: map[string]*failure{}}
-	for i, st := range []string{ledger.Open, ledger.Resolved, ledger.Discarded, ledger.Replaying, ledger.FailedAgain, ledger.Open} {
+	for i, st := range []ledger.State{ledger.Open, ledger.Resolved, ledger.Discarded, ledger.Replaying, ledger.FailedAgain, ledger.Open} {
 		f := failures("k")[0]
 		f.ID, f.State, f.Since, f.Code = fmt.Sprintf("orders/0/%d", i), st, now.Add(-time.Hour), "X"
 		if i == 5 {

@@ -24,7 +24,7 @@ import (
 // record past its topic's retention is gone).
 type failure struct {
 	ID            string
-	State         string
+	State         ledger.State
 	Code          string
 	Since         time.Time
 	Source        ledger.Source

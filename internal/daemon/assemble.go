@@ -103,29 +103,29 @@ func NewAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	log *slog.Logger) *pipeline.Machine {
-	m := &pipeline.Machine{
+	discards pipeline.Discards, log *slog.Logger) (*pipeline.Machine, error) {
+	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
 		Compat:   envelope.Compat{Spring: cfg.CompatSpring, Connect: cfg.CompatConnect},
 		Outcomes: out, Log: log, Now: time.Now,
 		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
-		Settled: &ledger.Settled{}, LoadState: statetopic.Loader(cfg, log),
+		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log),
 	}
 	if adm != nil {
-		m.Admitter = adm
+		o.Admitter = adm
 	}
 	if rs != nil {
-		m.Rules = rs
+		o.Rules = rs
 	}
 	if cfg.HookURL != "" {
-		m.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
+		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
 	}
 	if cfg.Ordering == "key" {
-		m.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}
+		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}
 	}
-	return m
+	return pipeline.New(o)
 }
 
 func describeBudget(cfg *config.Config) string {

@@ -176,10 +176,10 @@ func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeA
 	}, nil
 }
 
-// consume checks the topics, assembles the machine, starts the ledger
-// watch and runs the loop until ctx ends or the loop fails.
+// consume checks the topics, starts the ledger watch, assembles the
+// machine and runs the loop until ctx ends or the loop fails.
 func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
-	machine, retention, err := d.prepare(ctx, consumer, ruleSet, metrics)
+	ready, err := d.prepare(ctx, consumer)
 	if err != nil {
 		return err
 	}
@@ -190,31 +190,42 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	machine.Discards = watch.Discards()
+	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.log)
+	if err != nil {
+		_ = consumer.Close()
+		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
+		return fmt.Errorf("failure state machine: %w", err)
+	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
-	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(retention) })
+	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(ready.retention) })
 	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
 }
 
-// prepare runs what must hold before relay consumes, then assembles the
-// machine. It closes the consumer when it fails; a failure that a signal
-// caused is errStopped.
-func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) (
-	*pipeline.Machine, map[string]time.Duration, error) {
-	retention, retired, err := startChecks(ctx, consumer, d.cfg, d.log)
+// prepared is what holds once the start-up checks passed.
+type prepared struct {
+	retention map[string]time.Duration
+	retired   map[string][]pipeline.RetiredTier
+	adm       *schema.Admitter // nil without a registry
+}
+
+// prepare runs what must hold before relay consumes. It closes the
+// consumer when it fails; a failure that a signal caused is errStopped.
+func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer) (prepared, error) {
+	var p prepared
+	var err error
+	p.retention, p.retired, err = startChecks(ctx, consumer, d.cfg, d.log)
 	if err != nil {
-		return nil, nil, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
+		return p, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
 	}
-	var adm *schema.Admitter
 	if d.cfg.SchemaRegistryURL != "" {
-		if adm, err = NewAdmitter(ctx, d.cfg, d.log); err != nil {
-			return nil, nil, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
+		if p.adm, err = NewAdmitter(ctx, d.cfg, d.log); err != nil {
+			return p, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
 		}
 	}
-	return newMachine(d.cfg, retired, adm, ruleSet, metrics, d.log), retention, nil
+	return p, nil
 }
 
 // notStarted closes the consumer of a daemon that stops before consuming,
@@ -233,7 +244,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	cfg := d.cfg
 	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
 	loop := txn.New(txn.Settings{
-		Topics:          machine.Table.Topics(),
+		Topics:          machine.Topics(),
 		CommitInterval:  cfg.CommitInterval,
 		MaxRecords:      cfg.MaxRecordsPerTxn,
 		OpTimeout:       cfg.OpTimeout,
@@ -264,4 +275,4 @@ type watchedMachine struct {
 }
 
 // OnOwned implements txn.OwnershipListener.
-func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table, owned) }
+func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table(), owned) }

@@ -8,10 +8,30 @@ import (
 	"time"
 )
 
-// Header is a record header. The transaction loop uses the same type.
+// Header is a record header.
 type Header struct {
 	Key   string
 	Value []byte
+}
+
+// AnyHeader is a header type with Header's fields, such as the
+// transaction loop's own (txn.Header). The functions that read, filter or
+// add headers take slices of any of them, so a record's headers are read
+// where they are, not copied into envelope's type; a value converts to and
+// from Header as it is, at no cost.
+type AnyHeader interface {
+	~struct {
+		Key   string
+		Value []byte
+	}
+}
+
+// Append appends src to dst, a slice of another header type.
+func Append[H AnyHeader](dst []H, src []Header) []H {
+	for _, h := range src {
+		dst = append(dst, H(h))
+	}
+	return dst
 }
 
 // Failure is the failure envelope of one record: where it came from, how
@@ -49,9 +69,12 @@ func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // Headers returns the envelope as relay.* headers. Empty optional fields
 // are left out.
-func (f *Failure) Headers() []Header {
-	h := make([]Header, 0, 20)
-	add := func(k, v string) { h = append(h, Header{Key: k, Value: []byte(v)}) }
+func (f *Failure) Headers() []Header { return AppendFailure(make([]Header, 0, 20), f) }
+
+// AppendFailure appends the envelope f as relay.* headers to dst (see
+// Headers).
+func AppendFailure[H AnyHeader](h []H, f *Failure) []H {
+	add := func(k, v string) { h = append(h, H(Header{Key: k, Value: []byte(v)})) }
 	add(FailureID, f.ID)
 	add(SourceTopic, f.SourceTopic)
 	add(SourcePartition, strconv.Itoa(int(f.SourcePartition)))
@@ -98,11 +121,12 @@ var ErrNoEnvelope = errors.New("no failure envelope")
 // Parse reads the envelope from headers. Without relay.failure.id it
 // returns ErrNoEnvelope; a header that is present but unreadable is an
 // error naming it. Parse never panics, whatever the bytes (fuzzed).
-func Parse(headers []Header) (*Failure, error) {
+func Parse[H AnyHeader](headers []H) (*Failure, error) {
 	f := &Failure{}
 	var errs []error
 	found := false
-	for _, h := range headers {
+	for _, x := range headers {
+		h := Header(x)
 		if !strings.HasPrefix(h.Key, Prefix) {
 			continue
 		}
@@ -176,23 +200,38 @@ func parseCount(s string) (int, error) {
 // Strip returns the record's own headers: relay's envelope and trace
 // headers, and the compatibility headers relay writes, are left out, so a
 // record's next hop does not carry stale copies.
-func Strip(headers []Header) []Header {
-	out := make([]Header, 0, len(headers))
-	for _, h := range headers {
-		if strings.HasPrefix(h.Key, Prefix) || h.Key == TraceParent || h.Key == TraceState ||
-			strings.HasPrefix(h.Key, springPrefix) || strings.HasPrefix(h.Key, connectPrefix) {
-			continue
+func Strip[H AnyHeader](headers []H) []H { return StripWithRoom(headers, 0) }
+
+// StripWithRoom is Strip with room for n more headers, for a caller that
+// adds its own after them.
+func StripWithRoom[H AnyHeader](headers []H, n int) []H {
+	own := 0
+	for _, x := range headers {
+		if isOwn(Header(x).Key) {
+			own++
 		}
-		out = append(out, h)
+	}
+	out := make([]H, 0, own+n)
+	for _, x := range headers {
+		if isOwn(Header(x).Key) {
+			out = append(out, x)
+		}
 	}
 	return out
 }
 
+// isOwn reports whether a header named k is the record's own, not one
+// relay writes.
+func isOwn(k string) bool {
+	return !strings.HasPrefix(k, Prefix) && k != TraceParent && k != TraceState &&
+		!strings.HasPrefix(k, springPrefix) && !strings.HasPrefix(k, connectPrefix)
+}
+
 // Lookup returns the value of the last header named key.
-func Lookup(headers []Header, key string) ([]byte, bool) {
+func Lookup[H AnyHeader](headers []H, key string) ([]byte, bool) {
 	for i := len(headers) - 1; i >= 0; i-- {
-		if headers[i].Key == key {
-			return headers[i].Value, true
+		if h := Header(headers[i]); h.Key == key {
+			return h.Value, true
 		}
 	}
 	return nil, false

@@ -18,3 +18,28 @@ func TestID(t *testing.T) {
 		}
 	}
 }
+
+// otherHeader stands for another package's header type (the transaction
+// loop's): the header functions read and write it as it is.
+type otherHeader struct {
+	Key   string
+	Value []byte
+}
+
+func TestHeadersOfAnotherType(t *testing.T) {
+	f := &Failure{ID: "orders/1/2", SourceTopic: "orders", SourcePartition: 1, SourceOffset: 2, Attempt: 2, Code: "X"}
+	hs := []otherHeader{{Key: "app", Value: []byte("a")}, {Key: TraceParent, Value: []byte("00-1")}}
+	hs = AppendFailure(hs, f)
+	hs = Append(hs, []Header{{Key: "kafka_dlt-original-topic", Value: []byte("orders")}})
+	back, err := Parse(hs)
+	if err != nil || back.ID != f.ID || back.Attempt != 2 || back.Code != "X" {
+		t.Fatalf("parsed %+v, %v", back, err)
+	}
+	if v, ok := Lookup(hs, TraceParent); !ok || string(v) != "00-1" {
+		t.Fatalf("lookup %q %v", v, ok)
+	}
+	own := StripWithRoom(hs, 3)
+	if len(own) != 1 || own[0].Key != "app" || cap(own) != 4 {
+		t.Fatalf("own headers %+v, cap %d", own, cap(own))
+	}
+}

@@ -8,7 +8,7 @@ import (
 
 // Item is what the summaries need of one failure.
 type Item struct {
-	State      string
+	State      State
 	Code       string
 	Since      time.Time // first quarantined
 	RecordTime time.Time // timestamp of its latest quarantine record
@@ -32,8 +32,8 @@ type CodeStats struct {
 
 // Summary is the state of a quarantine at a glance.
 type Summary struct {
-	ByState map[string]int `json:"byState"`
-	ByCode  []CodeStats    `json:"unresolvedByCode"`
+	ByState map[State]int `json:"byState"`
+	ByCode  []CodeStats   `json:"unresolvedByCode"`
 	// Deadline is, per quarantine topic, the earliest time retention may
 	// delete an unresolved record: its record timestamp plus retention.
 	// Only topics with a known, finite retention are present.
@@ -45,7 +45,7 @@ type Summary struct {
 // retention gives a topic's retention; ok is false when it is unknown or
 // infinite.
 func Summarize(items []Item, retention func(topic string) (time.Duration, bool)) Summary {
-	s := Summary{ByState: map[string]int{}, Deadline: map[string]time.Time{}}
+	s := Summary{ByState: map[State]int{}, Deadline: map[string]time.Time{}}
 	codes := map[string]*CodeStats{}
 	for _, it := range items {
 		s.ByState[it.State]++
@@ -165,14 +165,14 @@ type Settled struct {
 }
 
 type settled struct {
-	state     string
+	state     State
 	count     int
 	partition int32
 }
 
 // Check says whether a record of failure id at replay count has been
 // settled already, and as what.
-func (s *Settled) Check(id string, count int) (state string, done bool) {
+func (s *Settled) Check(id string, count int) (state State, done bool) {
 	v, ok := s.m[id]
 	if !ok {
 		return "", false

@@ -28,21 +28,6 @@ import (
 	"relay/internal/envelope"
 )
 
-// States of a quarantined failure.
-const (
-	Open        = "open"         // quarantined, nobody acted on it yet
-	Replaying   = "replaying"    // published to the replay topic, outcome not known yet
-	Resolved    = "resolved"     // a replay reached processed (or a business rejection)
-	FailedAgain = "failed-again" // a replay was quarantined again; not replayed automatically
-	Discarded   = "discarded"    // an operator closed it without replay
-)
-
-// States lists every state in the order of a failure's life.
-var States = []string{Open, Replaying, Resolved, FailedAgain, Discarded}
-
-// Unresolved reports whether a failure in state s still needs someone.
-func Unresolved(s string) bool { return s == Open || s == FailedAgain || s == Replaying }
-
 // Prefix starts the key of every ledger record in the state topic.
 const Prefix = "q|"
 
@@ -61,7 +46,7 @@ func SourceOf(f *envelope.Failure) Source {
 // Event is one change of a failure's state.
 type Event struct {
 	ID     string    `json:"failureId"`
-	State  string    `json:"state"`
+	State  State     `json:"state"`
 	At     time.Time `json:"at"`
 	Actor  string    `json:"actor"`
 	Reason string    `json:"reason"`
@@ -83,23 +68,16 @@ type Event struct {
 	// Outcome says how a replay ended: processed or rejected (resolved),
 	// or duplicate when relay recognised a replay of a failure that was
 	// already settled and wrote nothing else for it.
-	Outcome string `json:"outcome,omitempty"`
+	Outcome Outcome `json:"outcome,omitempty"`
 }
-
-// Outcomes of a replayed record, besides the states.
-const (
-	OutcomeProcessed = "processed"
-	OutcomeRejected  = "rejected"
-	OutcomeDuplicate = "duplicate"
-)
 
 // Key is the state-topic key of e: one per failure, replay count and kind
 // of change, so compaction keeps every change and a rewrite of the same
 // change (a retried transaction) replaces itself.
 func (e *Event) Key() string {
-	kind := e.State
+	kind := string(e.State)
 	if e.Outcome == OutcomeDuplicate {
-		kind = OutcomeDuplicate
+		kind = string(OutcomeDuplicate)
 	}
 	return Prefix + e.ID + "|" + strconv.Itoa(e.ReplayCount) + "|" + kind
 }
@@ -193,7 +171,7 @@ func Before(a, b *Event) bool {
 // Entry is one failure: its current state and its history.
 type Entry struct {
 	ID      string  `json:"failureId"`
-	State   string  `json:"state"`
+	State   State   `json:"state"`
 	Code    string  `json:"errorCode"`
 	Source  Source  `json:"source"`
 	History []Event `json:"history"`

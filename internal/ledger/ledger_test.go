@@ -8,7 +8,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 
-func ev(state string, count int, at time.Duration) *Event {
+func ev(state State, count int, at time.Duration) *Event {
 	return &Event{ID: "orders/1/7", State: state, At: t0.Add(at), ReplayCount: count, Code: "HOOK_INVALID_INPUT",
 		Source: Source{Topic: "orders", Partition: 1, Offset: 7}}
 }
@@ -35,7 +35,7 @@ func TestFoldOrdersHistoryWhateverTheReadOrder(t *testing.T) {
 			!en.RecordTime.Equal(t0.Add(time.Hour)) || en.Current().Outcome != OutcomeProcessed {
 			t.Fatalf("entry %+v", en)
 		}
-		for i, want := range []string{Open, Replaying, FailedAgain, Replaying, Resolved, Resolved} {
+		for i, want := range []State{Open, Replaying, FailedAgain, Replaying, Resolved, Resolved} {
 			if en.History[i].State != want {
 				t.Fatalf("history[%d] = %s, want %s", i, en.History[i].State, want)
 			}

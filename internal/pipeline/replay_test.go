@@ -18,9 +18,9 @@ func ledgered(t *testing.T) (*Machine, *scriptedAdmitter, *time.Time, countOutco
 	now := t0
 	a := &scriptedAdmitter{}
 	m, outs := newMachine(a, &now)
-	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+	m.table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Replay: "orders.replay", Tiers: []string{"orders.retry.30s", "orders.retry.5m"}}})
-	m.StateTopic, m.Actor, m.Settled = "_relay.relay.state", "relay/test", &ledger.Settled{}
+	m.stateTopic, m.actor, m.settled = "_relay.relay.state", "relay/test", &ledger.Settled{}
 	return m, a, &now, outs
 }
 
@@ -126,7 +126,7 @@ func TestReplayFailsAgainAndAbortForgets(t *testing.T) {
 
 func TestReplayThroughATierKeepsItsReplay(t *testing.T) {
 	m, a, now, _ := ledgered(t)
-	m.Policy.BlockingAttempts = 0
+	m.policy.BlockingAttempts = 0
 	q := quarantineOne(t, m, a)
 	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
 	outs, _ := m.Handle(context.Background(), replayRecord(q, 0, 1))
@@ -156,8 +156,8 @@ func TestReplayRecordWithoutReplayHeadersIsQuarantined(t *testing.T) {
 // its turn, and lets the key go on: the key is not blocked for ever.
 func TestDuplicateAtItsKeysTurnReleasesTheKey(t *testing.T) {
 	m, a, now, _ := ledgered(t)
-	m.Policy.BlockingAttempts = 0
-	m.Keys = &KeyOrdering{StateTopic: m.StateTopic}
+	m.policy.BlockingAttempts = 0
+	m.keys, m.keyOrder = &KeyOrdering{StateTopic: m.stateTopic}, true
 	ctx := context.Background()
 	q := quarantineOne(t, m, a)
 	if outs, _ := m.Handle(ctx, replayRecord(q, 0, 1)); len(outs) != 2 || outs[0].Topic != "orders.valid" {
@@ -179,7 +179,7 @@ func TestDuplicateAtItsKeysTurnReleasesTheKey(t *testing.T) {
 	m.OnCommit()
 	outs, _ := m.Handle(ctx, asRead(follower[0], 1))
 	for _, o := range outs {
-		if o.Topic != m.StateTopic {
+		if o.Topic != m.stateTopic {
 			t.Fatalf("a copy was output: %v", topics(outs))
 		}
 	}
@@ -187,7 +187,7 @@ func TestDuplicateAtItsKeysTurnReleasesTheKey(t *testing.T) {
 		t.Fatalf("want the duplicate note and the key's tombstone: %v", topics(outs))
 	}
 	m.OnCommit()
-	if m.Keys.Blocked() != 0 {
+	if m.keys.Blocked() != 0 {
 		t.Fatal("the key must be free again")
 	}
 }

@@ -1,7 +1,5 @@
 package pipeline
 
-import "time"
-
 // Routes names the topics of one source topic.
 type Routes struct {
 	Source     string
@@ -86,6 +84,3 @@ func (t *Table) Topics() []string {
 	}
 	return out
 }
-
-// Clock is the time source; tests set it.
-type Clock func() time.Time

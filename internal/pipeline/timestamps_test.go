@@ -98,7 +98,7 @@ func TestOldTierRecordKeepsItsTimestamp(t *testing.T) {
 	f := &envelope.Failure{ID: "orders/3/1", SourceTopic: "orders", SourcePartition: 3, SourceOffset: 1, Attempt: 3,
 		FirstFailedAt: t0.Add(-time.Minute), LastFailedAt: t0.Add(-time.Minute), NotBefore: t0, Class: "transient", Code: "X"}
 	old := &txn.Record{Topic: "orders.retry.30s", Partition: 3, Offset: 0, Key: []byte("k"), Value: []byte("v"),
-		Headers: f.Headers(), Timestamp: t0.Add(-time.Hour)}
+		Headers: envelope.AppendFailure([]txn.Header(nil), f), Timestamp: t0.Add(-time.Hour)}
 	out, _ := one(t)(m.Handle(context.Background(), old))
 	if out.Topic != "orders.valid" || !out.Timestamp.Equal(old.Timestamp) {
 		t.Fatalf("%s at %v, want %v", out.Topic, out.Timestamp, old.Timestamp)

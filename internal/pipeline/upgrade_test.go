@@ -18,11 +18,11 @@ import (
 func shrunk(t *testing.T, tier int) *Machine {
 	t.Helper()
 	m, _, _ := keyed(t, false)
-	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+	m.table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Tiers: []string{"orders.retry.30s"}}})
-	m.Policy.Tiers = m.Policy.Tiers[:1]
+	m.policy.Tiers = m.policy.Tiers[:1]
 	st, _ := json.Marshal(keyState{Next: 0, Tail: 2, Tier: tier, NotBefore: t0.Add(4 * time.Minute), Head: "orders/0/10"})
-	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) {
+	m.loadState = func(context.Context, []int32) (map[string][]byte, error) {
 		return map[string][]byte{stateKey("orders", 0, []byte("A")): st}, nil
 	}
 	if err := m.OnAssigned(context.Background(), []int32{0}); err != nil {
@@ -85,12 +85,12 @@ func errUnavailable() error { return tiers.Failf(tiers.CauseRegistryUnavailable,
 // state or go on to a configured tier, never back to it.
 func TestRetiredTierIsRead(t *testing.T) {
 	m, a, now := keyed(t, false)
-	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+	m.table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Tiers: []string{"orders.retry.30s"}, Retired: []RetiredTier{{Topic: "orders.retry.5m", Tier: 0}}}})
-	m.Policy.Tiers = m.Policy.Tiers[:1]
+	m.policy.Tiers = m.policy.Tiers[:1]
 	f := &envelope.Failure{ID: "orders/0/10", SourceTopic: "orders", SourcePartition: 0, SourceOffset: 10, Attempt: 2, ConsumerGroup: "relay",
 		FirstFailedAt: t0, LastFailedAt: t0, NotBefore: t0.Add(time.Minute), Class: "transient", Code: "HOOK_UNAVAILABLE"}
-	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: f.Headers(), Timestamp: t0}
+	old := &txn.Record{Topic: "orders.retry.5m", Partition: 0, Offset: 3, Key: []byte("A"), Value: []byte("v"), Headers: envelope.AppendFailure([]txn.Header(nil), f), Timestamp: t0}
 	*now = t0.Add(2 * time.Minute)
 	a.errs = []error{errUnavailable()}
 	outs, err := m.Handle(context.Background(), old)
@@ -110,13 +110,13 @@ func TestRetiredTierIsRead(t *testing.T) {
 	other := *old
 	g := *f
 	g.ConsumerGroup = "other"
-	other.Headers = g.Headers()
+	other.Headers = envelope.AppendFailure([]txn.Header(nil), &g)
 	if outs, err := m.Handle(context.Background(), &other); err != nil || len(outs) != 0 {
 		t.Fatalf("another group's record: %v %v; want it passed over", topics(outs), err)
 	}
 	// Under partition ordering there are no tier topics: it waits in place.
-	m.Keys, m.WaitInPlace = nil, true
-	m.Table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
+	m.keys, m.keyOrder, m.waitInPlace = &KeyOrdering{}, false, true
+	m.table = NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Retired: []RetiredTier{{Topic: "orders.retry.5m", Tier: 0}}}})
 	a.errs = []error{errUnavailable()}
 	if until := notDue(t)(m.Handle(context.Background(), old)); !until.Equal(now.Add(30 * time.Second)) {
@@ -132,9 +132,9 @@ func TestRetiredTierIsRead(t *testing.T) {
 func TestStaleKeyStatesDeleted(t *testing.T) {
 	now := t0
 	m, _ := newMachine(&scriptedAdmitter{}, &now)
-	m.StateTopic, m.Settled = "_relay.relay.state", &ledger.Settled{}
+	m.stateTopic, m.settled = "_relay.relay.state", &ledger.Settled{}
 	sk := stateKey("orders", 3, []byte("A"))
-	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) {
+	m.loadState = func(context.Context, []int32) (map[string][]byte, error) {
 		return map[string][]byte{sk: []byte(`{"v":1,"next":0,"tail":2,"tier":1}`), stateKey("orders", 3, []byte("gone")): nil}, nil
 	}
 	if err := m.OnAssigned(context.Background(), []int32{3}); err != nil {

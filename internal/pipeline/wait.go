@@ -96,15 +96,32 @@ func (w *waits) len() int {
 	return n
 }
 
+// checkWait finds the wait of a record its partition waits for
+// (partition ordering): back before its time (a rewind after an abort
+// resumed the partition), it still waits; when due, it is tried again with
+// the retry state it waited with.
+func (m *Machine) checkWait(p *pass) error {
+	w := m.waits.get(partKey{p.rec.Topic, p.rec.Partition}, p.rec.Offset)
+	if w == nil {
+		return nil
+	}
+	if p.now.Before(w.until) {
+		return &txn.NotDueError{Until: w.until}
+	}
+	p.st = w.st
+	p.st.Attempt++
+	return nil
+}
+
 // waitHere makes the record's partition wait for it instead of moving it
 // to a tier (partition ordering): the partition is paused and nothing after
 // the record is committed until it is done. The tier delays are its waits.
-func (m *Machine) waitHere(p *pass, d tiers.Decision, now time.Time, cause error) error {
+func (m *Machine) waitHere(p *pass, v verdict, now time.Time) error {
 	next := p.st
-	next.AtSource, next.Tier, next.InPlace = false, d.Tier, 0
-	until := now.Add(d.Delay)
+	next.AtSource, next.Tier, next.InPlace = false, v.Tier, 0
+	until := now.Add(v.Delay)
 	m.waits.set(partKey{p.rec.Topic, p.rec.Partition}, p.rec.Offset, &waitState{until: until, st: next})
-	m.Log.Info("record failed; its partition waits for it", "id", p.id, "code", d.Code, "attempt", p.st.Attempt,
-		"until", until, "error", m.Redactor.Redact(cause.Error()))
+	m.log.Info("record failed; its partition waits for it", "id", p.id, "code", v.Code, "attempt", p.st.Attempt,
+		"until", until, "error", m.redactor.Redact(v.cause.Error()))
 	return &txn.NotDueError{Until: until}
 }

@@ -16,8 +16,8 @@ func waitingMachine(maxAttempts int) (*Machine, *scriptedAdmitter, *time.Time) {
 	now := t0
 	a := &scriptedAdmitter{}
 	m, _ := newMachine(a, &now)
-	m.WaitInPlace = true
-	m.Policy.BlockingAttempts, m.Policy.MaxAttempts = 0, maxAttempts
+	m.waitInPlace = true
+	m.policy.BlockingAttempts, m.policy.MaxAttempts = 0, maxAttempts
 	return m, a, &now
 }
 

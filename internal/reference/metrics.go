@@ -5,16 +5,19 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/ledger"
-	"relay/internal/pipeline"
 	"relay/internal/telemetry"
 )
 
 // labelValues lists, by metric and label, the values a label takes, where
 // they are a fixed set.
 func labelValues() map[string]map[string][]string {
-	ended := []string{pipeline.OutcomeProcessed, pipeline.OutcomeQuarantined, pipeline.OutcomeRejected}
+	ended := []string{str(ledger.OutcomeProcessed), str(ledger.OutcomeQuarantined), str(ledger.OutcomeRejected)}
+	var counted []string
+	for _, o := range ledger.RecordOutcomes {
+		counted = append(counted, str(o))
+	}
 	return map[string]map[string][]string{
-		telemetry.MetricRecordOutcomes: {"outcome": {pipeline.OutcomeProcessed, pipeline.OutcomeRetry, pipeline.OutcomeQuarantined, pipeline.OutcomeRejected}},
+		telemetry.MetricRecordOutcomes: {"outcome": counted},
 		telemetry.MetricEndedAttempts:  {"outcome": ended},
 		telemetry.MetricEndedDuration:  {"outcome": ended},
 		telemetry.MetricReplayOutcomes: {"outcome": {str(ledger.Resolved), str(ledger.FailedAgain), str(ledger.OutcomeDuplicate)}},

@@ -213,8 +213,8 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 func (m *Metrics) SetQuarantine(src QuarantineSource) { m.quarantine.Store(&src) }
 
 // Ended implements pipeline.Outcomes.
-func (m *Metrics) Ended(outcome string, attempts int, elapsed time.Duration) {
-	o := metric.WithAttributes(attribute.String("outcome", outcome))
+func (m *Metrics) Ended(outcome ledger.Outcome, attempts int, elapsed time.Duration) {
+	o := metric.WithAttributes(attribute.String("outcome", string(outcome)))
 	m.endedAttempts.Record(context.Background(), int64(attempts), o)
 	m.endedDuration.Record(context.Background(), elapsed.Seconds(), o)
 }
@@ -258,7 +258,7 @@ func (m *Metrics) Aborted(why string) {
 
 // Outcome implements pipeline.Outcomes: n records reached outcome with code
 // ("" when processed) in a committed transaction.
-func (m *Metrics) Outcome(outcome, code string, n int) {
+func (m *Metrics) Outcome(outcome ledger.Outcome, code string, n int) {
 	m.outcomes.Add(context.Background(), int64(n), metric.WithAttributes(
-		attribute.String("outcome", outcome), attribute.String("code", code)))
+		attribute.String("outcome", string(outcome)), attribute.String("code", code)))
 }

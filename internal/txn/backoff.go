@@ -1,28 +1,22 @@
 package txn
 
 import (
-	"math/rand/v2"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
-// backoff is the loop's one wait-and-retry schedule: exponential from base
-// up to limit, each wait drawn from its upper half, so instances restarted
-// together (or partitions stalled together) do not retry in step.
-type backoff struct {
-	base, limit time.Duration
-	n           int
-}
-
-// next is the wait before the next try.
-func (b *backoff) next() time.Duration {
-	d := b.base << min(b.n, 30)
-	if d <= 0 || d > b.limit {
-		d = b.limit
+// newBackoff is the loop's one wait-and-retry schedule: exponential from
+// base up to limit, each wait drawn from the upper half of its step, so
+// instances restarted together (or partitions stalled together) do not
+// retry in step. The library draws a wait from interval × (1 ± factor):
+// three quarters of a step with a factor of a third is the step's upper
+// half, [step/2, step], so no wait is longer than limit.
+func newBackoff(base, limit time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{
+		InitialInterval:     base * 3 / 4,
+		RandomizationFactor: 1.0 / 3,
+		Multiplier:          2,
+		MaxInterval:         limit * 3 / 4,
 	}
-	b.n++
-	half := d / 2
-	return half + rand.N(half+1)
 }
-
-// reset starts the schedule again after a success.
-func (b *backoff) reset() { b.n = 0 }

@@ -115,7 +115,7 @@ func TestOnlyPartitionFaultsAreBlamed(t *testing.T) {
 // partition that still cannot be written does not abort theirs.
 func TestStalledPartitionRetriedAfterCommit(t *testing.T) {
 	old := stallBackoff
-	stallBackoff = backoff{base: 40 * time.Millisecond, limit: 40 * time.Millisecond}
+	stallBackoff = [2]time.Duration{40 * time.Millisecond, 40 * time.Millisecond}
 	t.Cleanup(func() { stallBackoff = old })
 	p := newFakeProducer()
 	p.produceErrs = []error{fakeErr{code: kafka.ErrUnknownPartition}}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
@@ -76,7 +77,7 @@ type Loop struct {
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
 	fatal   error
-	backoff backoff // after an abort no partition is blamed for
+	backoff *backoff.ExponentialBackOff // after an abort no partition is blamed for
 	// runCtx is Run's context, for the rebalance callback: librdkafka
 	// calls it from inside Poll, without a context of its own.
 	runCtx context.Context
@@ -93,7 +94,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
 		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
-		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: backoff{base: 50 * time.Millisecond, limit: 5 * time.Second},
+		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: newBackoff(50*time.Millisecond, 5*time.Second),
 	}
 }
 
@@ -309,7 +310,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 	l.unstall()
 	_ = l.deliveries.take() // reports of transactions aborted before
 	l.reset()
-	l.backoff.reset()
+	l.backoff.Reset()
 }
 
 // retry makes a transactional call, each attempt with its own deadline,

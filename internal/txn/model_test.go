@@ -231,7 +231,7 @@ func TestWholeRunExactlyOnceUnderInjectedFailures(t *testing.T) {
 			set := Settings{Topics: []string{"src"}, CommitInterval: time.Millisecond, MaxRecords: 7,
 				OpTimeout: time.Second, ShutdownTimeout: time.Second, TxnTimeout: time.Minute}
 			l := New(set, m, factory, handler, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-			l.backoff = backoff{base: time.Microsecond, limit: time.Microsecond}
+			l.backoff = newBackoff(time.Microsecond, time.Microsecond)
 			l.reportWait = time.Millisecond
 			stallBackoffForTest(t)
 			go func() {
@@ -260,6 +260,6 @@ func TestWholeRunExactlyOnceUnderInjectedFailures(t *testing.T) {
 // stallBackoffForTest makes held partitions come back at once.
 func stallBackoffForTest(t *testing.T) {
 	old := stallBackoff
-	stallBackoff = backoff{base: time.Microsecond, limit: time.Microsecond}
+	stallBackoff = [2]time.Duration{time.Microsecond, time.Microsecond}
 	t.Cleanup(func() { stallBackoff = old })
 }

@@ -127,7 +127,7 @@ func (l *Loop) resume(tp tpKey) error {
 // pause backs off after an abort so a persistent cause (a missing topic, a
 // broken handler) does not spin; it stays far below max.poll.interval.ms.
 func (l *Loop) pause(ctx context.Context) {
-	t := time.NewTimer(l.backoff.next())
+	t := time.NewTimer(l.backoff.NextBackOff())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

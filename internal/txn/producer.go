@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"relay/internal/kafkaerr"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 func (l *Loop) startProducer(ctx context.Context) error {
@@ -39,28 +41,27 @@ func (l *Loop) startProducer(ctx context.Context) error {
 // fatally, or ctx ends. It is for calls relay cannot go on without and that
 // a broker outage makes fail for as long as the outage lasts.
 func (l *Loop) persist(ctx context.Context, op string, call func() error) error {
-	backoff := 100 * time.Millisecond
-	for {
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := call()
-		if err == nil {
-			return nil
+		switch {
+		case err == nil:
+			return struct{}{}, nil
+		case errors.Is(err, ErrFatal):
+			return struct{}{}, backoff.Permanent(err)
+		case kafkaerr.Classify(err) == kafkaerr.Fatal:
+			return struct{}{}, backoff.Permanent(fmt.Errorf("%w: %s: %w", ErrFatal, op, err))
 		}
-		if errors.Is(err, ErrFatal) {
-			return err
-		}
-		if kafkaerr.Classify(err) == kafkaerr.Fatal {
-			return fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
-		}
-		l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", backoff.String())
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w", op, ctx.Err())
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 5*time.Second)
+		return struct{}{}, err
+	},
+		backoff.WithBackOff(newBackoff(100*time.Millisecond, 5*time.Second)),
+		backoff.WithMaxElapsedTime(0), // for as long as the outage lasts
+		backoff.WithNotify(func(err error, in time.Duration) {
+			l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", in.String())
+		}))
+	if err != nil && !errors.Is(err, ErrFatal) && ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", op, ctx.Err())
 	}
+	return err
 }
 
 // drainEvents logs client errors (and failed deliveries, should reports be

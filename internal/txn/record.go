@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"relay/internal/envelope"
 )
 
 // Header is a record header.
-type Header = envelope.Header
+type Header struct {
+	Key   string
+	Value []byte
+}
 
 // Record is one consumed source record, as the Handler sees it.
 type Record struct {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
@@ -23,12 +24,12 @@ import (
 // stallBackoff bounds how often a stalled partition is tried again: each
 // try aborts a whole transaction, so it must stay rare, yet a fix by the
 // operator should be picked up within seconds.
-var stallBackoff = backoff{base: 500 * time.Millisecond, limit: 20 * time.Second}
+var stallBackoff = [2]time.Duration{500 * time.Millisecond, 20 * time.Second}
 
 type stall struct {
 	since    time.Time
 	failures int
-	sched    backoff
+	sched    *backoff.ExponentialBackOff
 	until    time.Time
 	held     bool // paused until `until`
 }
@@ -131,11 +132,11 @@ func (l *Loop) hold(blamed map[tpKey]error) bool {
 		}
 		st := l.stalls[tp]
 		if st == nil {
-			st = &stall{since: now, sched: stallBackoff}
+			st = &stall{since: now, sched: newBackoff(stallBackoff[0], stallBackoff[1])}
 			l.stalls[tp] = st
 		}
 		st.failures++
-		wait := st.sched.next()
+		wait := st.sched.NextBackOff()
 		st.until = now.Add(wait)
 		if !st.held {
 			if err := l.consumer.Pause([]kafka.TopicPartition{tp.at(0)}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 	"relay/internal/schema"
 	"relay/internal/tiers"
 	"relay/internal/txn"
@@ -36,9 +37,11 @@ func (a *scriptedAdmitter) Encode(map[string]any) ([]byte, error) { return []byt
 
 type countOutcomes map[string]int
 
-func (c countOutcomes) Outcome(o, code string, n int) { c[o+"/"+code] += n }
+func (c countOutcomes) Outcome(o ledger.Outcome, code string, n int) { c[string(o)+"/"+code] += n }
 
-func (c countOutcomes) Ended(o string, attempts int, _ time.Duration) { c["ended/"+o] += attempts }
+func (c countOutcomes) Ended(o ledger.Outcome, attempts int, _ time.Duration) {
+	c["ended/"+string(o)] += attempts
+}
 
 func (c countOutcomes) Replayed(o string, n int) { c["replay/"+o] += n }
 
@@ -48,13 +51,17 @@ func newMachine(a Admitter, now *time.Time) (*Machine, countOutcomes) {
 	routes := []Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
 		Tiers: []string{"orders.retry.30s", "orders.retry.5m"}}}
 	outs := countOutcomes{}
-	return &Machine{
+	m, err := New(Options{
 		Table: NewTable(routes), Group: "relay",
 		Policy: tiers.Policy{BlockingAttempts: 2, BlockingBackoff: time.Millisecond, BlockingMaxWait: time.Second,
 			Tiers: []time.Duration{30 * time.Second, 5 * time.Minute}, MaxAttempts: 5, MaxElapsed: time.Hour, UnknownAttempts: 2},
 		Admitter: a, Redactor: envelope.NewRedactor(nil, 256), Outcomes: outs,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return *now },
-	}, outs
+	})
+	if err != nil {
+		panic(err)
+	}
+	return m, outs
 }
 
 func source(offset int64) *txn.Record {
@@ -169,7 +176,7 @@ func TestRetryThroughTiersThenQuarantine(t *testing.T) {
 func TestRuleRejects(t *testing.T) {
 	now := t0
 	m, _ := newMachine(&scriptedAdmitter{}, &now)
-	m.Rules = rulesFunc(func(map[string]any) error { return &tiers.Error{Cause: tiers.CauseRuleReject, Name: "NEGATIVE_AMOUNT"} })
+	m.rules = rulesFunc(func(map[string]any) error { return &tiers.Error{Cause: tiers.CauseRuleReject, Name: "NEGATIVE_AMOUNT"} })
 	out, f := one(t)(m.Handle(context.Background(), source(1)))
 	if out.Topic != "orders.rejected" || f.Code != "REJECTED_NEGATIVE_AMOUNT" || f.Class != "rejected" || f.SchemaVersion != 2 {
 		t.Fatalf("%s %+v", out.Topic, f)
@@ -185,7 +192,7 @@ func TestSensitiveDataNeverWritten(t *testing.T) {
 	now := t0
 	secret := errors.New(`Get "https://svc:hunter2@registry.internal/schemas/ids/9": 401, token=abc.def.ghi for jane@example.com card 4111111111111111`)
 	m, _ := newMachine(&scriptedAdmitter{errs: []error{tiers.Fail(tiers.CauseSchemaNotFound, secret)}}, &now)
-	m.Compat = envelope.Compat{Spring: true, Connect: true}
+	m.compat = envelope.Compat{Spring: true, Connect: true}
 	out, _ := one(t)(m.Handle(context.Background(), source(1)))
 	for _, h := range out.Headers {
 		for _, s := range []string{"hunter2", "abc.def.ghi", "jane@example.com", "4111111111111111"} {
@@ -214,7 +221,7 @@ func TestWaitInPlace(t *testing.T) {
 	unavailable := tiers.Failf(tiers.CauseRegistryUnavailable, "503")
 	a := &scriptedAdmitter{errs: []error{unavailable, unavailable, unavailable}}
 	m, _ := newMachine(a, &now)
-	m.WaitInPlace = true
+	m.waitInPlace = true
 	rec := source(42)
 	_, err := m.Handle(context.Background(), rec)
 	var nd *txn.NotDueError

@@ -8,19 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"relay/internal/envelope"
-	"relay/internal/tiers"
 	"relay/internal/txn"
-)
-
-// Codes of key ordering.
-const (
-	// CodeKeyBlocked marks a record that waits in a tier behind an earlier
-	// record of its key; it has not failed itself.
-	CodeKeyBlocked = "KEY_BLOCKED"
-	// CodeKeyHeld quarantines a record whose key's earlier record was
-	// quarantined, under the hold setting, so they can be replayed together.
-	CodeKeyHeld = "KEY_HELD"
 )
 
 // KeyOrdering keeps per-key order (RELAY_ORDERING=key). While a key has a
@@ -172,91 +160,4 @@ func (k *KeyOrdering) Forget(partitions []int32) {
 			delete(k.keys, sk)
 		}
 	}
-}
-
-// keySeq reads relay.key.seq; -1 if absent or unreadable.
-func keySeq(headers []txn.Header) int64 {
-	v, ok := envelope.Lookup(headers, envelope.KeySeq)
-	if !ok {
-		return -1
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
-}
-
-func withSeq(outs []txn.Output, seq int64) []txn.Output {
-	for i := range outs {
-		outs[i].Headers = append(outs[i].Headers, txn.Header{Key: envelope.KeySeq, Value: []byte(strconv.FormatInt(seq, 10))})
-	}
-	return outs
-}
-
-// keyedRecord is what Handle knows of a record's key under key ordering.
-type keyedRecord struct {
-	sk    string
-	state *keyState // nil: the key is not blocked
-	seq   int64     // the record's place; -1 for a source record of a free key
-}
-
-// queue puts p in its key's queue (key ordering): a record of a blocked
-// key that is not at its turn follows the key's head into its tier, and
-// done is true. A record at its turn, or of a free key, goes on.
-func (m *Machine) queue(p *pass) (outs []txn.Output, done bool) {
-	p.keyed = m.Keys != nil && p.rec.Key != nil && len(p.origin.Routes.Tiers) > 0
-	if !p.keyed {
-		return nil, false
-	}
-	p.kr = keyedRecord{sk: stateKey(p.origin.Routes.Source, p.rec.Partition, p.rec.Key), seq: -1}
-	p.kr.state = m.Keys.get(p.kr.sk)
-	if p.origin.Tier >= 0 {
-		p.kr.seq = keySeq(p.rec.Headers)
-	}
-	if p.kr.state == nil {
-		return nil, false
-	}
-	switch {
-	case p.origin.Tier < 0 || p.kr.seq < 0:
-		// A new record of a blocked key joins its queue.
-		seq, ns := p.kr.state.Tail, *p.kr.state
-		ns.Tail++
-		return append(m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, seq), m.Keys.put(p.kr.sk, p.rec.Partition, &ns)), true
-	case p.kr.seq != p.kr.state.Next:
-		// Not its turn: back behind the head.
-		return m.follow(p.rec, p.origin, p.prev, p.id, p.st, p.kr, p.kr.seq), true
-	}
-	return nil, false
-}
-
-// follow writes rec behind the head of its key: into the head's tier, due
-// with the head, keeping (or giving) its place seq. It is not an attempt.
-func (m *Machine) follow(rec *txn.Record, origin Origin, prev *envelope.Failure, id string, st tiers.State, kr keyedRecord, seq int64) []txn.Output {
-	ks := kr.state
-	now := m.Now()
-	f := m.failureOf(rec, origin, prev, id)
-	f.Attempt, f.FirstFailedAt, f.LastFailedAt, f.NotBefore = st.Attempt-1, now, now, ks.NotBefore
-	f.Class, f.Code = tiers.Ordering.String(), CodeKeyBlocked
-	f.Message = "waits behind " + ks.Head + ", an earlier record of its key"
-	if prev != nil && prev.Attempt > 0 {
-		// A tier record: it keeps its history. (A replayed record starts
-		// a new pass: it has none.)
-		f.Attempt, f.FirstFailedAt, f.LastFailedAt = prev.Attempt, prev.FirstFailedAt, prev.LastFailedAt
-		if prev.Code != CodeKeyBlocked {
-			f.Class, f.Code, f.Message = prev.Class, prev.Code, prev.Message
-		}
-		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
-	}
-	m.count(OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{tierHop(rec, origin.Routes.Tiers[tierOf(ks, origin.Routes)], f, nil, now)}, seq)
-}
-
-// tierOf is the configured tier a key's followers go to: its head's, or,
-// when the key's state names a tier that is no longer configured (tiers
-// removed since it was written), the last one. Any tier keeps the key's
-// order, since a follower is tried only at its turn; the last is the one a
-// failing head stays in.
-func tierOf(ks *keyState, r *Routes) int {
-	return min(max(ks.Tier, 0), len(r.Tiers)-1)
 }

@@ -5,16 +5,19 @@ import (
 	"fmt"
 
 	"relay/internal/envelope"
-	"relay/internal/schema"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
 
-// arrive starts the pass of rec: a tier or replay record brings its
+// CodeEnvelopeInvalid quarantines a tier or replay record whose failure
+// envelope cannot be read.
+const CodeEnvelopeInvalid = "ENVELOPE_INVALID"
+
+// identify starts the pass of rec: a tier or replay record brings its
 // envelope. A record that is settled on arrival (a tier record not due,
 // an envelope that cannot be read) gives no pass but its outputs or error.
-func (m *Machine) arrive(rec *txn.Record, origin Origin) (*pass, []txn.Output, error) {
-	now := m.Now()
+func (m *Machine) identify(rec *txn.Record, origin Origin) (*pass, []txn.Output, error) {
+	now := m.now()
 	p := &pass{rec: rec, origin: origin, now: now, id: envelope.ID(rec.Topic, rec.Partition, rec.Offset), srcOffset: rec.Offset,
 		st: tiers.State{Attempt: 1, FirstFailedAt: now, AtSource: origin.Tier < 0, Tier: origin.Tier}}
 	var bad error
@@ -22,7 +25,7 @@ func (m *Machine) arrive(rec *txn.Record, origin Origin) (*pass, []txn.Output, e
 	case origin.Replay:
 		bad = fromReplay(p)
 	case origin.Tier >= 0:
-		if g, ok := envelope.Lookup(rec.Headers, envelope.ConsumerGroup); origin.Retired && ok && string(g) != m.Group {
+		if g, ok := envelope.Lookup(rec.Headers, envelope.ConsumerGroup); origin.Retired && ok && string(g) != m.group {
 			// Another group's record, in a tier topic this group no
 			// longer uses (two groups can share tier topic names): it
 			// is that group's to handle.
@@ -34,10 +37,15 @@ func (m *Machine) arrive(rec *txn.Record, origin Origin) (*pass, []txn.Output, e
 		}
 	}
 	if bad != nil {
-		return nil, m.terminal(rec, origin, nil, p.id, p.st, tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Invalid, Code: CodeEnvelopeInvalid},
-			bad, schema.Info{}), nil
+		return nil, m.unreadable(p, bad), nil
 	}
 	return p, nil, nil
+}
+
+// unreadable quarantines a record whose envelope cannot be read, as why
+// says: the record is decided, its pass ends here.
+func (m *Machine) unreadable(p *pass, why error) []txn.Output {
+	return m.toEnd(p, verdict{Decision: tiers.Decision{Kind: tiers.Quarantine, Class: tiers.Invalid, Code: CodeEnvelopeInvalid}, cause: why})
 }
 
 // fromReplay reads a replay record's envelope into p; an error says it has

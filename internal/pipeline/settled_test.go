@@ -32,10 +32,10 @@ func (d *fakeDiscards) Discarded(_ context.Context, p int32, id string) (bool, e
 // was output and resolved next to the operator's discard.
 func TestDiscardedWhileInATierIsNotOutput(t *testing.T) {
 	m, a, now, counted := ledgered(t)
-	m.Policy.BlockingAttempts = 0
-	m.Keys = &KeyOrdering{StateTopic: m.StateTopic}
+	m.policy.BlockingAttempts = 0
+	m.keys, m.keyOrder = &KeyOrdering{StateTopic: m.stateTopic}, true
 	d := &fakeDiscards{ids: map[string]bool{}}
-	m.Discards = d
+	m.discards = d
 	ctx := context.Background()
 	q := quarantineOne(t, m, a)
 	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
@@ -59,12 +59,12 @@ func TestDiscardedWhileInATierIsNotOutput(t *testing.T) {
 		!strings.Contains(e.Reason, "discarded") || outs[0].Partition != 3 {
 		t.Fatalf("note %+v", e)
 	}
-	if outs[1].Topic != m.StateTopic || outs[1].Value != nil {
+	if outs[1].Topic != m.stateTopic || outs[1].Value != nil {
 		t.Fatalf("the key must be released: %v", topics(outs))
 	}
 	m.OnCommit()
-	if counted["replay/duplicate"] != 1 || counted["replay/resolved"] != 0 || m.Keys.Blocked() != 0 {
-		t.Fatalf("counted %v, blocked %d", counted, m.Keys.Blocked())
+	if counted["replay/duplicate"] != 1 || counted["replay/resolved"] != 0 || m.keys.Blocked() != 0 {
+		t.Fatalf("counted %v, blocked %d", counted, m.keys.Blocked())
 	}
 }
 
@@ -74,7 +74,7 @@ func TestDiscardedWhileInATierIsNotOutput(t *testing.T) {
 func TestUnknownDiscardWaits(t *testing.T) {
 	m, a, now, _ := ledgered(t)
 	d := &fakeDiscards{err: fmt.Errorf("%w: at 5 of 7", ErrNotRead)}
-	m.Discards = d
+	m.discards = d
 	ctx := context.Background()
 	q := quarantineOne(t, m, a)
 	if len(d.asked) != 0 {

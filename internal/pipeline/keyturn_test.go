@@ -18,8 +18,8 @@ func keyed(t *testing.T, hold bool) (*Machine, *scriptedAdmitter, *time.Time) {
 	now := t0
 	a := &scriptedAdmitter{}
 	m, _ := newMachine(a, &now)
-	m.Policy.BlockingAttempts = 0
-	m.Keys = &KeyOrdering{StateTopic: "_relay.relay.state", Hold: hold}
+	m.policy.BlockingAttempts = 0
+	m.keys, m.keyOrder = &KeyOrdering{StateTopic: "_relay.relay.state", Hold: hold}, true
 	return m, a, &now
 }
 
@@ -99,7 +99,7 @@ func TestKeyOrderingFollowersWaitForTheirHead(t *testing.T) {
 	if len(outs) != 2 || outs[0].Topic != "orders.valid" || outs[1].Value != nil {
 		t.Fatalf("A2 at its turn: %v, tombstone %v", topics(outs), outs[1].Value)
 	}
-	if m.Keys.Blocked() != 0 {
+	if m.keys.Blocked() != 0 {
 		t.Fatal("the key must be free again")
 	}
 	if id, _ := envelope.Lookup(outs[0].Headers, envelope.MessageID); string(id) != "orders/0/11" {
@@ -112,7 +112,7 @@ func TestKeyOrderingAbortRestoresState(t *testing.T) {
 	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
 	_, _ = m.Handle(context.Background(), rec("orders", 0, 10, "A"))
 	m.OnAbort()
-	if m.Keys.Blocked() != 0 {
+	if m.keys.Blocked() != 0 {
 		t.Fatal("an aborted transaction's state change must be undone")
 	}
 	outs, _ := m.Handle(context.Background(), rec("orders", 0, 10, "A"))
@@ -124,7 +124,7 @@ func TestKeyOrderingAbortRestoresState(t *testing.T) {
 func TestKeyOrderingHoldQuarantinesFollowers(t *testing.T) {
 	for _, hold := range []bool{true, false} {
 		m, a, now := keyed(t, hold)
-		m.Policy.MaxAttempts = 2
+		m.policy.MaxAttempts = 2
 		unavailable := tiers.Failf(tiers.CauseRegistryUnavailable, "503")
 		a.errs = []error{unavailable}
 		outs, _ := m.Handle(context.Background(), rec("orders", 0, 10, "A"))
@@ -145,7 +145,7 @@ func TestKeyOrderingHoldQuarantinesFollowers(t *testing.T) {
 		case !hold && outs[0].Topic != "orders.valid":
 			t.Fatalf("release: A2 went to %s", outs[0].Topic)
 		}
-		if m.Keys.Blocked() != 0 {
+		if m.keys.Blocked() != 0 {
 			t.Fatalf("hold=%v: key still blocked", hold)
 		}
 	}
@@ -155,8 +155,8 @@ func TestKeyOrderingRestoreAndForget(t *testing.T) {
 	m, _, _ := keyed(t, false)
 	st, _ := json.Marshal(keyState{Next: 3, Tail: 5, Tier: 1, NotBefore: t0, Head: "orders/2/7"})
 	loads := 0
-	m.Settled = &ledger.Settled{}
-	m.LoadState = func(_ context.Context, ps []int32) (map[string][]byte, error) {
+	m.settled = &ledger.Settled{}
+	m.loadState = func(_ context.Context, ps []int32) (map[string][]byte, error) {
 		loads++
 		if len(ps) != 2 || ps[0] != 2 {
 			return nil, nil
@@ -175,10 +175,10 @@ func TestKeyOrderingRestoreAndForget(t *testing.T) {
 		t.Fatalf("loaded %d times; partitions already loaded are not read again", loads)
 	}
 	m.OnRevoked([]int32{2})
-	if m.Keys.Blocked() != 0 {
+	if m.keys.Blocked() != 0 {
 		t.Fatal("forget must drop the revoked partition's keys")
 	}
-	m.LoadState = func(context.Context, []int32) (map[string][]byte, error) { return nil, errors.New("broker away") }
+	m.loadState = func(context.Context, []int32) (map[string][]byte, error) { return nil, errors.New("broker away") }
 	if err := m.OnAssigned(context.Background(), []int32{2}); err == nil {
 		t.Fatal("a failed restore must be an error, not an empty state")
 	}
@@ -189,7 +189,7 @@ func TestKeyOrderingRestoreAndForget(t *testing.T) {
 // not to the tier after the one it waited in.
 func TestFollowerFirstPassRetriesInPlace(t *testing.T) {
 	m, a, now := keyed(t, false)
-	m.Policy.BlockingAttempts = 1
+	m.policy.BlockingAttempts = 1
 	unavailable := tiers.Failf(tiers.CauseRegistryUnavailable, "503")
 	a.errs = []error{unavailable, unavailable}
 	outs, _ := m.Handle(context.Background(), rec("orders", 0, 10, "A"))

@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"relay/internal/envelope"
+	"relay/internal/ledger"
+	"relay/internal/schema"
+	"relay/internal/tiers"
+	"relay/internal/txn"
+)
+
+// Machine is the failure state machine; it implements txn.Handler. Build
+// it with New.
+type Machine struct {
+	table       *Table
+	group       string
+	policy      tiers.Policy
+	admitter    Admitter
+	rules       Rules
+	callHook    hookCall
+	redactor    *envelope.Redactor
+	compat      envelope.Compat
+	outcomes    Outcomes
+	log         *slog.Logger
+	now         Clock
+	waitInPlace bool
+	keyOrder    bool         // RELAY_ORDERING=key
+	keys        *KeyOrdering // the blocked keys; empty without keyOrder
+	stateTopic  string
+	actor       string
+	settled     *ledger.Settled
+	discards    Discards
+	loadState   StateLoader
+
+	pending pending        // what the open transaction will have done
+	loaded  map[int32]bool // partitions whose state was restored
+	waits   waits          // the records partitions wait for (waitInPlace)
+	stale   staleKeys      // key states to delete while key ordering is off
+}
+
+// pass is one record on its way through the machine: where it comes from,
+// its identity, and what is known of its failures and its key so far.
+type pass struct {
+	rec       *txn.Record
+	origin    Origin
+	now       time.Time
+	prev      *envelope.Failure // its envelope, from a tier or replay record
+	id        string
+	srcOffset int64
+	st        tiers.State
+	keyed     bool
+	kr        keyedRecord
+}
+
+// verdict is what a pass that did not pass comes to: the decision, the
+// failure that led to it, and the writer schema as far as known.
+type verdict struct {
+	tiers.Decision
+	cause error
+	info  schema.Info
+}
+
+// Handle implements txn.Handler.
+func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, error) {
+	outs, err := m.handle(ctx, rec)
+	if err == nil {
+		// The record reached its next state in the open transaction:
+		// once that commits, no wait at or before it is needed.
+		m.waits.resolved(partKey{rec.Topic, rec.Partition}, rec.Offset)
+		outs = append(outs, m.stale.tombstones(m.stateTopic, rec.Partition)...)
+	}
+	return outs, err
+}
+
+// handle takes rec through the steps of its pass; the first step that
+// decides the record ends it.
+//
+//   - identify: where it comes from, and its envelope (identify.go);
+//   - key turn: a record of a blocked key that is not at its turn follows
+//     the key's head (keyturn.go);
+//   - settled: a copy of a replayed record whose failure is settled, or
+//     was discarded, is not handled again (settled.go);
+//   - held: the key of an earlier quarantined record holds it (keyturn.go);
+//   - wait: a record its partition waits for is not due yet (wait.go);
+//   - attempt: admission, rules and the hook, retried in place as the
+//     policy says (attempt.go);
+//   - emit and outcome: the records of its next state (emit.go), and what
+//     that settles: counts, the ledger, its key's turn (outcome.go).
+func (m *Machine) handle(ctx context.Context, rec *txn.Record) ([]txn.Output, error) {
+	origin, ok := m.table.Of(rec.Topic)
+	if !ok {
+		return nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
+	}
+	p, outs, err := m.identify(rec, origin)
+	if p == nil {
+		return outs, err
+	}
+	if outs, done := m.takeTurn(p); done {
+		return outs, nil
+	}
+	if outs, done, err := m.checkSettled(ctx, p); done {
+		return outs, err
+	}
+	if outs, done := m.checkHeld(p); done {
+		return outs, nil
+	}
+	if err := m.checkWait(p); err != nil {
+		return nil, err
+	}
+	return m.attempts(ctx, p)
+}
+
+var (
+	_ txn.Handler           = (*Machine)(nil)
+	_ txn.PartitionListener = (*Machine)(nil)
+	_ txn.TxnListener       = (*Machine)(nil)
+	_ txn.StateReloader     = (*Machine)(nil)
+)

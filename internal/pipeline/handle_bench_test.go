@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"relay/internal/tiers"
+	"relay/internal/txn"
+)
+
+// BenchmarkHandle measures one record's way through the machine: a source
+// record that passes (the common case), a tier record that passes (its
+// envelope is read), and a source record that is quarantined at once.
+func BenchmarkHandle(b *testing.B) {
+	ctx := context.Background()
+	b.Run("processed", func(b *testing.B) {
+		now := t0
+		m, _ := newMachine(nil, &now)
+		rec := source(7)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Handle(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("from-tier", func(b *testing.B) {
+		now := t0
+		m, _ := newMachine(&scriptedAdmitter{errs: []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503"),
+			tiers.Failf(tiers.CauseRegistryUnavailable, "503"), tiers.Failf(tiers.CauseRegistryUnavailable, "503")}}, &now)
+		outs, err := m.Handle(ctx, source(7))
+		if err != nil || len(outs) != 1 {
+			b.Fatal(outs, err)
+		}
+		now = now.Add(time.Hour)
+		m, _ = newMachine(nil, &now)
+		rec := &txn.Record{Topic: outs[0].Topic, Partition: 3, Offset: 1, Key: outs[0].Key, Value: outs[0].Value,
+			Headers: outs[0].Headers, Timestamp: outs[0].Timestamp}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Handle(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("quarantined", func(b *testing.B) {
+		now := t0
+		a := &scriptedAdmitter{}
+		m, _ := newMachine(a, &now)
+		rec := source(7)
+		b.ReportAllocs()
+		for b.Loop() {
+			a.errs = append(a.errs[:0], tiers.Failf(tiers.CauseWireFormat, "magic byte 0x7b"))
+			if _, err := m.Handle(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+)
+
+// The machine follows the transaction loop: what a transaction did is
+// kept once it commits and undone when it aborts, and the state of the
+// partitions it is assigned is restored from the state topic.
+
+// OnCommit reports the outcomes of the committed transaction.
+func (m *Machine) OnCommit() {
+	m.waits.commit()
+	m.stale.commit()
+	m.keys.commit()
+	m.settled.Commit()
+	m.report()
+	m.forget()
+}
+
+// OnAbort forgets the outcomes of the aborted transaction: its records
+// will be handled again.
+func (m *Machine) OnAbort() {
+	m.forget()
+	m.waits.abort()
+	m.stale.abort()
+	m.keys.abort()
+	m.settled.Abort()
+}
+
+// OnAssigned implements txn.PartitionListener: the blocked keys (key
+// ordering) and the settled failures (ledger) of the partitions are
+// restored from the state topic before their records are handled.
+func (m *Machine) OnAssigned(ctx context.Context, partitions []int32) error {
+	var todo []int32
+	for _, p := range partitions {
+		if !m.loaded[p] {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	entries, err := m.loadState(ctx, todo)
+	if err != nil {
+		return fmt.Errorf("restore state of partitions %v from %s: %w", todo, m.stateTopic, err)
+	}
+	if err := m.restoreKeys(entries, todo); err != nil {
+		return err
+	}
+	for _, err := range m.settled.Restore(entries) {
+		m.log.Warn("unreadable ledger record skipped", "topic", m.stateTopic, "err", err)
+	}
+	for _, p := range todo {
+		m.loaded[p] = true
+	}
+	m.log.Info("state restored", "partitions", todo, "blocked_keys", m.keys.Blocked(), "settled_failures", m.settled.Len())
+	return nil
+}
+
+// restoreKeys restores the blocked keys among state-topic entries under
+// key ordering; with another policy it notes the key states to delete.
+func (m *Machine) restoreKeys(entries map[string][]byte, partitions []int32) error {
+	if !m.keyOrder {
+		if m.stateTopic == "" {
+			return nil
+		}
+		if n := m.stale.restore(entries); n > 0 {
+			m.log.Warn("key ordering is off: deleting the key states it left; their keys' records are handled without key order",
+				"topic", m.stateTopic, "partitions", partitions, "key_states", n)
+		}
+		return nil
+	}
+	skipped, err := m.keys.Restore(entries)
+	for _, err := range skipped {
+		m.log.Warn("key state of a newer format skipped", "topic", m.stateTopic, "err", err)
+	}
+	return err
+}
+
+// OnRevoked implements txn.PartitionListener.
+func (m *Machine) OnRevoked(partitions []int32) {
+	m.forgetState(partitions)
+	m.waits.forget(partitions)
+}
+
+// Reload implements txn.StateReloader: after a commit whose outcome was
+// unknown, the durable state of the partitions is read again; their waits
+// (partition ordering) stay, as they do after an abort.
+func (m *Machine) Reload(ctx context.Context, partitions []int32) error {
+	m.forgetState(partitions)
+	return m.OnAssigned(ctx, partitions)
+}
+
+// forgetState drops what the state topic holds of the partitions.
+func (m *Machine) forgetState(partitions []int32) {
+	m.keys.Forget(partitions)
+	m.settled.Forget(partitions)
+	for _, p := range partitions {
+		delete(m.loaded, p)
+	}
+	m.stale.forget(partitions)
+}
