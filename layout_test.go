@@ -1,0 +1,116 @@
+package relay_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// mayImport is the dependency direction the README's Layout section draws:
+// each package of relay and the packages of relay it may import. A package
+// missing here, or an import not listed, fails the test, so a new
+// dependency is a decision written down, not an accident.
+var mayImport = map[string][]string{
+	// Leaves: vocabulary and mechanisms, nothing of relay's.
+	"internal/config":   nil,
+	"internal/envelope": nil,
+	"internal/tiers":    nil,
+	"internal/kafkaerr": nil,
+	// The transactional loop knows Kafka and nothing of what it carries.
+	"internal/txn": {"internal/kafkaerr"},
+
+	"internal/ledger": {"internal/envelope"},
+	"internal/schema": {"internal/tiers"},
+	"internal/rules":  {"internal/tiers"},
+	"internal/hook":   {"internal/tiers"},
+	// The failure state machine: one record's fate, no Kafka clients, no
+	// configuration.
+	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/txn"},
+
+	"internal/telemetry":   {"internal/ledger"},
+	"internal/topics":      {"internal/config"},
+	"internal/kafkaclient": {"internal/config"},
+	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger"},
+
+	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
+	// relay run: assembles every part above into the running daemon.
+	"internal/daemon": {"internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
+		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/rules", "internal/schema", "internal/statetopic",
+		"internal/telemetry", "internal/tiers", "internal/topics", "internal/txn"},
+	// The reference reads the names of the packages users see.
+	"internal/reference":     {"internal/config", "internal/envelope", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
+	"internal/reference/gen": {"internal/reference"},
+
+	// The binary wires everything; only it exits.
+	"cmd/relay": {"*"},
+	// The demo and the benchmark stand outside: they drive relay as users do.
+	"cmd/relay-demo":  {"internal/envelope"},
+	"cmd/relay-bench": nil,
+}
+
+func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
+	got := relayImports(t)
+	for pkg, imports := range got {
+		allowed, known := mayImport[pkg]
+		if !known {
+			t.Errorf("%s is not in the layout (layout_test.go mayImport, README Layout): say what it may import", pkg)
+			continue
+		}
+		if slices.Contains(allowed, "*") {
+			continue
+		}
+		for _, imp := range imports {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s, which the layout does not allow", pkg, imp)
+			}
+		}
+	}
+	for pkg := range mayImport {
+		if _, ok := got[pkg]; !ok {
+			t.Errorf("the layout names %s, which does not exist (any more)", pkg)
+		}
+	}
+}
+
+// relayImports reads the non-test Go files of every package under
+// internal/ and cmd/ and returns, by package directory, the packages of
+// relay each imports.
+func relayImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	for _, root := range []string{"internal", "cmd"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			pkg := filepath.ToSlash(filepath.Dir(path))
+			if _, ok := out[pkg]; !ok {
+				out[pkg] = nil
+			}
+			for _, is := range f.Imports {
+				imp := strings.Trim(is.Path.Value, `"`)
+				if rest, ok := strings.CutPrefix(imp, "relay/"); ok && !slices.Contains(out[pkg], rest) {
+					out[pkg] = append(out[pkg], rest)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
