@@ -131,49 +131,10 @@ func Parse[H AnyHeader](headers []H) (*Failure, error) {
 			continue
 		}
 		v := string(h.Value)
-		var err error
-		switch h.Key {
-		case FailureID:
-			f.ID, found = v, true
-		case SourceTopic:
-			f.SourceTopic = v
-		case SourcePartition:
-			var n int64
-			n, err = strconv.ParseInt(v, 10, 32)
-			f.SourcePartition = int32(n)
-		case SourceOffset:
-			f.SourceOffset, err = strconv.ParseInt(v, 10, 64)
-		case SourceTimestamp:
-			f.SourceTimestamp, err = parseTime(v)
-		case ConsumerGroup:
-			f.ConsumerGroup = v
-		case Attempt:
-			f.Attempt, err = parseCount(v)
-		case FirstFailedAt:
-			f.FirstFailedAt, err = parseTime(v)
-		case LastFailedAt:
-			f.LastFailedAt, err = parseTime(v)
-		case NotBefore:
-			f.NotBefore, err = parseTime(v)
-		case ErrorClass:
-			f.Class = v
-		case ErrorCode:
-			f.Code = v
-		case ErrorMessage:
-			f.Message = v
-		case SchemaID:
-			f.SchemaID, err = parseCount(v)
-		case SchemaSubject:
-			f.SchemaSubject = v
-		case SchemaVersion:
-			f.SchemaVersion, err = parseCount(v)
-		case ReplayID:
-			f.ReplayID = v
-		case ReplayCount:
-			f.ReplayCount, err = parseCount(v)
-		case RecordTimestamp:
-			f.RecordTimestamp, err = parseTime(v)
+		if h.Key == FailureID {
+			found = true
 		}
+		err := f.set(h.Key, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("header %s: %q: %w", h.Key, truncate(v, 64), err))
 		}
@@ -185,6 +146,54 @@ func Parse[H AnyHeader](headers []H) (*Failure, error) {
 		return f, errors.Join(errs...)
 	}
 	return f, nil
+}
+
+// set reads the envelope header key, valued v, into f.
+func (f *Failure) set(key, v string) error {
+	var err error
+	switch key {
+	case FailureID:
+		f.ID = v
+	case SourceTopic:
+		f.SourceTopic = v
+	case SourcePartition:
+		var n int64
+		n, err = strconv.ParseInt(v, 10, 32)
+		f.SourcePartition = int32(n)
+	case SourceOffset:
+		f.SourceOffset, err = strconv.ParseInt(v, 10, 64)
+	case SourceTimestamp:
+		f.SourceTimestamp, err = parseTime(v)
+	case ConsumerGroup:
+		f.ConsumerGroup = v
+	case Attempt:
+		f.Attempt, err = parseCount(v)
+	case FirstFailedAt:
+		f.FirstFailedAt, err = parseTime(v)
+	case LastFailedAt:
+		f.LastFailedAt, err = parseTime(v)
+	case NotBefore:
+		f.NotBefore, err = parseTime(v)
+	case ErrorClass:
+		f.Class = v
+	case ErrorCode:
+		f.Code = v
+	case ErrorMessage:
+		f.Message = v
+	case SchemaID:
+		f.SchemaID, err = parseCount(v)
+	case SchemaSubject:
+		f.SchemaSubject = v
+	case SchemaVersion:
+		f.SchemaVersion, err = parseCount(v)
+	case ReplayID:
+		f.ReplayID = v
+	case ReplayCount:
+		f.ReplayCount, err = parseCount(v)
+	case RecordTimestamp:
+		f.RecordTimestamp, err = parseTime(v)
+	}
+	return err
 }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
