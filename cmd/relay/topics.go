@@ -54,7 +54,7 @@ func runTopics(ctx context.Context, args []string, lookup func(string) (string, 
 	// connections.
 	p, err := kafkaclient.Producer(cfg)
 	if err != nil {
-		return clientConfigError(cfg, "producer", err, stderr)
+		return badClientConfig(cfg, "producer", err, stderr)
 	}
 	defer p.Close()
 	a, err := kafka.NewAdminClientFromProducer(p)

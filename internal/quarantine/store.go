@@ -1,12 +1,9 @@
-package main
+package quarantine
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/user"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -18,11 +15,11 @@ import (
 	"relay/internal/topics"
 )
 
-// failure is one quarantined failure as the operator commands see it: its
+// Failure is one quarantined failure as the operator commands see it: its
 // ledger entry and its latest quarantine record, either of which may be
 // missing (a record quarantined before the ledger existed has no entry; a
 // record past its topic's retention is gone).
-type failure struct {
+type Failure struct {
 	ID            string
 	State         string
 	Code          string
@@ -31,11 +28,11 @@ type failure struct {
 	SchemaVersion int
 	ReplayCount   int
 	Entry         *ledger.Entry
-	Record        *quarantined
+	Record        *Record
 }
 
-// quarantined is a record of a quarantine topic.
-type quarantined struct {
+// Record is a record of a quarantine topic.
+type Record struct {
 	F         *envelope.Failure
 	Topic     string
 	Partition int32
@@ -53,18 +50,22 @@ type quarantined struct {
 	Damaged error
 }
 
-// snapshot is what operator commands act on: every failure of the
+// Snapshot is what operator commands act on: every failure of the
 // configured sources, and the retention of each quarantine topic.
-type snapshot struct {
-	failures  []*failure
-	byID      map[string]*failure
-	retention map[string]time.Duration
-	// kept says the snapshot keeps the bytes of some records (and a
+type Snapshot struct {
+	// Failures are oldest first (then by id).
+	Failures  []*Failure
+	ByID      map[string]*Failure
+	Retention map[string]time.Duration
+	// Kept says the snapshot keeps the bytes of some records (and a
 	// record without them was not asked for).
-	kept bool
-	// stateEnds are the state topic's high watermarks before it was
+	Kept bool
+	// StateEnds are the state topic's high watermarks before it was
 	// read: a replay follows the ledger from there.
-	stateEnds map[int32]int64
+	StateEnds map[int32]int64
+	// Warning is the first ledger record that could not be read, if any;
+	// the rest of the ledger was read.
+	Warning error
 }
 
 // readBound bounds each read of a topic to its end: it covers an open
@@ -72,92 +73,28 @@ type snapshot struct {
 // quarantine.
 const readBound = 10 * time.Minute
 
-// loadSnapshot reads the state topic and every quarantine topic to their
-// ends (committed records only) and joins them by failure id. Memory holds
-// the metadata of every failure, but the value and headers only of the
-// records keep asks for (nil: none), so a large quarantine can be listed.
-func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, keep func(id string) bool) (*snapshot, error) {
-	timeout := max(cfg.OpTimeout, 10*time.Second)
-	stateTopic := cfg.StateTopicName()
-	n, err := topics.Partitions(a, stateTopic, timeout)
-	if err != nil {
+// readerGroup names the operator commands' readers.
+const readerGroup = "relay-cli"
+
+// Load reads the state topic and every quarantine topic to their ends
+// (committed records only) and joins them by failure id. Memory holds the
+// metadata of every failure, but the value and headers only of the records
+// keep asks for (nil: none), so a large quarantine can be listed.
+func Load(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id string) bool) (*Snapshot, error) {
+	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil}
+	if err := s.readLedger(ctx, cfg, a); err != nil {
 		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
-	}
-	s := &snapshot{byID: map[string]*failure{}, retention: map[string]time.Duration{}, kept: keep != nil}
-	var events []*ledger.Event
-	var bad error
-	s.stateEnds, err = statetopic.ReadToEnd(ctx, cfg, "relay-cli", stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
-		e, ok, err := ledger.Decode(string(m.Key), m.Value)
-		if err != nil && bad == nil {
-			bad = err
-		}
-		if ok && e != nil {
-			events = append(events, e)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if bad != nil {
-		fmt.Fprintf(os.Stderr, "warning: %v\n", bad)
-	}
-	for id, en := range ledger.Fold(events) {
-		s.byID[id] = &failure{ID: id, State: en.State, Code: en.Code, Since: en.Since, Source: en.Source,
-			SchemaVersion: en.SchemaVersion, ReplayCount: en.ReplayCount, Entry: en}
 	}
 	for _, src := range cfg.SourceTopics {
-		topic := cfg.Derived(src).Quarantine
-		n, err := topics.Partitions(a, topic, timeout)
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			continue
-		}
-		c, cancel := context.WithTimeout(ctx, timeout)
-		if r, ok, err := topics.Retention(c, a, topic); err == nil && ok {
-			s.retention[topic] = r
-		}
-		cancel()
-		_, err = statetopic.ReadToEnd(ctx, cfg, "relay-cli", topic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
-			hs := toHeaders(m.Headers)
-			f, err := envelope.Parse(hs)
-			if err != nil && f == nil {
-				return // not relay's
-			}
-			q := &quarantined{F: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
-				Key: m.Key, ValueLen: len(m.Value), Timestamp: m.Timestamp, Damaged: err}
-			if keep != nil && keep(f.ID) {
-				q.Value, q.Headers, q.Kept = m.Value, m.Headers, true
-			}
-			if q.F.SourceTopic == "" {
-				q.F.SourceTopic = src
-			}
-			fl := s.byID[f.ID]
-			if fl == nil {
-				// Quarantined before the ledger existed: open.
-				fl = &failure{ID: f.ID, State: ledger.Open, Code: f.Code, Since: f.LastFailedAt, SchemaVersion: f.SchemaVersion,
-					Source: ledger.SourceOf(f)}
-				s.byID[f.ID] = fl
-			}
-			fl.Record = q // the latest one wins
-			fl.ReplayCount = max(fl.ReplayCount, f.ReplayCount)
-			if fl.SchemaVersion == 0 {
-				fl.SchemaVersion = f.SchemaVersion
-			}
-		})
-		if err != nil {
+		if err := s.readQuarantine(ctx, cfg, a, src, keep); err != nil {
 			return nil, err
 		}
 	}
-	for _, f := range s.byID {
-		s.failures = append(s.failures, f)
+	for _, f := range s.ByID {
+		s.Failures = append(s.Failures, f)
 	}
-	sort.Slice(s.failures, func(i, j int) bool {
-		a, b := s.failures[i], s.failures[j]
+	sort.Slice(s.Failures, func(i, j int) bool {
+		a, b := s.Failures[i], s.Failures[j]
 		if !a.Since.Equal(b.Since) {
 			return a.Since.Before(b.Since)
 		}
@@ -166,10 +103,90 @@ func loadSnapshot(ctx context.Context, cfg *config.Config, a *kafka.AdminClient,
 	return s, nil
 }
 
-// summary summarises the snapshot as the gauges do.
-func (s *snapshot) summary() ledger.Summary {
-	items := make([]ledger.Item, 0, len(s.failures))
-	for _, f := range s.failures {
+func opTimeout(cfg *config.Config) time.Duration { return max(cfg.OpTimeout, 10*time.Second) }
+
+// readLedger folds the state topic's ledger records into failures.
+func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.Admin) error {
+	stateTopic := cfg.StateTopicName()
+	n, err := topics.Partitions(a, stateTopic, opTimeout(cfg))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
+	}
+	var events []*ledger.Event
+	s.StateEnds, err = statetopic.ReadToEnd(ctx, cfg, readerGroup, stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
+		e, ok, err := ledger.Decode(string(m.Key), m.Value)
+		if err != nil && s.Warning == nil {
+			s.Warning = err
+		}
+		if ok && e != nil {
+			events = append(events, e)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for id, en := range ledger.Fold(events) {
+		s.ByID[id] = &Failure{ID: id, State: en.State, Code: en.Code, Since: en.Since, Source: en.Source,
+			SchemaVersion: en.SchemaVersion, ReplayCount: en.ReplayCount, Entry: en}
+	}
+	return nil
+}
+
+// readQuarantine joins the records of src's quarantine topic to their
+// failures, and notes the topic's retention.
+func (s *Snapshot) readQuarantine(ctx context.Context, cfg *config.Config, a topics.Admin, src string, keep func(id string) bool) error {
+	timeout := opTimeout(cfg)
+	topic := cfg.Derived(src).Quarantine
+	n, err := topics.Partitions(a, topic, timeout)
+	if err != nil || n == 0 {
+		return err
+	}
+	c, cancel := context.WithTimeout(ctx, timeout)
+	if r, ok, err := topics.Retention(c, a, topic); err == nil && ok {
+		s.Retention[topic] = r
+	}
+	cancel()
+	_, err = statetopic.ReadToEnd(ctx, cfg, readerGroup, topic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
+		s.add(m, topic, src, keep)
+	})
+	return err
+}
+
+// add joins one quarantine record to its failure; the latest one wins.
+func (s *Snapshot) add(m *kafka.Message, topic, src string, keep func(id string) bool) {
+	f, err := envelope.Parse(toHeaders(m.Headers))
+	if err != nil && f == nil {
+		return // not relay's
+	}
+	q := &Record{F: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
+		Key: m.Key, ValueLen: len(m.Value), Timestamp: m.Timestamp, Damaged: err}
+	if keep != nil && keep(f.ID) {
+		q.Value, q.Headers, q.Kept = m.Value, m.Headers, true
+	}
+	if q.F.SourceTopic == "" {
+		q.F.SourceTopic = src
+	}
+	fl := s.ByID[f.ID]
+	if fl == nil {
+		// Quarantined before the ledger existed: open.
+		fl = &Failure{ID: f.ID, State: ledger.Open, Code: f.Code, Since: f.LastFailedAt, SchemaVersion: f.SchemaVersion,
+			Source: ledger.SourceOf(f)}
+		s.ByID[f.ID] = fl
+	}
+	fl.Record = q
+	fl.ReplayCount = max(fl.ReplayCount, f.ReplayCount)
+	if fl.SchemaVersion == 0 {
+		fl.SchemaVersion = f.SchemaVersion
+	}
+}
+
+// Summary summarises the snapshot as the gauges do.
+func (s *Snapshot) Summary() ledger.Summary {
+	items := make([]ledger.Item, 0, len(s.Failures))
+	for _, f := range s.Failures {
 		it := ledger.Item{State: f.State, Code: f.Code, Since: f.Since}
 		if f.Record != nil {
 			it.Topic, it.RecordTime = f.Record.Topic, f.Record.Timestamp
@@ -177,42 +194,15 @@ func (s *snapshot) summary() ledger.Summary {
 		items = append(items, it)
 	}
 	return ledger.Summarize(items, func(t string) (time.Duration, bool) {
-		r, ok := s.retention[t]
+		r, ok := s.Retention[t]
 		return r, ok
 	})
 }
 
-// actorOf is who an operator command records: --actor, else RELAY_ACTOR,
-// else user@host.
-func actorOf(flag string, lookup func(string) (string, bool)) string {
-	if flag != "" {
-		return flag
+func toHeaders(hs []kafka.Header) []envelope.Header {
+	out := make([]envelope.Header, len(hs))
+	for i, h := range hs {
+		out[i] = envelope.Header{Key: h.Key, Value: h.Value}
 	}
-	if v, ok := lookup(config.EnvActor); ok && strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v)
-	}
-	name := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	if host == "" {
-		return name
-	}
-	return name + "@" + host
-}
-
-// age renders a duration for tables: whole seconds, minutes, hours, days.
-func age(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + age(-d)
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+	return out
 }

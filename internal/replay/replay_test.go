@@ -1,8 +1,7 @@
-package main
+package replay
 
 import (
-	"bytes"
-	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,53 +9,19 @@ import (
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
+	"relay/internal/quarantine"
 )
 
-// Bad input to the operator commands exits 2, names the problem, and
-// reaches no broker: nothing can have been written.
-func TestOperatorCommandsRefuseBadInput(t *testing.T) {
-	broker, accepted := countingListener(t)
-	lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_KAFKA_BOOTSTRAP_SERVERS": broker})
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"replay", "--all"}, "--reason is required"},
-		{[]string{"replay", "--reason", "fix"}, "no selection"},
-		{[]string{"replay", "--reason", "fix", "--all", "--rate", "0"}, "--rate 0"},
-		{[]string{"replay", "--reason", "fix", "--all", "--max-failure-rate", "2"}, "--max-failure-rate 2"},
-		{[]string{"replay", "--reason", "fix", "--ids", "not-an-id"}, "not a failure id"},
-		{[]string{"replay", "--reason", "fix", "--since", "yesterday"}, "--since"},
-		{[]string{"replay", "--reason", "fix", "--all", "--progress", "fancy"}, "--progress"},
-		{[]string{"replay", "--reason", "fix", "orders/0/1"}, "failure ids go in --ids"},
-		{[]string{"quarantine", "discard", "orders/0/1"}, "--reason is required"},
-		{[]string{"quarantine", "discard", "--reason", "x"}, "no failure id"},
-		{[]string{"quarantine", "list", "--state", "lost"}, "--state"},
-		{[]string{"quarantine", "list", "--min-age", "ages"}, "--min-age"},
-		{[]string{"quarantine", "show", "x"}, "not a failure id"},
-		{[]string{"quarantine", "purge"}, "unknown command"},
-	} {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), tc.args, lookup, environ, &stdout, &stderr)
-		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
-			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
-		}
-	}
-	if n := accepted.Load(); n != 0 {
-		t.Fatalf("bad input reached the broker %d times", n)
-	}
-}
-
-func failures(keys ...string) []*failure {
-	var out []*failure
+func failures(keys ...string) []*quarantine.Failure {
+	var out []*quarantine.Failure
 	for i, k := range keys {
 		var key []byte
 		if k != "" {
 			key = []byte(k)
 		}
 		id := fmt.Sprintf("orders/0/%d", i)
-		out = append(out, &failure{ID: id, Source: ledger.Source{Topic: "orders", Offset: int64(i)},
-			Record: &quarantined{F: &envelope.Failure{ID: id}, Key: key}})
+		out = append(out, &quarantine.Failure{ID: id, Source: ledger.Source{Topic: "orders", Offset: int64(i)},
+			Record: &quarantine.Record{F: &envelope.Failure{ID: id}, Key: key}})
 	}
 	return out
 }
@@ -65,8 +30,8 @@ func failures(keys ...string) []*failure {
 // never straddle the sample and the rest; both keep source order.
 func TestSampleIsDeterministicWholeKeys(t *testing.T) {
 	recs := failures("a", "b", "a", "c", "d", "b", "", "e", "a", "", "f", "c")
-	first, rest := sample(recs, 4)
-	again, _ := sample(recs, 4)
+	first, rest := Sample(recs, 4)
+	again, _ := Sample(recs, 4)
 	if fmt.Sprint(ids(first)) != fmt.Sprint(ids(again)) {
 		t.Fatal("the sample must be the same every time")
 	}
@@ -84,19 +49,19 @@ func TestSampleIsDeterministicWholeKeys(t *testing.T) {
 			t.Fatalf("key %s is in both phases", f.Record.Key)
 		}
 	}
-	for _, phase := range [][]*failure{first, rest} {
+	for _, phase := range [][]*quarantine.Failure{first, rest} {
 		for i := 1; i < len(phase); i++ {
 			if phase[i].Source.Offset < phase[i-1].Source.Offset {
 				t.Fatal("a phase must keep source order")
 			}
 		}
 	}
-	if all, none := sample(recs, 0); len(all) != len(recs) || none != nil {
+	if all, none := Sample(recs, 0); len(all) != len(recs) || none != nil {
 		t.Fatal("no sample: everything in one phase")
 	}
 }
 
-func ids(fs []*failure) []string {
+func ids(fs []*quarantine.Failure) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.ID
@@ -106,35 +71,64 @@ func ids(fs []*failure) []string {
 
 func TestChooseSkipsSettledAndCountsThem(t *testing.T) {
 	now := time.Now()
-	s := &snapshot{byID: map[string]*failure{}}
+	s := &quarantine.Snapshot{ByID: map[string]*quarantine.Failure{}}
 	for i, st := range []string{ledger.Open, ledger.Resolved, ledger.Discarded, ledger.Replaying, ledger.FailedAgain, ledger.Open} {
 		f := failures("k")[0]
 		f.ID, f.State, f.Since, f.Code = fmt.Sprintf("orders/0/%d", i), st, now.Add(-time.Hour), "X"
 		if i == 5 {
 			f.Record = nil // past retention
 		}
-		s.failures = append(s.failures, f)
-		s.byID[f.ID] = f
+		s.Failures = append(s.Failures, f)
+		s.ByID[f.ID] = f
 	}
-	o, err := parseReplay([]string{"--reason", "r", "--code", "X"}, &bytes.Buffer{}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel, err := choose(s, o, now)
-	if err != nil || len(sel.records) != 1 || sel.records[0].ID != "orders/0/0" {
-		t.Fatalf("selected %v %v", ids(sel.records), err)
+	o := options(t, now, func(o *Options) { o.Filter.Codes = "X" })
+	sel, err := Choose(s, o, now)
+	if err != nil || len(sel.Records) != 1 || sel.Records[0].ID != "orders/0/0" {
+		t.Fatalf("selected %v %v", ids(sel.Records), err)
 	}
 	for _, k := range []string{"already resolved", "discarded", "being replayed", "failed again (add --include-failed-again)", "record gone (retention)"} {
-		if sel.skipped[k] != 1 {
-			t.Errorf("skipped %v: want one %q", sel.skipped, k)
+		if sel.Skipped[k] != 1 {
+			t.Errorf("skipped %v: want one %q", sel.Skipped, k)
 		}
 	}
-	o, _ = parseReplay([]string{"--reason", "r", "--ids", "orders/0/4,orders/0/9"}, &bytes.Buffer{}, now)
-	if _, err := choose(s, o, now); err == nil || !strings.Contains(err.Error(), "orders/0/9") {
-		t.Fatalf("an unknown id must be refused: %v", err)
+	o = options(t, now, func(o *Options) { o.IDs = "orders/0/4,orders/0/9" })
+	var in *quarantine.InputError
+	if _, err := Choose(s, o, now); !errors.As(err, &in) || !strings.Contains(err.Error(), "orders/0/9") {
+		t.Fatalf("an unknown id must be refused as bad input: %v", err)
 	}
-	o, _ = parseReplay([]string{"--reason", "r", "--ids", "orders/0/4"}, &bytes.Buffer{}, now)
-	if sel, _ := choose(s, o, now); len(sel.records) != 1 {
+	o = options(t, now, func(o *Options) { o.IDs = "orders/0/4" })
+	if sel, _ := Choose(s, o, now); len(sel.Records) != 1 {
 		t.Fatal("a failed-again record named by id is replayed: that is a person's decision")
+	}
+}
+
+// options are checked replay options with a reason, changed by set.
+func options(t *testing.T, now time.Time, set func(o *Options)) *Options {
+	t.Helper()
+	o := Defaults()
+	o.Reason = "r"
+	set(&o)
+	if err := o.Check(now); err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
+// Every problem of the options is named at once, before anything is read.
+func TestCheckNamesEveryProblem(t *testing.T) {
+	o := Defaults()
+	o.Rate, o.MaxFailureRate, o.MinOutcomes, o.Wait, o.Sample = 0, 2, 0, 0, -1
+	o.IDs, o.Filter.Since = "not-an-id", "yesterday"
+	err := o.Check(time.Now())
+	for _, want := range []string{"--reason is required", "--rate 0", "--max-failure-rate 2", "--min-outcomes 0", "--wait 0s",
+		"--sample -1", "not a failure id", "--since"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want %q", err, want)
+		}
+	}
+	o = Defaults()
+	o.Reason = "r"
+	if err := o.Check(time.Now()); err == nil || !strings.Contains(err.Error(), "no selection") {
+		t.Errorf("no selection: %v", err)
 	}
 }
