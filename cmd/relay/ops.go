@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,6 +11,8 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/quarantine"
+	"relay/internal/replay"
 )
 
 // cliLookup lets operator commands run with the daemon's environment or
@@ -24,51 +27,47 @@ func cliLookup(lookup func(string) (string, bool)) func(string) (string, bool) {
 	}
 }
 
-// parseInterspersed parses flags that may come before, between or after
-// positional arguments, and returns the positional ones.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// newFlags is a flag set that reports its errors, with usage, on stderr.
-func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	return fs
-}
-
 // ops is an operator command's configuration and admin client.
 type ops struct {
 	cfg   *config.Config
 	admin *kafka.AdminClient
 }
 
-// opsSetup loads the configuration and an admin client for an operator
+// setup loads the configuration and an admin client for an operator
 // command; a non-zero code is what the command must stop with.
-func opsSetup(lookup func(string) (string, bool), environ []string, stderr io.Writer) (*ops, int) {
-	cfg, ok := loadConfig(cliLookup(lookup), environ, stderr)
+func (a *app) setup() (*ops, int) {
+	cfg, ok := loadConfig(cliLookup(a.lookup), a.environ, a.stderr)
 	if !ok {
 		return nil, exitUsage
 	}
-	a, err := kafkaclient.Admin(cfg)
+	ad, err := kafkaclient.Admin(cfg)
 	if err != nil {
-		return nil, badClientConfig(cfg, "admin", err, stderr)
+		return nil, badClientConfig(cfg, "admin", err, a.stderr)
 	}
-	return &ops{cfg: cfg, admin: a}, exitOK
+	return &ops{cfg: cfg, admin: ad}, exitOK
 }
 
 func (o *ops) close() { o.admin.Close() }
+
+// withSnapshot runs an operator command's body on a fresh snapshot of the
+// ledger and the quarantine (keeping the bytes of the records keep asks
+// for); it returns the body's exit code, or the setup's or the read's.
+func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string) bool, body func(o *ops, s *quarantine.Snapshot) int) int {
+	o, code := a.setup()
+	if code != exitOK {
+		return code
+	}
+	defer o.close()
+	s, err := quarantine.Load(ctx, o.cfg, o.admin, keep)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
+		return exitFailure
+	}
+	if s.Warning != nil {
+		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
+	}
+	return body(o, s)
+}
 
 // badClientConfig reports librdkafka's rejection of a property as a
 // configuration error naming the variable.
@@ -79,4 +78,21 @@ func badClientConfig(cfg *config.Config, client string, err error, stderr io.Wri
 	}
 	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", ce)
 	return exitUsage
+}
+
+// codeOf is the exit code of an operator command's error: bad input is 2.
+func codeOf(err error) int {
+	var in *quarantine.InputError
+	var re *replay.RulesError
+	if errors.As(err, &in) || errors.As(err, &re) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// writeJSON writes v as one pretty-printed JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

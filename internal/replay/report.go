@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"fmt"
@@ -8,14 +8,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"relay/internal/replay"
 )
 
-// printPrediction prints a dry run's report.
-func printPrediction(w io.Writer, p *replay.Prediction) {
+// WriteText writes the report as text.
+func (p *Prediction) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "dry run: nothing was written\n")
-	fmt.Fprintf(w, "selected: %d records, %d bytes%s\n", p.Selected, p.Bytes, replay.Skips(p.Skipped))
+	fmt.Fprintf(w, "selected: %d records, %d bytes%s\n", p.Selected, p.Bytes, Skips(p.Skipped))
 	what := "admission and rules"
 	if !p.SchemaChecked {
 		what = "(no schema registry configured: nothing to check)"
@@ -47,27 +45,23 @@ func printPrediction(w io.Writer, p *replay.Prediction) {
 	fmt.Fprintln(w)
 }
 
-// printSummary prints a replay's summary.
-func printSummary(w io.Writer, r *replay.Result, asJSON bool) {
-	if asJSON {
-		_ = writeJSON(w, r)
-		return
-	}
+// WriteText writes the summary as text.
+func (r *Result) WriteText(w io.Writer) {
 	c := r.Counts
 	fmt.Fprintf(w, "replay %s by %s: %q\n", r.ReplayID, r.Actor, r.Reason)
 	fmt.Fprintf(w, "selected %d; published %d; resolved %d; rejected %d; failed-again %d; duplicate %d; outcome unknown %d%s\n",
-		c.Total, c.Published, c.Resolved, c.Rejected, c.FailedAgain, c.Duplicate, c.Pending, replay.Skips(r.Skipped))
+		c.Total, c.Published, c.Resolved, c.Rejected, c.FailedAgain, c.Duplicate, c.Pending, Skips(r.Skipped))
 	if len(r.Late) > 0 {
-		fmt.Fprintf(w, "left alone, changed by someone else during the replay:%s\n", strings.TrimPrefix(replay.Skips(r.Late), "; skipped:"))
+		fmt.Fprintf(w, "left alone, changed by someone else during the replay:%s\n", strings.TrimPrefix(Skips(r.Late), "; skipped:"))
 	}
 	if r.Note != "" {
 		fmt.Fprintln(w, r.Note)
 	}
 }
 
-// progress shows a replay's progress: a bar redrawn in place on a
+// TextProgress shows a replay's progress: a bar redrawn in place on a
 // terminal, plain lines otherwise (at most one a second, and the last).
-type progress struct {
+type TextProgress struct {
 	w     io.Writer
 	mode  string
 	id    string
@@ -77,7 +71,9 @@ type progress struct {
 	start time.Time
 }
 
-func newProgress(mode string, w io.Writer, id string, total int, rate float64) *progress {
+// NewTextProgress shows the progress of replay id on w: mode is bar,
+// lines, none, or auto (a bar on a terminal, else lines).
+func NewTextProgress(mode string, w io.Writer, id string, total int, rate float64) *TextProgress {
 	if mode == "auto" {
 		mode = "lines"
 		if f, ok := w.(*os.File); ok {
@@ -86,10 +82,11 @@ func newProgress(mode string, w io.Writer, id string, total int, rate float64) *
 			}
 		}
 	}
-	return &progress{w: w, mode: mode, id: id, total: total, rate: rate, start: time.Now()}
+	return &TextProgress{w: w, mode: mode, id: id, total: total, rate: rate, start: time.Now()}
 }
 
-func (p *progress) Update(c replay.Counts) {
+// Update draws c, at most every second (a bar: 200ms).
+func (p *TextProgress) Update(c Counts) {
 	every := time.Second
 	if p.mode == "bar" {
 		every = 200 * time.Millisecond
@@ -101,7 +98,8 @@ func (p *progress) Update(c replay.Counts) {
 	p.draw(c)
 }
 
-func (p *progress) Done(c replay.Counts) {
+// Done draws c, the last counts.
+func (p *TextProgress) Done(c Counts) {
 	if p.mode == "none" {
 		return
 	}
@@ -111,7 +109,7 @@ func (p *progress) Done(c replay.Counts) {
 	}
 }
 
-func (p *progress) draw(c replay.Counts) {
+func (p *TextProgress) draw(c Counts) {
 	eta := time.Duration(float64(c.Total-c.Published) / p.rate * float64(time.Second)).Round(time.Second)
 	elapsed := time.Since(p.start).Seconds()
 	speed := 0.0
