@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
@@ -117,64 +116,10 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // every problem found, each as an *Error naming its variable.
 func Load(lookup func(string) (string, bool), environ []string) (*Config, error) {
 	p := parser{lookup: lookup, seen: map[string]string{}}
-	c := &Config{
-		SourceTopics:     p.list(EnvSourceTopics),
-		GroupID:          p.raw(EnvGroupID),
-		TransactionalID:  p.raw(EnvTransactionalID),
-		OutputTopic:      p.raw(EnvOutputTopic),
-		CommitInterval:   p.duration(EnvCommitInterval),
-		MaxRecordsPerTxn: p.intRange(EnvMaxRecordsPerTxn, 1, maxRecordsPerTxnLimit),
-		ShutdownTimeout:  p.duration(EnvShutdownTimeout),
-		OpTimeout:        p.duration(EnvOpTimeout),
-		HTTPAddr:         p.raw(EnvHTTPAddr),
-		LogFormat:        p.enum(EnvLogFormat, "json", "text"),
-
-		QuarantineTopic:      p.raw(EnvQuarantineTopic),
-		RejectedTopic:        p.raw(EnvRejectedTopic),
-		ReplayTopic:          p.raw(EnvReplayTopic),
-		RetryTopic:           p.raw(EnvRetryTopic),
-		StateTopic:           p.raw(EnvStateTopic),
-		RetryTiers:           p.tiers(EnvRetryTiers),
-		RetryMaxAttempts:     p.intRange(EnvRetryMaxAttempts, 1, 100),
-		RetryMaxElapsed:      p.duration(EnvRetryMaxElapsed),
-		BlockingAttempts:     p.intRange(EnvBlockingAttempts, 0, 10),
-		BlockingBackoff:      p.duration(EnvBlockingBackoff),
-		UnclassifiedAttempts: p.intRange(EnvUnclassifiedAttempts, 1, 100),
-		Ordering:             p.enum(EnvOrdering, "unordered", "key", "partition"),
-		OrderingHold:         p.enum(EnvOrderingOnQuarantine, "release", "hold") == "hold",
-		SchemaRegistryURL:    p.raw(EnvSchemaRegistryURL),
-		SchemaRegistryUser:   p.raw(EnvSchemaRegistryUser),
-		SchemaRegistrySecret: p.raw(EnvSchemaRegistrySecret),
-		SchemaSubject:        p.raw(EnvSchemaSubject),
-		SchemaAccept:         p.raw(EnvSchemaAccept),
-		SchemaTimeout:        p.duration(EnvSchemaTimeout),
-		SchemaCacheSize:      p.intRange(EnvSchemaCacheSize, 1, 1_000_000),
-		RulesFile:            p.raw(EnvRulesFile),
-		HookURL:              p.raw(EnvHookURL),
-		HookTimeout:          p.duration(EnvHookTimeout),
-		RedactPattern:        p.regexp(EnvRedactPattern),
-		ErrorMessageMax:      p.intRange(EnvErrorMessageMax, 64, 4096),
-		QuarantineObjective:  p.duration(EnvQuarantineObjective),
-		QuarantineRetention:  p.duration(EnvQuarantineRetention),
-		OutputRetention:      p.duration(EnvOutputRetention),
-	}
-	if v := p.raw(EnvSchemaReaderVersion); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			p.fail(EnvSchemaReaderVersion, "%q is not a schema version (a whole number from 1)", v)
-		}
-		c.SchemaReaderVersion = n
-	}
-	for _, h := range p.list(EnvCompatHeaders) {
-		switch strings.ToLower(h) {
-		case "spring":
-			c.CompatSpring = true
-		case "connect":
-			c.CompatConnect = true
-		default:
-			p.fail(EnvCompatHeaders, "%q is not spring or connect", h)
-		}
-	}
+	c := &Config{}
+	p.readLoop(c)
+	p.readFailures(c)
+	p.readChecks(c)
 	c.LogLevel = p.level(EnvLogLevel)
 	c.Kafka, c.kafkaVar = p.kafka(environ)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
@@ -191,6 +136,75 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	}
 	c.raw = p.seen
 	return c, nil
+}
+
+// readLoop reads the transactional loop's variables.
+func (p *parser) readLoop(c *Config) {
+	c.SourceTopics = p.list(EnvSourceTopics)
+	c.GroupID = p.raw(EnvGroupID)
+	c.TransactionalID = p.raw(EnvTransactionalID)
+	c.OutputTopic = p.raw(EnvOutputTopic)
+	c.CommitInterval = p.duration(EnvCommitInterval)
+	c.MaxRecordsPerTxn = p.intRange(EnvMaxRecordsPerTxn, 1, maxRecordsPerTxnLimit)
+	c.ShutdownTimeout = p.duration(EnvShutdownTimeout)
+	c.OpTimeout = p.duration(EnvOpTimeout)
+	c.HTTPAddr = p.raw(EnvHTTPAddr)
+	c.LogFormat = p.enum(EnvLogFormat, "json", "text")
+}
+
+// readFailures reads the failure state machine's variables: topics, retry
+// budget, ordering, envelope and quarantine.
+func (p *parser) readFailures(c *Config) {
+	c.QuarantineTopic = p.raw(EnvQuarantineTopic)
+	c.RejectedTopic = p.raw(EnvRejectedTopic)
+	c.ReplayTopic = p.raw(EnvReplayTopic)
+	c.RetryTopic = p.raw(EnvRetryTopic)
+	c.StateTopic = p.raw(EnvStateTopic)
+	c.RetryTiers = p.tiers(EnvRetryTiers)
+	c.RetryMaxAttempts = p.intRange(EnvRetryMaxAttempts, 1, 100)
+	c.RetryMaxElapsed = p.duration(EnvRetryMaxElapsed)
+	c.BlockingAttempts = p.intRange(EnvBlockingAttempts, 0, 10)
+	c.BlockingBackoff = p.duration(EnvBlockingBackoff)
+	c.UnclassifiedAttempts = p.intRange(EnvUnclassifiedAttempts, 1, 100)
+	c.Ordering = p.enum(EnvOrdering, "unordered", "key", "partition")
+	c.OrderingHold = p.enum(EnvOrderingOnQuarantine, "release", "hold") == "hold"
+	c.QuarantineObjective = p.duration(EnvQuarantineObjective)
+	c.QuarantineRetention = p.duration(EnvQuarantineRetention)
+	c.OutputRetention = p.duration(EnvOutputRetention)
+	c.RedactPattern = p.regexp(EnvRedactPattern)
+	c.ErrorMessageMax = p.intRange(EnvErrorMessageMax, 64, 4096)
+	for _, h := range p.list(EnvCompatHeaders) {
+		switch strings.ToLower(h) {
+		case "spring":
+			c.CompatSpring = true
+		case "connect":
+			c.CompatConnect = true
+		default:
+			p.fail(EnvCompatHeaders, "%q is not spring or connect", h)
+		}
+	}
+}
+
+// readChecks reads the variables of the checks a record goes through:
+// the schema registry, the rules and the hook.
+func (p *parser) readChecks(c *Config) {
+	c.SchemaRegistryURL = p.raw(EnvSchemaRegistryURL)
+	c.SchemaRegistryUser = p.raw(EnvSchemaRegistryUser)
+	c.SchemaRegistrySecret = p.raw(EnvSchemaRegistrySecret)
+	c.SchemaSubject = p.raw(EnvSchemaSubject)
+	c.SchemaAccept = p.raw(EnvSchemaAccept)
+	c.SchemaTimeout = p.duration(EnvSchemaTimeout)
+	c.SchemaCacheSize = p.intRange(EnvSchemaCacheSize, 1, 1_000_000)
+	c.RulesFile = p.raw(EnvRulesFile)
+	c.HookURL = p.raw(EnvHookURL)
+	c.HookTimeout = p.duration(EnvHookTimeout)
+	if v := p.raw(EnvSchemaReaderVersion); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			p.fail(EnvSchemaReaderVersion, "%q is not a schema version (a whole number from 1)", v)
+		}
+		c.SchemaReaderVersion = n
+	}
 }
 
 // VarForProperty names the variable that set a librdkafka property, for
@@ -215,158 +229,6 @@ var propAliases = map[string]string{
 	"acks":                "request.required.acks",
 	"compression.type":    "compression.codec",
 	"delivery.timeout.ms": "message.timeout.ms",
-}
-
-type parser struct {
-	lookup func(string) (string, bool)
-	errs   []error
-	seen   map[string]string // effective text of each variable read
-}
-
-func (p *parser) fail(name, format string, args ...any) {
-	p.errs = append(p.errs, &Error{Var: name, Problem: fmt.Sprintf(format, args...)})
-}
-
-// raw returns the variable's value, or its documented default when unset.
-// A variable set to the empty string counts as set: RELAY_HTTP_ADDR= turns
-// the endpoint off.
-func (p *parser) raw(name string) string {
-	if v, ok := p.lookup(name); ok {
-		p.seen[name] = strings.TrimSpace(v)
-		return strings.TrimSpace(v)
-	}
-	for _, v := range Vars {
-		if v.Name == name {
-			if v.Required {
-				p.fail(name, "required but not set")
-			}
-			p.seen[name] = v.Default
-			return v.Default
-		}
-	}
-	return ""
-}
-
-func (p *parser) list(name string) []string {
-	var out []string
-	for _, s := range strings.Split(p.raw(name), ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (p *parser) duration(name string) time.Duration {
-	s := p.raw(name)
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		p.fail(name, "%q is not a duration (examples: 100ms, 2s, 1m)", s)
-	case d <= 0:
-		p.fail(name, "%q must be positive", s)
-	}
-	return d
-}
-
-func (p *parser) intRange(name string, lo, hi int) int {
-	s := p.raw(name)
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		p.fail(name, "%q is not a whole number from %d to %d", s, lo, hi)
-	}
-	return n
-}
-
-// tiers reads a list of tier delays; empty means no tiers.
-func (p *parser) tiers(name string) []Tier {
-	var out []Tier
-	for _, s := range p.list(name) {
-		d, err := time.ParseDuration(s)
-		switch {
-		case err != nil:
-			p.fail(name, "%q is not a duration (example: 30s,5m)", s)
-		case d < time.Second:
-			p.fail(name, "tier delay %q is under 1s: use the blocking retry for that", s)
-		case len(out) > 0 && d < out[len(out)-1].Delay:
-			p.fail(name, "tier delays must not decrease: %s after %s", s, out[len(out)-1].Label)
-		}
-		out = append(out, Tier{Delay: d, Label: s})
-	}
-	if len(out) > 10 {
-		p.fail(name, "%d tiers; at most 10", len(out))
-	}
-	return out
-}
-
-func (p *parser) regexp(name string) *regexp.Regexp {
-	s := p.raw(name)
-	if s == "" {
-		return nil
-	}
-	re, err := regexp.Compile(s)
-	if err != nil {
-		p.fail(name, "not a valid RE2 regular expression: %v", err)
-	}
-	return re
-}
-
-func (p *parser) enum(name string, allowed ...string) string {
-	s := strings.ToLower(p.raw(name))
-	for _, a := range allowed {
-		if s == a {
-			return s
-		}
-	}
-	p.fail(name, "%q is not one of %s", s, strings.Join(allowed, ", "))
-	return allowed[0]
-}
-
-func (p *parser) level(name string) slog.Level {
-	var l slog.Level
-	s := p.enum(name, "debug", "info", "warn", "error")
-	_ = l.UnmarshalText([]byte(s)) // s is one of the four names slog knows
-	return l
-}
-
-// kafka collects RELAY_KAFKA_* into librdkafka properties.
-func (p *parser) kafka(environ []string) (props, vars map[string]string) {
-	props, vars = map[string]string{}, map[string]string{}
-	for _, kv := range environ {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, KafkaPrefix) || len(name) == len(KafkaPrefix) {
-			continue
-		}
-		prop := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, KafkaPrefix), "_", "."))
-		if why, managed := managedProps[prop]; managed {
-			p.fail(name, "%s is managed by relay: %s", prop, why)
-			continue
-		}
-		props[prop], vars[prop] = strings.TrimSpace(val), name
-	}
-	if _, ok := props["auto.offset.reset"]; !ok {
-		props["auto.offset.reset"] = "earliest"
-	}
-	if _, ok := props["topic.metadata.refresh.interval.ms"]; !ok {
-		props["topic.metadata.refresh.interval.ms"] = "30000"
-	}
-	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
-		p.fail(EnvBootstrapServers, "required but not set")
-	}
-	return props, vars
-}
-
-func (p *parser) kafkaMillis(c *Config, prop string, def time.Duration) time.Duration {
-	s, ok := c.Kafka[prop]
-	if !ok {
-		return def
-	}
-	ms, err := strconv.Atoi(s)
-	if err != nil || ms <= 0 {
-		p.fail(c.VarForProperty(prop), "%q is not a positive number of milliseconds", s)
-		return def
-	}
-	return time.Duration(ms) * time.Millisecond
 }
 
 // validate checks the rules that span several variables.

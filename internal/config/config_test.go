@@ -2,13 +2,9 @@ package config
 
 import (
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"relay/internal/readme"
 )
 
 func load(t *testing.T, m map[string]string) (*Config, error) {
@@ -128,13 +124,35 @@ func TestUnknownVariables(t *testing.T) {
 	}
 }
 
-// The README lists every variable and every managed property from here;
-// this keeps the two from drifting apart.
-func TestReadmeListsEveryVariable(t *testing.T) {
-	names := make([]string, len(Vars))
-	for i, v := range Vars {
-		names[i] = v.Name
+// Every default docs/REFERENCE.md shows from Vars is the one the parser
+// applies: relay's own variables, and the passthrough properties relay
+// sets (or, unset, derives) itself.
+func TestVarsDefaultsAreApplied(t *testing.T) {
+	c, err := load(t, minimal)
+	if err != nil {
+		t.Fatal(err)
 	}
-	readme.Lists(t, "variable", names...)
-	readme.Lists(t, "managed property", slices.Collect(maps.Keys(managedProps))...)
+	props := map[string]string{
+		EnvAutoOffsetReset:    "auto.offset.reset",
+		EnvMetadataRefresh:    "topic.metadata.refresh.interval.ms",
+		EnvTransactionTimeout: "transaction.timeout.ms",
+	}
+	for _, v := range Vars {
+		got, ok := c.raw[v.Name]
+		if prop, passthrough := props[v.Name]; passthrough {
+			got, ok = c.Kafka[prop]
+		}
+		if !ok || v.Required {
+			continue
+		}
+		if got != v.Default {
+			t.Errorf("%s: parser default %q, Vars says %q", v.Name, got, v.Default)
+		}
+	}
+	if want := defaultOf(EnvTransactionTimeout); c.Kafka["transaction.timeout.ms"] != want {
+		t.Errorf("derived transaction.timeout.ms = %q, want %q", c.Kafka["transaction.timeout.ms"], want)
+	}
+	if c.MaxPollInterval != defaultMaxPollInterval {
+		t.Errorf("MaxPollInterval = %s", c.MaxPollInterval)
+	}
 }

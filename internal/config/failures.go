@@ -85,6 +85,15 @@ func (c *Config) FitBrokerTransactionMax(limit time.Duration) (lowered bool, err
 
 // validateFailures checks the failure state machine's settings.
 func (p *parser) validateFailures(c *Config) {
+	p.validateTopics(c)
+	p.validateBudget(c)
+	p.validateChecks(c)
+	p.validateTransaction(c)
+}
+
+// validateTopics checks the topic templates, and that every topic relay
+// derives has one role.
+func (p *parser) validateTopics(c *Config) {
 	templates := []struct{ name, tmpl string }{
 		{EnvQuarantineTopic, c.QuarantineTopic}, {EnvRejectedTopic, c.RejectedTopic},
 		{EnvReplayTopic, c.ReplayTopic}, {EnvRetryTopic, c.RetryTopic},
@@ -125,7 +134,11 @@ func (p *parser) validateFailures(c *Config) {
 		}
 	}
 	claim(EnvStateTopic, c.StateTopicName(), "state topic")
+}
 
+// validateBudget checks the retry budget, the ordering it serves and the
+// quarantine's retention against each other.
+func (p *parser) validateBudget(c *Config) {
 	if c.Ordering == "key" {
 		if len(c.RetryTiers) == 0 {
 			p.fail(EnvRetryTiers, "is empty, but key ordering moves a failing record and its followers through the tiers")
@@ -152,7 +165,10 @@ func (p *parser) validateFailures(c *Config) {
 		p.fail(EnvQuarantineRetention, "%s is shorter than %s (%s): quarantined records would be deleted before anyone must have looked at them",
 			c.QuarantineRetention, EnvQuarantineObjective, c.QuarantineObjective)
 	}
+}
 
+// validateChecks checks the registry, rules and hook variables together.
+func (p *parser) validateChecks(c *Config) {
 	if c.SchemaRegistryURL == "" {
 		for _, v := range []string{EnvRulesFile, EnvHookURL, EnvSchemaSubject, EnvSchemaAccept} {
 			if s, _ := p.lookup(v); strings.TrimSpace(s) != "" {
@@ -180,6 +196,10 @@ func (p *parser) validateFailures(c *Config) {
 	if c.HookURL != "" {
 		checkURL(p, EnvHookURL, c.HookURL)
 	}
+}
+
+// validateTransaction checks that the blocking retry fits the transaction.
+func (p *parser) validateTransaction(c *Config) {
 	// The blocking retry runs inside the open transaction: the longest a
 	// record can be held in place, plus the commit interval and one commit
 	// call, must end before the broker aborts the transaction and before

@@ -1,7 +1,13 @@
 package config
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // Names of relay's environment variables. They are part of relay's interface:
-// the README lists them from Vars, and acceptance runs set them by name.
+// docs/REFERENCE.md lists them from Vars, and acceptance runs set them by name.
 const (
 	EnvSourceTopics     = "RELAY_SOURCE_TOPICS"
 	EnvGroupID          = "RELAY_GROUP_ID"
@@ -64,6 +70,9 @@ const (
 	// EnvTransactionTimeout has a relay default derived from the
 	// transaction budget, see Vars.
 	EnvTransactionTimeout = KafkaPrefix + "TRANSACTION_TIMEOUT_MS"
+	// EnvMaxPollInterval keeps librdkafka's default; relay reads it to
+	// check its own bounds against it.
+	EnvMaxPollInterval = KafkaPrefix + "MAX_POLL_INTERVAL_MS"
 )
 
 // Var documents one environment variable.
@@ -72,33 +81,38 @@ type Var struct {
 	Default  string // "" with Required=false means unset/disabled
 	Required bool
 	Help     string
+	// DefaultNote, when set, is how the reference shows a default that is
+	// not a fixed value of relay's (derived, or librdkafka's own).
+	DefaultNote string
 }
 
-// Vars lists relay's own variables in the order the README shows them.
+// Vars lists relay's own variables, and the passthrough variables whose
+// defaults relay sets or reads, in the order docs/REFERENCE.md shows them.
+// The parser takes every default from here.
 var Vars = []Var{
 	{Name: EnvSourceTopics, Required: true, Help: "comma-separated source topics"},
-	{Name: EnvTransactionalID, Required: true, Help: "transactional.id of this instance: unique per instance, stable across its restarts (e.g. relay-$(POD_NAME) in a StatefulSet)"},
-	{Name: EnvBootstrapServers, Required: true, Help: "Kafka bootstrap servers (librdkafka bootstrap.servers)"},
+	{Name: EnvTransactionalID, Required: true, Help: "`transactional.id` of this instance: unique per instance, stable across its restarts (e.g. `relay-$(POD_NAME)` in a StatefulSet)"},
+	{Name: EnvBootstrapServers, Required: true, Help: "Kafka bootstrap servers (librdkafka `bootstrap.servers`)"},
 	{Name: EnvGroupID, Default: "relay", Help: "consumer group"},
-	{Name: EnvOutputTopic, Default: "{topic}.valid", Help: "output topic template; {topic} is the source topic. Records keep their source partition number"},
+	{Name: EnvOutputTopic, Default: "{topic}.valid", Help: "output topic template (`{topic}` = source topic); records keep their source partition number"},
 	{Name: EnvQuarantineTopic, Default: "{topic}.quarantine", Help: "quarantine topic template: terminal, original bytes plus the failure envelope"},
 	{Name: EnvRejectedTopic, Default: "{topic}.rejected", Help: "business rejection topic template"},
-	{Name: EnvReplayTopic, Default: "{topic}.replay", Help: "replay topic template (written only by relay replay)"},
-	{Name: EnvRetryTopic, Default: "{topic}.retry.{delay}", Help: "retry tier topic template; {delay} is the tier's delay as written in " + EnvRetryTiers},
-	{Name: EnvStateTopic, Default: "_relay.{group}.state", Help: "compacted state topic template; {group} is the consumer group"},
+	{Name: EnvReplayTopic, Default: "{topic}.replay", Help: "replay topic template (written only by `relay replay`)"},
+	{Name: EnvRetryTopic, Default: "{topic}.retry.{delay}", Help: "retry tier topic template; `{delay}` is the tier's delay as written in `" + EnvRetryTiers + "`"},
+	{Name: EnvStateTopic, Default: "_relay.{group}.state", Help: "compacted state topic template; `{group}` is the consumer group"},
 	{Name: EnvRetryTiers, Default: "30s,5m", Help: "delays of the non-blocking retry tiers, in order; empty for none (then the blocking budget is all)"},
 	{Name: EnvRetryMaxAttempts, Default: "5", Help: "attempts of a record at most, the first and in-place retries included (1..100)"},
 	{Name: EnvRetryMaxElapsed, Default: "1h", Help: "time from a record's first failure after which it is not retried again"},
 	{Name: EnvBlockingAttempts, Default: "2", Help: "in-place retries of a transient failure before the first tier (0..10); must fit the transaction budget"},
-	{Name: EnvBlockingBackoff, Default: "200ms", Help: "wait before each in-place retry; a Retry-After up to this long is honoured in place, a longer one in a tier"},
-	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then UNCLASSIFIED_EXHAUSTED"},
-	{Name: EnvOrdering, Default: "key", Help: "ordering policy: unordered (non-blocking retry tiers, order not kept), partition (a failing record waits in place, its partition paused, the tier delays as waits) or key (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic)"},
-	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: release (they go on) or hold (they are quarantined too, code KEY_HELD)"},
-	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7); empty: values are relayed unchecked"},
-	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, " + EnvSchemaRegistrySecret + " is sent as a bearer token"},
-	{Name: EnvSchemaRegistrySecret, Help: "registry password or bearer token (masked by relay config)"},
+	{Name: EnvBlockingBackoff, Default: "200ms", Help: "wait before each in-place retry; a `Retry-After` up to this long is honoured in place, a longer one in a tier"},
+	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then `UNCLASSIFIED_EXHAUSTED`"},
+	{Name: EnvOrdering, Default: "key", Help: "ordering policy: `key` (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic), `partition` (a failing record waits in place, its partition paused, the tier delays as waits) or `unordered` (non-blocking retry tiers, order not kept)"},
+	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: `release` (they go on) or `hold` (they are quarantined too, code `KEY_HELD`)"},
+	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: `.../apis/ccompat/v7`); empty: values are relayed unchecked"},
+	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},
+	{Name: EnvSchemaRegistrySecret, Help: "registry password or bearer token (masked by `relay config`)"},
 	{Name: EnvSchemaSubject, Help: "subject the writer schemas must be registered under (required with a registry)"},
-	{Name: EnvSchemaAccept, Help: "accepted versions of the subject, e.g. 3-5 or 1,3-5 (required with a registry)"},
+	{Name: EnvSchemaAccept, Help: "accepted versions of the subject, e.g. `3-5` or `1,3-5` (required with a registry)"},
 	{Name: EnvSchemaReaderVersion, Help: "canonical version every accepted record is upcast to; default: the highest accepted"},
 	{Name: EnvSchemaTimeout, Default: "1s", Help: "deadline of one registry lookup"},
 	{Name: EnvSchemaCacheSize, Default: "1000", Help: "writer schemas kept in memory at most (ids are immutable)"},
@@ -106,22 +120,29 @@ var Vars = []Var{
 	{Name: EnvHookURL, Help: "optional HTTP hook called for every admitted record (needs a registry)"},
 	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
 	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
-	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of relay.error.message at most (64..4096)"},
-	{Name: EnvCompatHeaders, Help: "also write compatibility headers: spring (kafka_dlt-*), connect (__connect.errors.*), or both comma-separated"},
+	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of `relay.error.message` at most (64..4096)"},
+	{Name: EnvCompatHeaders, Help: "also write compatibility headers: `spring` (`kafka_dlt-*`), `connect` (`__connect.errors.*`), or both comma-separated"},
 	{Name: EnvQuarantineObjective, Default: "168h", Help: "response objective for quarantined records; relay warns when quarantine retention is shorter"},
-	{Name: EnvQuarantineRetention, Default: "720h", Help: "retention.ms relay topics apply gives quarantine and rejected topics"},
-	{Name: EnvOutputRetention, Default: "168h", Help: "retention.ms relay topics apply gives output and replay topics"},
-	{Name: EnvActor, Help: "who relay quarantine discard and relay replay record in the ledger (--actor overrides it); default: user@host"},
-	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit transaction.timeout.ms and max.poll.interval.ms"},
+	{Name: EnvQuarantineRetention, Default: "720h", Help: "`retention.ms` that `relay topics apply` gives quarantine and rejected topics"},
+	{Name: EnvOutputRetention, Default: "168h", Help: "`retention.ms` that `relay topics apply` gives output and replay topics"},
+	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
+	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},
-	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than transaction.timeout.ms"},
-	{Name: EnvHTTPAddr, Default: "127.0.0.1:9464", Help: "listen address of /metrics, /livez, /readyz; empty disables the endpoint"},
-	{Name: EnvLogLevel, Default: "info", Help: "debug, info, warn or error"},
-	{Name: EnvLogFormat, Default: "json", Help: "json or text (structured logs on stderr)"},
-	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts; relay's default is earliest, not librdkafka's latest"},
-	{Name: EnvMetadataRefresh, Default: "30000", Help: "how often the clients refresh topic metadata; relay's default is 30s, not librdkafka's 5m, so partitions added to a source (and to its derived topics) are used within 30s"},
-	{Name: EnvTransactionTimeout, Default: "60000", Help: "transaction.timeout.ms; unset: 60s, or the transaction budget plus 30s when longer, at most the broker's default transaction.max.timeout.ms (900000), and lowered to the broker's own limit when that is less and the budget fits: long enough to ride out a broker restart"},
+	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than `transaction.timeout.ms`"},
+	{Name: EnvHTTPAddr, Default: "127.0.0.1:9464", Help: "listen address of `/metrics`, `/livez`, `/readyz`; empty disables the endpoint"},
+	{Name: EnvLogLevel, Default: "info", Help: "`debug`, `info`, `warn` or `error`"},
+	{Name: EnvLogFormat, Default: "json", Help: "`json` or `text`: structured `log/slog` on stderr, librdkafka's own lines included (`source=librdkafka`); payloads are never logged"},
+	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts. librdkafka's own default is `latest`, which silently skips everything already in the topics"},
+	{Name: EnvMetadataRefresh, Default: "30000", Help: "how often the clients refresh topic metadata. librdkafka's own default is 5 minutes; relay's 30 s means partitions added to a source, and to its derived topics, are used within 30 s"},
+	{Name: EnvTransactionTimeout, Default: "60000", DefaultNote: fmt.Sprintf("derived: `%d` or more", defaultTransactionTimeout.Milliseconds()), Help: fmt.Sprintf(
+		"unset: %.0f s, or the transaction budget plus %.0f s (in whole seconds) when that is longer, at most `%d`, the broker's default `transaction.max.timeout.ms`; "+
+			"at start-up it is lowered to the broker's own `transaction.max.timeout.ms` when that is less and the budget still fits. "+
+			"A minute rides out a routine broker restart (about 15 s away) without the broker aborting the open transaction under relay. "+
+			"The cost: an instance that dies for good, and is not restarted under its `transactional.id`, holds back `read_committed` readers of its partitions until the broker aborts its transaction, up to this long. "+
+			"A value you set is kept as it is, and refused (naming this variable) when the budget does not fit it or the broker allows less. `relay config` shows the value in use",
+		defaultTransactionTimeout.Seconds(), transactionRideOut.Seconds(), brokerMaxTransactionTimeout.Milliseconds())},
+	{Name: EnvMaxPollInterval, DefaultNote: fmt.Sprintf("librdkafka: `%d`", defaultMaxPollInterval.Milliseconds()), Help: "read by relay to validate its own bounds"},
 }
 
 // managedProps are librdkafka properties relay sets itself; overriding them
@@ -136,4 +157,31 @@ var managedProps = map[string]string{
 	"enable.partition.eof":      "relay does not use partition EOF events",
 	"go.delivery.reports":       "relay reads the reports of failed deliveries to hold back the partition they came from",
 	"go.delivery.report.fields": "relay reads only whether a delivery failed, and where",
+}
+
+// defaultOf is the default Vars gives the variable name.
+func defaultOf(name string) string {
+	for _, v := range Vars {
+		if v.Name == name {
+			return v.Default
+		}
+	}
+	return ""
+}
+
+// Managed is a librdkafka property relay sets itself, and why it cannot be
+// set through RELAY_KAFKA_*.
+type Managed struct {
+	Property string
+	Why      string
+}
+
+// ManagedProperties lists the managed properties, sorted by name.
+func ManagedProperties() []Managed {
+	out := make([]Managed, 0, len(managedProps))
+	for p, why := range managedProps {
+		out = append(out, Managed{Property: p, Why: why})
+	}
+	slices.SortFunc(out, func(a, b Managed) int { return strings.Compare(a.Property, b.Property) })
+	return out
 }

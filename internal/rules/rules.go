@@ -127,7 +127,7 @@ func compile(env *cel.Env, r fileRule, seen map[string]bool) (Rule, error) {
 	}
 	ast, iss := env.Compile(r.Expr)
 	if iss.Err() != nil {
-		return Rule{}, fmt.Errorf("expr does not compile:\n%s", iss.Err())
+		return Rule{}, fmt.Errorf("expr does not compile:\n%w", iss.Err())
 	}
 	if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
 		return Rule{}, fmt.Errorf("expr gives %s, a rule must give a bool", t)

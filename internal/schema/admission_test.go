@@ -12,6 +12,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"relay/internal/config"
 	"relay/internal/tiers"
 )
 
@@ -38,7 +39,7 @@ func setup(t *testing.T, accept string, readerVersion int) (*env, *Admitter) {
 		e.ids = append(e.ids, reg.register(e.subject, s))
 	}
 	e.other = reg.register("payments-value", `{"type":"record","name":"Pay","fields":[{"name":"x","type":"int"}]}`)
-	acc, err := parseSpan(accept)
+	acc, err := config.ParseVersions(accept)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestFieldMissing(t *testing.T) {
 	c := NewClient(srv.URL, time.Second)
 	id1 := reg.register("s", v1)
 	reg.register("s", `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"must","type":"int"}]}`)
-	acc, _ := parseSpan("1-2")
+	acc, _ := config.ParseVersions("1-2")
 	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: time.Second, CacheSize: 8}
 	if _, _, err := CheckAccepted(context.Background(), c, set); err == nil || !strings.Contains(err.Error(), "accepted version 1") {
 		t.Fatalf("start-up check must refuse an accepted version the reader cannot read: %v", err)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"relay/internal/config"
 	"testing"
 
 	"github.com/hamba/avro/v2"
@@ -19,7 +20,7 @@ func BenchmarkAdmit(b *testing.B) {
 	c := NewClient(srv.URL, 0)
 	id2 := reg.register("s", benchV2)
 	id3 := reg.register("s", benchV3)
-	acc, _ := parseSpan("1-2")
+	acc, _ := config.ParseVersions("1-2")
 	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: 1e9, CacheSize: 8}
 	a, err := NewAdmitter(c, set, id3, benchV3)
 	if err != nil {

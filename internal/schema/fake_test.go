@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,34 +117,4 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-// span is a contiguous set of accepted versions, written "lo-hi".
-type span struct{ lo, hi int }
-
-func (s span) Contains(v int) bool { return v >= s.lo && v <= s.hi }
-func (s span) String() string      { return fmt.Sprintf("%d-%d", s.lo, s.hi) }
-func (s span) List(have []int) []int {
-	var out []int
-	for _, h := range have {
-		if s.Contains(h) {
-			out = append(out, h)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// parseSpan reads "n" or "lo-hi".
-func parseSpan(s string) (span, error) {
-	lo, hi, isRange := strings.Cut(s, "-")
-	a, err := strconv.Atoi(lo)
-	if err != nil {
-		return span{}, err
-	}
-	if !isRange {
-		return span{a, a}, nil
-	}
-	b, err := strconv.Atoi(hi)
-	return span{a, b}, err
 }

@@ -17,13 +17,13 @@ import (
 // Metric names, as Prometheus shows them (OTel adds the _total suffix to
 // counters and the unit suffix to histograms).
 const (
-	MetricRecordsConsumed   = "relay.records.consumed"
-	MetricRecordsCommitted  = "relay.records.committed"
-	MetricOutputsCommitted  = "relay.outputs.committed"
-	MetricTxnCommitted      = "relay.transactions.committed"
-	MetricTxnAborted        = "relay.transactions.aborted"
-	MetricCommitLatency     = "relay.commit.duration"
-	MetricAssignedPartitons = "relay.partitions.assigned"
+	MetricRecordsConsumed    = "relay.records.consumed"
+	MetricRecordsCommitted   = "relay.records.committed"
+	MetricOutputsCommitted   = "relay.outputs.committed"
+	MetricTxnCommitted       = "relay.transactions.committed"
+	MetricTxnAborted         = "relay.transactions.aborted"
+	MetricCommitLatency      = "relay.commit.duration"
+	MetricAssignedPartitions = "relay.partitions.assigned"
 	// MetricStalledPartitions counts the source partitions held back
 	// because their records cannot be written (a missing output partition
 	// or topic, a record too large): relay retries them and skips nothing.
@@ -72,9 +72,27 @@ func New(environ []string) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(views()...)}
+	otlp, err := otlpReader(environ)
+	if err != nil {
+		return nil, err
+	}
+	if otlp != nil {
+		opts = append(opts, sdkmetric.WithReader(otlp))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
+	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
+	if err := m.instruments(mp.Meter("relay")); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// views set the histograms' buckets.
+func views() []sdkmetric.View {
 	// Commit latency buckets: a commit is a few broker round trips, so
 	// milliseconds to seconds.
-	view := sdkmetric.NewView(
+	latency := sdkmetric.NewView(
 		sdkmetric.Instrument{Name: MetricCommitLatency},
 		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{
 			Boundaries: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
@@ -90,83 +108,84 @@ func New(environ []string) (*Metrics, error) {
 			Boundaries: []float64{.1, .5, 1, 5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
 		}},
 	)
-	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(view, attemptsView, durationView)}
-	otlp, err := otlpReader(environ)
-	if err != nil {
-		return nil, err
-	}
-	if otlp != nil {
-		opts = append(opts, sdkmetric.WithReader(otlp))
-	}
-	mp := sdkmetric.NewMeterProvider(opts...)
-	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
-	meter := mp.Meter("relay")
-	counter := func(name, desc string) metric.Int64Counter {
+	return []sdkmetric.View{latency, attemptsView, durationView}
+}
+
+// instruments creates relay's counters, histograms and gauges.
+func (m *Metrics) instruments(meter metric.Meter) error {
+	var err error
+	counter := func(name string) metric.Int64Counter {
 		if err != nil {
 			return nil
 		}
 		var c metric.Int64Counter
-		c, err = meter.Int64Counter(name, metric.WithDescription(desc))
+		c, err = meter.Int64Counter(name, describe(name))
 		return c
 	}
-	m.consumed = counter(MetricRecordsConsumed, "source records handled into a transaction (aborted ones are handled again)")
-	m.committed = counter(MetricRecordsCommitted, "source records whose offsets were committed")
-	m.outputs = counter(MetricOutputsCommitted, "records written by committed transactions")
-	m.txns = counter(MetricTxnCommitted, "committed transactions")
-	m.aborted = counter(MetricTxnAborted, "aborted transactions, by reason")
-	m.outcomes = counter(MetricRecordOutcomes, "records by committed outcome and error code")
-	m.replays = counter(MetricReplayOutcomes, "replayed records by ledger outcome: resolved, failed-again, duplicate")
+	m.consumed = counter(MetricRecordsConsumed)
+	m.committed = counter(MetricRecordsCommitted)
+	m.outputs = counter(MetricOutputsCommitted)
+	m.txns = counter(MetricTxnCommitted)
+	m.aborted = counter(MetricTxnAborted)
+	m.outcomes = counter(MetricRecordOutcomes)
+	m.replays = counter(MetricReplayOutcomes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if m.endedAttempts, err = meter.Int64Histogram(MetricEndedAttempts,
-		metric.WithDescription("attempts of records that were retried (in place or from a tier), when they reach an end state, by outcome")); err != nil {
-		return nil, err
+		describe(MetricEndedAttempts)); err != nil {
+		return err
 	}
 	if m.endedDuration, err = meter.Float64Histogram(MetricEndedDuration, metric.WithUnit("s"),
-		metric.WithDescription("time from a record's first failure to its end state (in place and in tiers), by outcome")); err != nil {
-		return nil, err
-	}
-	if err := m.quarantineGauges(meter); err != nil {
-		return nil, err
+		describe(MetricEndedDuration)); err != nil {
+		return err
 	}
 	if m.latency, err = meter.Float64Histogram(MetricCommitLatency, metric.WithUnit("s"),
-		metric.WithDescription("time to send offsets and commit a transaction")); err != nil {
-		return nil, err
+		describe(MetricCommitLatency)); err != nil {
+		return err
+	}
+	return m.gauges(meter)
+}
+
+// gauges registers the observable gauges.
+func (m *Metrics) gauges(meter metric.Meter) error {
+	var err error
+	if err = m.quarantineGauges(meter); err != nil {
+		return err
 	}
 	if _, err = meter.Int64ObservableGauge(MetricStalledPartitions,
-		metric.WithDescription("source partitions held back because their records cannot be written; nothing is skipped"),
+		describe(MetricStalledPartitions),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.stalled.Load())
 			return nil
 		})); err != nil {
-		return nil, err
+		return err
 	}
-	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitons, metric.WithDescription("partitions owned by this instance"),
+	if _, err = meter.Int64ObservableGauge(MetricAssignedPartitions, describe(MetricAssignedPartitions),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(m.assigned.Load())
 			return nil
 		})); err != nil {
-		return nil, err
+		return err
 	}
-	return m, nil
+	return nil
 }
 
 // quarantineGauges registers the ledger gauges; they observe nothing until
 // SetQuarantine gives them a source.
 func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 	unresolved, err := meter.Int64ObservableGauge(MetricUnresolved,
-		metric.WithDescription("quarantined failures not resolved or discarded (open, replaying, failed-again), by error code"))
+		describe(MetricUnresolved))
 	if err != nil {
 		return err
 	}
 	oldest, err := meter.Float64ObservableGauge(MetricOldestAge, metric.WithUnit("s"),
-		metric.WithDescription("age of the oldest unresolved quarantined failure, since it was first quarantined, by error code"))
+		describe(MetricOldestAge))
 	if err != nil {
 		return err
 	}
 	headroom, err := meter.Float64ObservableGauge(MetricHeadroom, metric.WithUnit("s"),
-		metric.WithDescription("time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it"))
+		describe(MetricHeadroom))
 	if err != nil {
 		return err
 	}

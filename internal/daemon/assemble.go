@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"relay/internal/config"
 	"relay/internal/envelope"
@@ -49,18 +51,23 @@ func policy(cfg *config.Config) tiers.Policy {
 	return p
 }
 
-// loadRules reads the rules file before anything connects; nil without one.
-func loadRules(cfg *config.Config) (*rules.Set, error) {
+// Policy is the retry budget relay runs with; relay replay's dry run
+// decides with it too.
+func Policy(cfg *config.Config) tiers.Policy { return policy(cfg) }
+
+// LoadRules reads the rules file before anything connects; nil without one.
+func LoadRules(cfg *config.Config) (*rules.Set, error) {
 	if cfg.RulesFile == "" {
 		return nil, nil
 	}
 	return rules.Load(cfg.RulesFile)
 }
 
-// newAdmitter connects admission to the registry and checks, before the
+// NewAdmitter connects admission to the registry and checks, before the
 // first record, that the reader version exists and every accepted version
-// can be read as it. It waits while the registry is unavailable.
-func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
+// can be read as it. It waits while the registry is unavailable, 1 s at
+// first, doubling up to 5 s, jittered.
+func NewAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
 	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
 	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
 		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
@@ -69,27 +76,29 @@ func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sc
 		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
 		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
 	}
-	backoff := time.Second
-	for {
-		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
-		id, text, err := schema.CheckAccepted(c, client, set)
-		cancel()
-		if err == nil {
-			log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", id)
-			return schema.NewAdmitter(client, set, id, text)
-		}
-		var un *schema.UnavailableError
-		if !errors.As(err, &un) {
-			return nil, err
-		}
-		log.Warn("schema registry unavailable at start-up; retrying", "err", envelope.NewRedactor(cfg.RedactPattern, 512).Redact(err.Error()), "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
+	type reader struct {
+		id   int
+		text string
 	}
+	check := func() (reader, error) {
+		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
+		defer cancel()
+		id, text, err := schema.CheckAccepted(c, client, set)
+		var un *schema.UnavailableError
+		if err != nil && !errors.As(err, &un) {
+			return reader{}, backoff.Permanent(err)
+		}
+		return reader{id, text}, err
+	}
+	redactor := envelope.NewRedactor(cfg.RedactPattern, 512)
+	r, err := retry(ctx, check, time.Second, 5*time.Second, func(err error, in time.Duration) {
+		log.Warn("schema registry unavailable at start-up; retrying", "err", redactor.Redact(err.Error()), "in", in.String())
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", r.id)
+	return schema.NewAdmitter(client, set, r.id, r.text)
 }
 
 // newMachine builds the failure state machine of cfg.
@@ -126,4 +135,12 @@ func describeBudget(cfg *config.Config) string {
 	}
 	return fmt.Sprintf("in place %d×%s, tiers [%s], at most %d attempts within %s", cfg.BlockingAttempts, cfg.BlockingBackoff,
 		strings.Join(labels, ","), cfg.RetryMaxAttempts, cfg.RetryMaxElapsed)
+}
+
+// RuleCount is the number of rules in s, 0 without a rules file.
+func RuleCount(s *rules.Set) int {
+	if s == nil {
+		return 0
+	}
+	return s.Len()
 }

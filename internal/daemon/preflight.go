@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaerr"
 	"relay/internal/pipeline"
 	"relay/internal/topics"
 )
@@ -65,23 +67,19 @@ func preflight(ctx context.Context, a topics.Admin, cfg *config.Config, log *slo
 
 // untilReachable calls check until it gives nil or a verdict that is not
 // a Kafka error (one on the topics themselves), waiting out a broker that
-// cannot be reached.
+// cannot be reached: 1 s at first, doubling up to 30 s, jittered.
 func untilReachable(ctx context.Context, log *slog.Logger, check func() error) error {
-	backoff := time.Second
-	for {
+	op := func() (struct{}, error) {
 		err := check()
-		var ke kafka.Error
-		if err == nil || !errors.As(err, &ke) {
-			return err
+		if err != nil && !kafkaerr.IsKafka(err) {
+			return struct{}{}, backoff.Permanent(err)
 		}
-		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
+		return struct{}{}, err
 	}
+	_, err := retry(ctx, op, time.Second, 30*time.Second, func(err error, in time.Duration) {
+		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", in.String())
+	})
+	return err
 }
 
 func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) (map[string]time.Duration, error) {

@@ -1,4 +1,10 @@
-package main
+// Package ledgerwatch follows the quarantine ledger in the state topic for
+// the source partitions this instance owns. It reads their state-topic
+// partitions (committed records) from the start and then keeps up, so it
+// sees what the replay and discard commands write as well as relay. It
+// feeds the quarantine gauges (Summary) and tells the failure state machine
+// whether a failure was discarded (Discards).
+package ledgerwatch
 
 import (
 	"context"
@@ -17,17 +23,14 @@ import (
 	"relay/internal/txn"
 )
 
-// ledgerWatch follows the quarantine ledger of the source partitions this
-// instance owns: it reads their state-topic partitions (committed records)
-// from the start, then keeps up, so it sees what the replay and discard
-// commands write as well as relay. It feeds the quarantine gauges (index)
-// and the discards the machine checks at a replayed record's turn
-// (discards).
+// Watch follows the quarantine ledger of the source partitions this
+// instance owns. It feeds the quarantine gauges (index) and the discards
+// the machine checks at a replayed record's turn (discards).
 // The gauges count only the failures of the source partitions the instance
 // owns: two source topics with different partition counts can put
 // partition p of each on different instances, and both would otherwise
 // count state partition p.
-type ledgerWatch struct {
+type Watch struct {
 	cfg      *config.Config
 	topic    string
 	c        *kafka.Consumer
@@ -35,7 +38,7 @@ type ledgerWatch struct {
 	discards *discardView
 	log      *slog.Logger
 	mu       sync.Mutex
-	latest   ownership     // the newest assignment, for run to apply
+	latest   ownership     // the newest assignment, for Run to apply
 	changed  chan struct{} // signals that latest changed
 }
 
@@ -87,9 +90,9 @@ func (o ownership) diff(next ownership) (stop, read []int32) {
 // budget; past it the record waits and is tried again.
 const endTimeout = 500 * time.Millisecond
 
-// newLedgerWatch creates the watch's reader: without it relay cannot see
-// discards, so it does not start.
-func newLedgerWatch(cfg *config.Config, log *slog.Logger) (*ledgerWatch, error) {
+// New creates the watch's reader: without it relay cannot see discards, so
+// it does not start.
+func New(cfg *config.Config, log *slog.Logger) (*Watch, error) {
 	// The end past a commit marker is learnt from the next fetch's
 	// answer: with librdkafka's 500 ms, a replayed record would wait that
 	// long for its discard check (measured); 100 ms.
@@ -97,25 +100,38 @@ func newLedgerWatch(cfg *config.Config, log *slog.Logger) (*ledgerWatch, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &ledgerWatch{cfg: cfg, topic: cfg.StateTopicName(), c: c, index: &ledger.Index{}, log: log, changed: make(chan struct{}, 1)}
+	w := &Watch{cfg: cfg, topic: cfg.StateTopicName(), c: c, index: &ledger.Index{}, log: log, changed: make(chan struct{}, 1)}
 	w.discards = newDiscardView(w.end, endTimeout)
 	return w, nil
 }
 
 // end is state partition p's last stable offset: a read_committed client
 // is told that as the high watermark.
-func (w *ledgerWatch) end(p int32, timeout time.Duration) (int64, error) {
+func (w *Watch) end(p int32, timeout time.Duration) (int64, error) {
 	_, high, err := w.c.QueryWatermarkOffsets(w.topic, p, int(timeout/time.Millisecond))
 	return high, err
 }
 
-// close closes the reader; only after run has returned and nothing asks
+// Close closes the reader; only after Run has returned and nothing asks
 // the discards any more.
-func (w *ledgerWatch) close() { _ = w.c.Close() }
+func (w *Watch) Close() { _ = w.c.Close() }
 
-// run reads until ctx ends. A broker outage delays the gauges, and makes
+// Discards is what the watch has read of the discards: the machine's
+// pipeline.Discards.
+func (w *Watch) Discards() pipeline.Discards { return w.discards }
+
+// Summary summarises the failures of the owned source partitions for the
+// quarantine gauges; retention is each quarantine topic's finite retention.
+func (w *Watch) Summary(retention map[string]time.Duration) ledger.Summary {
+	return w.index.Summary(func(topic string) (time.Duration, bool) {
+		d, ok := retention[topic]
+		return d, ok
+	})
+}
+
+// Run reads until ctx ends. A broker outage delays the gauges, and makes
 // replayed records wait (see discardView).
-func (w *ledgerWatch) run(ctx context.Context) {
+func (w *Watch) Run(ctx context.Context) {
 	owned := ownership{}
 	for ctx.Err() == nil {
 		select {
@@ -140,7 +156,7 @@ func (w *ledgerWatch) run(ctx context.Context) {
 	}
 }
 
-func (w *ledgerWatch) read(m *kafka.Message, owned ownership) {
+func (w *Watch) read(m *kafka.Message, owned ownership) {
 	if m.TopicPartition.Error != nil {
 		return
 	}
@@ -162,7 +178,7 @@ func (w *ledgerWatch) read(m *kafka.Message, owned ownership) {
 
 // idle notes the reader's positions: transaction markers and aborted
 // records move them without a message.
-func (w *ledgerWatch) idle() {
+func (w *Watch) idle() {
 	parts, err := w.c.Assignment()
 	if err != nil || len(parts) == 0 {
 		return
@@ -178,7 +194,7 @@ func (w *ledgerWatch) idle() {
 	}
 }
 
-func (w *ledgerWatch) apply(owned, next ownership) {
+func (w *Watch) apply(owned, next ownership) {
 	c := w.c
 	stop, read := owned.diff(next)
 	tps := func(parts []int32) []kafka.TopicPartition {
@@ -203,35 +219,22 @@ func (w *ledgerWatch) apply(owned, next ownership) {
 	}
 }
 
-// watchedMachine is the machine that also tells the ledger watch which
-// source partitions this instance owns.
-type watchedMachine struct {
-	*pipeline.Machine
-	watch *ledgerWatch
-}
-
-// OnOwned implements txn.OwnershipListener.
-func (m watchedMachine) OnOwned(owned []txn.TopicPartition) {
-	m.watch.notify(ownershipOf(m.Table, owned))
+// Own tells the watch the whole assignment of the instance after a
+// change (as a txn.OwnershipListener hears it); table tells its source
+// partitions from tier and replay ones. It never blocks the transaction
+// loop.
+func (w *Watch) Own(table *pipeline.Table, owned []txn.TopicPartition) {
+	w.notify(ownershipOf(table, owned))
 }
 
 // notify never blocks the transaction loop: the watch applies the newest
 // assignment it was told.
-func (w *ledgerWatch) notify(o ownership) {
+func (w *Watch) notify(o ownership) {
 	w.mu.Lock()
 	w.latest = o
 	w.mu.Unlock()
 	select {
 	case w.changed <- struct{}{}:
-	default: // a change is signalled already; run reads the newest
-	}
-}
-
-// retentionOf looks a quarantine topic's retention up in what the
-// preflight read.
-func retentionOf(ret map[string]time.Duration) func(string) (time.Duration, bool) {
-	return func(topic string) (time.Duration, bool) {
-		d, ok := ret[topic]
-		return d, ok
+	default: // a change is signalled already; Run reads the newest
 	}
 }

@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type parser struct {
+	lookup func(string) (string, bool)
+	errs   []error
+	seen   map[string]string // effective text of each variable read
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Var: name, Problem: fmt.Sprintf(format, args...)})
+}
+
+// raw returns the variable's value, or its documented default when unset.
+// A variable set to the empty string counts as set: RELAY_HTTP_ADDR= turns
+// the endpoint off.
+func (p *parser) raw(name string) string {
+	if v, ok := p.lookup(name); ok {
+		p.seen[name] = strings.TrimSpace(v)
+		return strings.TrimSpace(v)
+	}
+	for _, v := range Vars {
+		if v.Name == name {
+			if v.Required {
+				p.fail(name, "required but not set")
+			}
+			p.seen[name] = v.Default
+			return v.Default
+		}
+	}
+	return ""
+}
+
+func (p *parser) list(name string) []string {
+	var out []string
+	for _, s := range strings.Split(p.raw(name), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *parser) duration(name string) time.Duration {
+	s := p.raw(name)
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.fail(name, "%q is not a duration (examples: 100ms, 2s, 1m)", s)
+	case d <= 0:
+		p.fail(name, "%q must be positive", s)
+	}
+	return d
+}
+
+func (p *parser) intRange(name string, lo, hi int) int {
+	s := p.raw(name)
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, "%q is not a whole number from %d to %d", s, lo, hi)
+	}
+	return n
+}
+
+// tiers reads a list of tier delays; empty means no tiers.
+func (p *parser) tiers(name string) []Tier {
+	var out []Tier
+	for _, s := range p.list(name) {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			p.fail(name, "%q is not a duration (example: 30s,5m)", s)
+		case d < time.Second:
+			p.fail(name, "tier delay %q is under 1s: use the blocking retry for that", s)
+		case len(out) > 0 && d < out[len(out)-1].Delay:
+			p.fail(name, "tier delays must not decrease: %s after %s", s, out[len(out)-1].Label)
+		}
+		out = append(out, Tier{Delay: d, Label: s})
+	}
+	if len(out) > 10 {
+		p.fail(name, "%d tiers; at most 10", len(out))
+	}
+	return out
+}
+
+func (p *parser) regexp(name string) *regexp.Regexp {
+	s := p.raw(name)
+	if s == "" {
+		return nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		p.fail(name, "not a valid RE2 regular expression: %v", err)
+	}
+	return re
+}
+
+func (p *parser) enum(name string, allowed ...string) string {
+	s := strings.ToLower(p.raw(name))
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	p.fail(name, "%q is not one of %s", s, strings.Join(allowed, ", "))
+	return allowed[0]
+}
+
+func (p *parser) level(name string) slog.Level {
+	var l slog.Level
+	s := p.enum(name, "debug", "info", "warn", "error")
+	_ = l.UnmarshalText([]byte(s)) // s is one of the four names slog knows
+	return l
+}
+
+// kafka collects RELAY_KAFKA_* into librdkafka properties.
+func (p *parser) kafka(environ []string) (props, vars map[string]string) {
+	props, vars = map[string]string{}, map[string]string{}
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, KafkaPrefix) || len(name) == len(KafkaPrefix) {
+			continue
+		}
+		prop := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, KafkaPrefix), "_", "."))
+		if why, managed := managedProps[prop]; managed {
+			p.fail(name, "%s is managed by relay: %s", prop, why)
+			continue
+		}
+		props[prop], vars[prop] = strings.TrimSpace(val), name
+	}
+	if _, ok := props["auto.offset.reset"]; !ok {
+		props["auto.offset.reset"] = defaultOf(EnvAutoOffsetReset)
+	}
+	if _, ok := props["topic.metadata.refresh.interval.ms"]; !ok {
+		props["topic.metadata.refresh.interval.ms"] = defaultOf(EnvMetadataRefresh)
+	}
+	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
+		p.fail(EnvBootstrapServers, "required but not set")
+	}
+	return props, vars
+}
+
+func (p *parser) kafkaMillis(c *Config, prop string, def time.Duration) time.Duration {
+	s, ok := c.Kafka[prop]
+	if !ok {
+		return def
+	}
+	ms, err := strconv.Atoi(s)
+	if err != nil || ms <= 0 {
+		p.fail(c.VarForProperty(prop), "%q is not a positive number of milliseconds", s)
+		return def
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,267 @@
+// Package daemon is `relay run`: it checks what must hold before relay
+// consumes (the topics, the broker's transaction limit, retired tiers, the
+// registry), assembles the failure state machine, and runs the
+// transactional loop with the ledger watch beside it until a signal stops
+// it or it fails. It never exits the process: Run returns how it ended,
+// and the caller (cmd/relay) turns that into an exit code and provides
+// the exits a graceful stop may need (Options).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+	"relay/internal/kafkaclient"
+	"relay/internal/ledger"
+	"relay/internal/ledgerwatch"
+	"relay/internal/pipeline"
+	"relay/internal/rules"
+	"relay/internal/schema"
+	"relay/internal/telemetry"
+	"relay/internal/txn"
+)
+
+// Options is what Run needs from the process around it.
+type Options struct {
+	// Environ is the process environment: OTEL_* variables configure the
+	// metrics export, and RELAY_* names relay does not know are warned
+	// about.
+	Environ []string
+	// Go runs f on a goroutine of its own; a panic there must end the
+	// process as a runtime failure (exit 1). Nil runs f with a plain go
+	// statement.
+	Go func(f func())
+	// Abandon ends the process at once as a runtime failure (exit 1), and
+	// does not return. Run calls it when it gives a graceful stop up: on a
+	// second SIGINT or SIGTERM, or past RELAY_SHUTDOWN_TIMEOUT after the
+	// first. Required.
+	Abandon func()
+}
+
+// ConfigError is a configuration relay refuses before it has started
+// anything (exit 2): a property librdkafka rejects, a rules file that does
+// not load, a bad OTEL_* variable. Its message names what is wrong.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ClientConfigError is librdkafka's rejection of a property of client
+// ("consumer", "producer", "admin"; "" for any), as a *ConfigError naming
+// the variable.
+func ClientConfigError(cfg *config.Config, client string, err error) error {
+	var ce *kafkaclient.ConfigError
+	if !errors.As(err, &ce) {
+		ce = kafkaclient.AsConfigError(cfg, client, err)
+	}
+	return &ConfigError{Err: ce}
+}
+
+// errStopped is a stop by a signal before the loop started: graceful.
+var errStopped = errors.New("stopped before consuming")
+
+// Run runs the daemon until a SIGINT or SIGTERM (or the end of ctx) stops
+// it gracefully, and returns nil then, also when the stop came during the
+// preflight. A *ConfigError means nothing was started. Any other error is
+// a runtime failure, which Run has logged before returning it.
+func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger) error {
+	if opts.Abandon == nil {
+		err := errors.New("daemon: Options.Abandon is required")
+		log.Error("relay does not start", "err", err)
+		return err
+	}
+	if opts.Go == nil {
+		opts.Go = func(f func()) { go f() }
+	}
+	for _, name := range config.Unknown(opts.Environ) {
+		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
+	}
+	d := &daemon{cfg: cfg, opts: opts, log: log}
+	ruleSet, err := d.checkConfig()
+	if err != nil {
+		return err
+	}
+	defer d.forwardLogs()()
+	metrics, closeMetrics, err := d.serveMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeMetrics()
+
+	consumer, err := kafkaclient.LoopConsumer(cfg, kafkaclient.WithLogs(d.logs))
+	if err != nil {
+		return ClientConfigError(cfg, "consumer", err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	stopped := make(chan struct{})
+	defer close(stopped)
+	opts.Go(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
+
+	err = d.consume(ctx, consumer, ruleSet, metrics)
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
+}
+
+// daemon is one run's configuration and what its phases share.
+type daemon struct {
+	cfg  *config.Config
+	opts Options
+	log  *slog.Logger
+	logs chan kafka.LogEvent // librdkafka's log lines, for every client
+}
+
+// checkConfig checks what only librdkafka and the rules file can tell,
+// before anything connects.
+func (d *daemon) checkConfig() (*rules.Set, error) {
+	if err := kafkaclient.Validate(d.cfg); err != nil {
+		return nil, ClientConfigError(d.cfg, "", err)
+	}
+	ruleSet, err := LoadRules(d.cfg)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("%s: %w", config.EnvRulesFile, err)}
+	}
+	return ruleSet, nil
+}
+
+// forwardLogs sends librdkafka's own log lines through slog too, so
+// relay's stderr is one structured stream. It returns the function that
+// closes the channel, to be called only after every client that writes to
+// it has been closed.
+func (d *daemon) forwardLogs() (closeLogs func()) {
+	d.logs = make(chan kafka.LogEvent, 1024)
+	done := make(chan struct{})
+	d.opts.Go(func() { defer close(done); kafkaclient.ForwardLogs(d.logs, d.log) })
+	return func() { close(d.logs); <-done }
+}
+
+// serveMetrics sets the metrics up and serves the endpoint. It comes
+// before the consumer: a taken port then stops relay with nothing to clean
+// up. closeAll stops the endpoint and makes a last, bounded, export.
+func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeAll func(), err error) {
+	m, err = telemetry.New(d.opts.Environ)
+	if err != nil {
+		return nil, nil, &ConfigError{Err: err}
+	}
+	closeMetrics := func() {
+		// A collector that is away must not hold the exit.
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = m.Close(c)
+	}
+	if d.cfg.HTTPAddr == "" {
+		return m, closeMetrics, nil
+	}
+	srv, err := telemetry.Listen(ctx, d.cfg.HTTPAddr, m)
+	if err != nil {
+		d.log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
+		closeMetrics()
+		return nil, nil, fmt.Errorf("metrics endpoint: %w", err)
+	}
+	return m, func() {
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Close(c)
+		closeMetrics()
+	}, nil
+}
+
+// consume checks the topics, assembles the machine, starts the ledger
+// watch and runs the loop until ctx ends or the loop fails.
+func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
+	machine, retention, err := d.prepare(ctx, consumer, ruleSet, metrics)
+	if err != nil {
+		return err
+	}
+	watch, err := ledgerwatch.New(d.cfg, d.log)
+	if err != nil {
+		_ = consumer.Close()
+		d.log.Error("cannot create the ledger reader; relay does not start", "err", err)
+		return fmt.Errorf("ledger reader: %w", err)
+	}
+	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
+	machine.Discards = watch.Discards()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
+	defer func() { stopWatch(); <-watchDone }()
+	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(retention) })
+	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
+}
+
+// prepare runs what must hold before relay consumes, then assembles the
+// machine. It closes the consumer when it fails; a failure that a signal
+// caused is errStopped.
+func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) (
+	*pipeline.Machine, map[string]time.Duration, error) {
+	retention, retired, err := startChecks(ctx, consumer, d.cfg, d.log)
+	if err != nil {
+		return nil, nil, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
+	}
+	var adm *schema.Admitter
+	if d.cfg.SchemaRegistryURL != "" {
+		if adm, err = NewAdmitter(ctx, d.cfg, d.log); err != nil {
+			return nil, nil, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
+		}
+	}
+	return newMachine(d.cfg, retired, adm, ruleSet, metrics, d.log), retention, nil
+}
+
+// notStarted closes the consumer of a daemon that stops before consuming,
+// and logs why, unless a signal stopped it.
+func (d *daemon) notStarted(ctx context.Context, consumer *kafka.Consumer, msg string, err error) error {
+	_ = consumer.Close()
+	if ctx.Err() != nil {
+		return errStopped
+	}
+	d.log.Error(msg, "err", err)
+	return err
+}
+
+// loop runs the transactional loop until ctx ends or it fails.
+func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine watchedMachine, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
+	cfg := d.cfg
+	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
+	loop := txn.New(txn.Settings{
+		Topics:          machine.Table.Topics(),
+		CommitInterval:  cfg.CommitInterval,
+		MaxRecords:      cfg.MaxRecordsPerTxn,
+		OpTimeout:       cfg.OpTimeout,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		TxnTimeout:      cfg.TransactionTimeout,
+	}, consumer, newProducer, machine, d.log, metrics)
+
+	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
+		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
+	if err := loop.Run(ctx); err != nil {
+		if errors.Is(err, txn.ErrFatal) {
+			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
+				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
+		} else {
+			d.log.Error("relay stopped", "err", err)
+		}
+		return err
+	}
+	d.log.Info("relay stopped gracefully")
+	return nil
+}
+
+// watchedMachine is the machine that also tells the ledger watch which
+// source partitions this instance owns.
+type watchedMachine struct {
+	*pipeline.Machine
+	watch *ledgerwatch.Watch
+}
+
+// OnOwned implements txn.OwnershipListener.
+func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table, owned) }

@@ -1,0 +1,117 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"relay/internal/config"
+)
+
+// runOnce runs the daemon with the variables vars on top of a minimal
+// configuration whose broker accepts no connection, and returns its log
+// and error.
+func runOnce(t *testing.T, vars map[string]string) (string, error) {
+	t.Helper()
+	m := map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0",
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "RELAY_HTTP_ADDR": ""}
+	for k, v := range vars {
+		m[k] = v
+	}
+	lookup, environ := env(m)
+	cfg, err := config.Load(lookup, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	abandon := func() { t.Error("a stop was abandoned") }
+	err = Run(context.Background(), cfg, Options{Environ: environ, Abandon: abandon}, slog.New(slog.NewTextHandler(&logs, nil)))
+	return logs.String(), err
+}
+
+// What relay refuses before it starts anything is a *ConfigError naming
+// what is wrong (exit 2); a taken metrics port is a runtime failure
+// (exit 1), logged.
+func TestRunErrors(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rules, []byte("rules:\n  - name: X\n    expr: record.amount <\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	for _, tc := range []struct {
+		name   string
+		vars   map[string]string
+		config bool
+		want   string
+	}{
+		{"librdkafka property", map[string]string{"RELAY_KAFKA_NO_SUCH_THING": "1"}, true, "RELAY_KAFKA_NO_SUCH_THING"},
+		{"rules file", map[string]string{"RELAY_RULES_FILE": rules, "RELAY_SCHEMA_REGISTRY_URL": "http://127.0.0.1:1",
+			"RELAY_SCHEMA_SUBJECT": "orders-value", "RELAY_SCHEMA_ACCEPT": "1"}, true, "RELAY_RULES_FILE: "},
+		{"OTLP protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"metrics port taken", map[string]string{"RELAY_HTTP_ADDR": taken.Addr().String()}, false, "cannot serve metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs, err := runOnce(t, tc.vars)
+			var ce *ConfigError
+			if err == nil || errors.As(err, &ce) != tc.config {
+				t.Fatalf("error %v (%T), want a configuration error: %v", err, err, tc.config)
+			}
+			if got := err.Error(); tc.config && !strings.Contains(got, tc.want) {
+				t.Fatalf("%q does not name %s", got, tc.want)
+			}
+			if !tc.config && !strings.Contains(logs, tc.want) {
+				t.Fatalf("not logged %q:\n%s", tc.want, logs)
+			}
+		})
+	}
+}
+
+func TestRunNeedsAbandon(t *testing.T) {
+	var ce *ConfigError
+	if err := Run(context.Background(), &config.Config{}, Options{}, slog.New(slog.DiscardHandler)); err == nil || errors.As(err, &ce) {
+		t.Fatalf("%v; want a runtime failure", err)
+	}
+}
+
+// A graceful stop is abandoned past its bound, not before, and not when
+// it ends in time.
+func TestWatchShutdownAbandonsPastTheBound(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	abandoned := make(chan struct{})
+	go watchShutdown(stopped, 20*time.Millisecond, log, make(chan struct{}), func() { close(abandoned) })
+	select {
+	case <-abandoned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not abandoned past the bound")
+	}
+	if !strings.Contains(logs.String(), "graceful stop exceeded its bound; exiting") || !strings.Contains(logs.String(), "RELAY_SHUTDOWN_TIMEOUT") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+
+	done := make(chan struct{})
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		watchShutdown(stopped, time.Hour, log, done, func() { t.Error("abandoned a stop that ended") })
+	}()
+	close(done)
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch outlives the stop")
+	}
+}

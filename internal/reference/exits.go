@@ -1,0 +1,30 @@
+package reference
+
+import "strconv"
+
+// ExitCode is one exit status of relay and what it means.
+type ExitCode struct {
+	Code    int
+	Meaning string
+}
+
+// ExitCodes are relay's exit statuses. cmd/relay returns them (exitOK,
+// exitFailure, exitUsage, and relay replay's exitStopped and
+// exitIncomplete).
+var ExitCodes = []ExitCode{
+	{0, "stopped gracefully; a command did what it was asked"},
+	{1, "runtime failure (fenced, preflight failed, shutdown bound exceeded, broker unreachable for a command), and a crash " +
+		"in relay's code: relay logs `relay: internal error` with the stack; that is a bug in relay, not a configuration problem"},
+	{2, "bad command line or configuration: nothing was written"},
+	{3, "`relay replay`: stopped by the repeat-failure threshold"},
+	{4, "`relay replay`: published, but not every outcome was known within `--wait` (is relay running?)"},
+}
+
+// exits renders ExitCodes.
+func exits(d *doc) {
+	rows := make([][]string, 0, len(ExitCodes))
+	for _, e := range ExitCodes {
+		rows = append(rows, []string{strconv.Itoa(e.Code), e.Meaning})
+	}
+	d.table([]string{"exit code", "meaning"}, rows)
+}

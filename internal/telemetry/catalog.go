@@ -1,0 +1,78 @@
+package telemetry
+
+import (
+	"strings"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Kind is how Prometheus types a metric.
+type Kind string
+
+// Kinds of metrics.
+const (
+	Counter   Kind = "counter"
+	Gauge     Kind = "gauge"
+	Histogram Kind = "histogram"
+)
+
+// Metric describes one instrument. New builds each with its Help, which
+// /metrics shows; docs/REFERENCE.md lists them all from Instruments.
+type Metric struct {
+	Name   string // the OpenTelemetry name
+	Kind   Kind
+	Unit   string // "s" for seconds; "" for a count
+	Labels []string
+	Help   string
+	// Note adds, for the reference only, what an operator does with it.
+	Note string
+}
+
+// Instruments lists every metric relay exports, in the reference's order.
+var Instruments = []Metric{
+	{Name: MetricRecordsConsumed, Kind: Counter, Help: "source records handled into a transaction (aborted ones are handled again)"},
+	{Name: MetricRecordsCommitted, Kind: Counter, Help: "source records whose offsets were committed"},
+	{Name: MetricOutputsCommitted, Kind: Counter, Help: "records written by committed transactions"},
+	{Name: MetricTxnCommitted, Kind: Counter, Help: "committed transactions"},
+	{Name: MetricTxnAborted, Kind: Counter, Labels: []string{"reason"}, Help: "aborted transactions, by reason"},
+	{Name: MetricCommitLatency, Kind: Histogram, Unit: "s", Help: "time to send offsets and commit a transaction"},
+	{Name: MetricAssignedPartitions, Kind: Gauge, Help: "partitions owned by this instance"},
+	{Name: MetricStalledPartitions, Kind: Gauge, Help: "source partitions held back because their records cannot be written; nothing is skipped",
+		Note: "Alert when above 0."},
+	{Name: MetricRecordOutcomes, Kind: Counter, Labels: []string{"outcome", "code"}, Help: "records by committed outcome and error code",
+		Note: "Counted when their transaction commits, never twice. The quarantine rate by code is `rate(relay_records_outcome_total{outcome=\"quarantined\"}[5m])`."},
+	{Name: MetricEndedAttempts, Kind: Histogram, Labels: []string{"outcome"}, Help: "attempts of records that were retried (in place or from a tier), when they reach an end state, by outcome"},
+	{Name: MetricEndedDuration, Kind: Histogram, Unit: "s", Labels: []string{"outcome"}, Help: "time from a record's first failure to its end state (in place and in tiers), by outcome"},
+	{Name: MetricReplayOutcomes, Kind: Counter, Labels: []string{"outcome"}, Help: "replayed records by ledger outcome: resolved, failed-again, duplicate",
+		Note: "`duplicate`: a copy of a settled failure, or a replay whose failure was discarded."},
+	{Name: MetricUnresolved, Kind: Gauge, Labels: []string{"code"}, Help: "quarantined failures not resolved or discarded (open, replaying, failed-again), by error code",
+		Note: "Covers the source partitions the instance owns: sum it across instances."},
+	{Name: MetricOldestAge, Kind: Gauge, Unit: "s", Labels: []string{"code"}, Help: "age of the oldest unresolved quarantined failure, since it was first quarantined, by error code",
+		Note: "Covers the source partitions the instance owns: take the `max` across instances."},
+	{Name: MetricHeadroom, Kind: Gauge, Unit: "s", Labels: []string{"topic"}, Help: "time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it",
+		Note: "Record timestamp + `retention.ms` − now, for the source partitions the instance owns: take the `min` across instances."},
+}
+
+// PrometheusName is the metric's name on /metrics: OpenTelemetry's name
+// with '_' for '.', the unit's suffix, and _total for a counter.
+func (m Metric) PrometheusName() string {
+	name := strings.ReplaceAll(m.Name, ".", "_")
+	if m.Unit == "s" {
+		name += "_seconds"
+	}
+	if m.Kind == Counter {
+		name += "_total"
+	}
+	return name
+}
+
+// describe is the description option of the instrument name, from
+// Instruments.
+func describe(name string) metric.InstrumentOption {
+	for _, m := range Instruments {
+		if m.Name == name {
+			return metric.WithDescription(m.Help)
+		}
+	}
+	return metric.WithDescription("")
+}
