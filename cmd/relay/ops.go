@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/daemon"
 	"relay/internal/kafkaclient"
 	"relay/internal/quarantine"
 	"relay/internal/replay"
@@ -42,7 +43,7 @@ func (a *app) setup() (*ops, int) {
 	}
 	ad, err := kafkaclient.Admin(cfg)
 	if err != nil {
-		return nil, badClientConfig(cfg, "admin", err, a.stderr)
+		return nil, daemonExit(daemon.ClientConfigError(cfg, "admin", err), a.stderr)
 	}
 	return &ops{cfg: cfg, admin: ad}, exitOK
 }
@@ -67,17 +68,6 @@ func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string
 		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
 	}
 	return body(o, s)
-}
-
-// badClientConfig reports librdkafka's rejection of a property as a
-// configuration error naming the variable.
-func badClientConfig(cfg *config.Config, client string, err error, stderr io.Writer) int {
-	var ce *kafkaclient.ConfigError
-	if !errors.As(err, &ce) {
-		ce = kafkaclient.AsConfigError(cfg, client, err)
-	}
-	fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", ce)
-	return exitUsage
 }
 
 // codeOf is the exit code of an operator command's error: bad input is 2.

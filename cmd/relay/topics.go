@@ -8,6 +8,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/spf13/cobra"
 
+	"relay/internal/daemon"
 	"relay/internal/kafkaclient"
 	"relay/internal/topics"
 )
@@ -66,7 +67,7 @@ func (a *app) topics(ctx context.Context, apply bool, replication int, out strin
 	// connections.
 	p, err := kafkaclient.Producer(cfg)
 	if err != nil {
-		return badClientConfig(cfg, "producer", err, a.stderr)
+		return daemonExit(daemon.ClientConfigError(cfg, "producer", err), a.stderr)
 	}
 	defer p.Close()
 	ad, err := kafka.NewAdminClientFromProducer(p)

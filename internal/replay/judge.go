@@ -2,11 +2,11 @@ package replay
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"time"
 
 	"relay/internal/config"
-	"relay/internal/rules"
+	"relay/internal/daemon"
 	"relay/internal/schema"
 	"relay/internal/tiers"
 )
@@ -15,7 +15,9 @@ import (
 // the pipeline's admission (schema), business rules, and the decide table
 // of the retry budget, in the pipeline's order. It is built from the same
 // building blocks as the pipeline (schema.Admitter, rules.Set,
-// tiers.Policy), not from the pipeline itself, which has no such call.
+// tiers.Policy), as the daemon assembles them (daemon.LoadRules,
+// NewAdmitter, Policy), not from the pipeline itself, which has no such
+// call.
 type Judge struct {
 	Admitter interface {
 		Admit(ctx context.Context, value []byte) (schema.Admitted, error)
@@ -56,13 +58,13 @@ func (e *RulesError) Unwrap() error { return e.Err }
 // while the registry is unavailable). It also returns how many rules there
 // are.
 func NewJudge(ctx context.Context, cfg *config.Config) (*Judge, int, error) {
-	j := &Judge{Policy: policyOf(cfg)}
+	j := &Judge{Policy: daemon.Policy(cfg)}
 	n := 0
-	if cfg.RulesFile != "" {
-		rs, err := rules.Load(cfg.RulesFile)
-		if err != nil {
-			return nil, 0, &RulesError{err}
-		}
+	rs, err := daemon.LoadRules(cfg)
+	if err != nil {
+		return nil, 0, &RulesError{err}
+	}
+	if rs != nil {
 		j.Rules, n = rs, rs.Len()
 	}
 	if cfg.SchemaRegistryURL == "" {
@@ -70,54 +72,10 @@ func NewJudge(ctx context.Context, cfg *config.Config) (*Judge, int, error) {
 	}
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	adm, err := admitter(c, cfg)
+	adm, err := daemon.NewAdmitter(c, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, n, err
 	}
 	j.Admitter = adm
 	return j, n, nil
-}
-
-// admitter connects admission to the registry as relay does at start-up.
-func admitter(ctx context.Context, cfg *config.Config) (*schema.Admitter, error) {
-	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
-	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
-		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
-	}
-	set := schema.Settings{
-		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
-		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
-	}
-	backoff := time.Second
-	for {
-		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
-		id, text, err := schema.CheckAccepted(c, client, set)
-		cancel()
-		if err == nil {
-			return schema.NewAdmitter(client, set, id, text)
-		}
-		var un *schema.UnavailableError
-		if !errors.As(err, &un) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// policyOf is the retry budget of cfg, as relay runs it.
-func policyOf(cfg *config.Config) tiers.Policy {
-	p := tiers.Policy{
-		BlockingAttempts: cfg.BlockingAttempts, BlockingBackoff: cfg.BlockingBackoff, BlockingMaxWait: cfg.BlockingBackoff,
-		MaxAttempts: cfg.RetryMaxAttempts, MaxElapsed: cfg.RetryMaxElapsed, UnknownAttempts: cfg.UnclassifiedAttempts,
-		WaitInPlace: cfg.WaitsInPlace(),
-	}
-	for _, t := range cfg.RetryTiers {
-		p.Tiers = append(p.Tiers, t.Delay)
-	}
-	return p
 }
