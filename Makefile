@@ -41,8 +41,11 @@ up: deps
 down:
 	scripts/stack/down.sh $(if $(PURGE),--purge,)
 
+## build: bin/relay, its version and commit from git (relay version)
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 build:
-	$(GO) build -o bin/relay ./cmd/relay
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/relay ./cmd/relay
 
 ## lint: go vet plus golangci-lint (installed into .cache/bin on first use)
 lint: $(GOLANGCI)

@@ -37,9 +37,17 @@ var mayImport = map[string][]string{
 	"internal/kafkaclient": {"internal/config"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger"},
 
+	// The checks before the hook and the retry policy, built from the
+	// configuration: shared by the daemon and the replay's dry run.
+	"internal/checks": {"internal/config", "internal/envelope", "internal/rules", "internal/schema", "internal/tiers"},
+	// The operator commands' domains: the quarantine read model, and the
+	// replay workflow (which judges records by the pipeline's own path).
+	"internal/quarantine": {"internal/config", "internal/envelope", "internal/ledger", "internal/statetopic", "internal/topics"},
+	"internal/replay": {"internal/checks", "internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger",
+		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay run: assembles every part above into the running daemon.
-	"internal/daemon": {"internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
+	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/rules", "internal/schema", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/txn"},
 	// The reference reads the names of the packages users see.

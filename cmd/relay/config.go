@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"relay/internal/config"
 )
@@ -27,16 +30,46 @@ func loadConfig(lookup func(string) (string, bool), environ []string, stderr io.
 	return cfg, true
 }
 
-func printConfig(lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
-	cfg, ok := loadConfig(lookup, environ, stderr)
+func (a *app) configCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "config",
+		Short: "print the effective configuration, secrets masked",
+		Long: `Prints every relay variable with its value, default or derived value, and
+the librdkafka properties passed through, secrets masked; a RELAY_ variable
+relay does not know is named on stderr. With -o json, one JSON object of
+variable names to values.`,
+		Args: noArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if err := checkOutput(out); err != nil {
+				return err
+			}
+			return status(a.printConfig(out))
+		},
+	}
+	outputFlag(c, &out)
+	return c
+}
+
+func (a *app) printConfig(out string) int {
+	cfg, ok := loadConfig(a.lookup, a.environ, a.stderr)
 	if !ok {
 		return exitUsage
 	}
-	for _, line := range cfg.Effective() {
-		fmt.Fprintln(stdout, line)
+	if out == outJSON {
+		m := map[string]string{}
+		for _, line := range cfg.Effective() {
+			k, v, _ := strings.Cut(line, "=")
+			m[k] = v
+		}
+		_ = writeJSON(a.stdout, m)
+	} else {
+		for _, line := range cfg.Effective() {
+			fmt.Fprintln(a.stdout, line)
+		}
 	}
-	for _, name := range config.Unknown(environ) {
-		fmt.Fprintf(stderr, "warning: %s is not a relay variable (typo?); it is ignored\n", name)
+	for _, name := range config.Unknown(a.environ) {
+		fmt.Fprintf(a.stderr, "warning: %s is not a relay variable (typo?); it is ignored\n", name)
 	}
 	return exitOK
 }

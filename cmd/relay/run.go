@@ -10,9 +10,6 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/daemon"
-	"relay/internal/rules"
-	"relay/internal/schema"
-	"relay/internal/tiers"
 )
 
 // runDaemon is `relay run`: it loads the configuration, runs the daemon and
@@ -54,22 +51,3 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
-
-// clientConfigError reports librdkafka's rejection of a property as a
-// configuration error naming the variable.
-func clientConfigError(cfg *config.Config, client string, err error, stderr io.Writer) int {
-	return daemonExit(daemon.ClientConfigError(cfg, client, err), stderr)
-}
-
-// relay replay's dry run checks records with the daemon's own rules,
-// admission and retry policy.
-
-func loadRules(cfg *config.Config) (*rules.Set, error) { return daemon.LoadRules(cfg) }
-
-func ruleCount(s *rules.Set) int { return daemon.RuleCount(s) }
-
-func newAdmitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
-	return daemon.NewAdmitter(ctx, cfg, log)
-}
-
-func policy(cfg *config.Config) tiers.Policy { return daemon.Policy(cfg) }

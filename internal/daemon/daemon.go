@@ -18,6 +18,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"relay/internal/checks"
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
@@ -127,7 +128,7 @@ func (d *daemon) checkConfig() (*rules.Set, error) {
 	if err := kafkaclient.Validate(d.cfg); err != nil {
 		return nil, ClientConfigError(d.cfg, "", err)
 	}
-	ruleSet, err := LoadRules(d.cfg)
+	ruleSet, err := checks.Rules(d.cfg)
 	if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("%s: %w", config.EnvRulesFile, err)}
 	}
@@ -221,7 +222,7 @@ func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer) (prepare
 		return p, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
 	}
 	if d.cfg.SchemaRegistryURL != "" {
-		if p.adm, err = NewAdmitter(ctx, d.cfg, d.log); err != nil {
+		if p.adm, err = checks.Admitter(ctx, d.cfg, d.log); err != nil {
 			return p, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
 		}
 	}

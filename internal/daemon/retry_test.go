@@ -5,17 +5,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"relay/internal/schema"
 )
 
 // retry waits a doubling, jittered interval between failures, tells each
@@ -72,32 +67,6 @@ func TestUntilReachable(t *testing.T) {
 		t.Fatalf("%v after %d calls; want the stop after the second", err, calls)
 	}
 	if !strings.Contains(logs.String(), "cannot read topic metadata yet; retrying") || !strings.Contains(logs.String(), "in=") {
-		t.Fatalf("the wait is not logged:\n%s", logs.String())
-	}
-}
-
-// NewAdmitter waits while the registry is unavailable, saying so, and
-// gives up at once on an answer that waiting will not change.
-func TestNewAdmitterWaitsOnlyForAnUnavailableRegistry(t *testing.T) {
-	var hits atomic.Int32
-	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if hits.Add(1) == 1 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"error_code":50301,"message":"loading"}`))
-			return
-		}
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"error_code":40401,"message":"Subject 'orders-value' not found."}`))
-	}))
-	defer reg.Close()
-	cfg := retiredConfig(t, map[string]string{"RELAY_SCHEMA_REGISTRY_URL": reg.URL, "RELAY_SCHEMA_SUBJECT": "orders-value", "RELAY_SCHEMA_ACCEPT": "1"})
-	var logs bytes.Buffer
-	_, err := NewAdmitter(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if !errors.Is(err, schema.ErrNotFound) || hits.Load() != 2 {
-		t.Fatalf("%v after %d requests; want not found after one wait", err, hits.Load())
-	}
-	if !strings.Contains(logs.String(), "schema registry unavailable at start-up; retrying") {
 		t.Fatalf("the wait is not logged:\n%s", logs.String())
 	}
 }

@@ -56,11 +56,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // attempt runs admission, rules and the hook once, and gives the value
 // the output carries.
 func (m *Machine) attempt(ctx context.Context, p *pass) ([]byte, schema.Info, error) {
-	a, err := m.admitter.Admit(ctx, p.rec.Value)
+	a, err := Check(ctx, m.admitter, m.rules, p.rec.Value)
 	if err != nil {
-		return nil, a.Writer, err
-	}
-	if err := m.rules.Check(ctx, a.Record); err != nil {
 		return nil, a.Writer, err
 	}
 	repl, err := m.callHook(ctx, p, a.Record)

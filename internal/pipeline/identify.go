@@ -19,7 +19,7 @@ const CodeEnvelopeInvalid = "ENVELOPE_INVALID"
 func (m *Machine) identify(rec *txn.Record, origin Origin) (*pass, []txn.Output, error) {
 	now := m.now()
 	p := &pass{rec: rec, origin: origin, now: now, id: envelope.ID(rec.Topic, rec.Partition, rec.Offset), srcOffset: rec.Offset,
-		st: tiers.State{Attempt: 1, FirstFailedAt: now, AtSource: origin.Tier < 0, Tier: origin.Tier}}
+		st: firstAttempt(origin, now)}
 	var bad error
 	switch {
 	case origin.Replay:

@@ -12,7 +12,7 @@ import (
 
 // Admitter is what the machine needs of schema admission.
 type Admitter interface {
-	Admit(ctx context.Context, value []byte) (schema.Admitted, error)
+	Admission
 	Encode(rec map[string]any) ([]byte, error)
 }
 

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// commandPaths walks the command tree: every command's path below relay,
+// cobra's help and completion included.
+func commandPaths(t *testing.T) [][]string {
+	t.Helper()
+	lookup, environ := env(nil)
+	root := newRoot(&app{lookup: lookup, environ: environ, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	var out [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		out = append(out, path)
+		for _, sub := range c.Commands() {
+			if !sub.Hidden {
+				walk(sub, append(append([]string{}, path...), sub.Name()))
+			}
+		}
+	}
+	walk(root, nil)
+	if len(out) < 12 {
+		t.Fatalf("only %d commands in the tree: %v", len(out), out)
+	}
+	return out
+}
+
+// runArgs runs relay with args against a broker that is not there.
+func runArgs(t *testing.T, broker string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_KAFKA_BOOTSTRAP_SERVERS": broker, "RELAY_TRANSACTIONAL_ID": "relay-0"})
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, lookup, environ, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// Every command answers --help and -h with its help, exit 0, and starts
+// nothing.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, path := range commandPaths(t) {
+		for _, h := range []string{"--help", "-h"} {
+			args := append(append([]string{}, path...), h)
+			code, out, errs := runArgs(t, "127.0.0.1:1", args...)
+			if code != exitOK || !strings.Contains(out, "Usage:") {
+				t.Errorf("relay %v: exit %d, stdout %q, stderr %q; want 0 and the help", args, code, out, errs)
+			}
+		}
+	}
+	if code, out, _ := runArgs(t, "127.0.0.1:1", "help", "replay"); code != exitOK || !strings.Contains(out, "--max-failure-rate") {
+		t.Errorf("relay help replay: exit %d:\n%s", code, out)
+	}
+}
+
+// An unknown flag or subcommand is a bad command line everywhere: exit 2
+// with a hint, and no broker is contacted.
+func TestEveryCommandRefusesBadFlags(t *testing.T) {
+	broker, accepted := countingListener(t)
+	for _, path := range commandPaths(t) {
+		args := append(append([]string{}, path...), "--no-such-flag")
+		code, _, errs := runArgs(t, broker, args...)
+		if code != exitUsage || !strings.Contains(errs, "unknown flag") || !strings.Contains(errs, "--help") {
+			t.Errorf("relay %v: exit %d, stderr %q; want 2 naming the flag, with a hint", args, code, errs)
+		}
+	}
+	for _, args := range [][]string{{"frobnicate"}, {"quarantine", "purge"}, {"topics", "destroy"}, {"run", "now"}, {"config", "x"},
+		{"quarantine", "show"}, {"quarantine", "stats", "x"}, {"topics", "plan", "-o", "yaml"}, {"quarantine", "list", "--output=xml"}} {
+		if code, _, errs := runArgs(t, broker, args...); code != exitUsage {
+			t.Errorf("relay %v: exit %d, stderr %q; want 2", args, code, errs)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("bad command lines reached the broker %d times", n)
+	}
+}
+
+// --flag=value and --flag value are the same, before, between or after
+// arguments.
+func TestFlagForms(t *testing.T) {
+	broker, accepted := countingListener(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topics", "apply", "--replication-factor=0"}, "--replication-factor 0"},
+		{[]string{"topics", "apply", "--replication-factor", "0"}, "--replication-factor 0"},
+		{[]string{"replay", "--reason=fix", "--code=X", "--rate=0"}, "--rate 0"},
+		{[]string{"replay", "--code", "X", "--reason", "fix", "--max-failure-rate", "2"}, "--max-failure-rate 2"},
+		{[]string{"quarantine", "list", "--state=lost"}, "--state"},
+		{[]string{"quarantine", "discard", "orders/0/1", "--include-replaying", "x"}, "not a failure id"},
+		{[]string{"quarantine", "discard", "--reason=", "orders/0/1"}, "--reason is required"},
+	} {
+		if code, _, errs := runArgs(t, broker, tc.args...); code != exitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("bad input reached the broker %d times", n)
+	}
+	for _, args := range [][]string{{"config", "-o", "json"}, {"config", "--output=json"}, {"config", "-ojson"}} {
+		code, out, errs := runArgs(t, broker, args...)
+		var m map[string]string
+		if code != exitOK || json.Unmarshal([]byte(out), &m) != nil || m["RELAY_SOURCE_TOPICS"] != "orders" {
+			t.Errorf("relay %v: exit %d, stdout %q, stderr %q; want one JSON object", args, code, out, errs)
+		}
+	}
+}
+
+// A deprecated flag works, and says so on stderr: stdout stays the output.
+func TestDeprecatedJSONNoticeOnStderr(t *testing.T) {
+	code, out, errs := runArgs(t, "127.0.0.1:1", "replay", "--json", "--reason", "x")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "--json has been deprecated") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runArgs(t, "127.0.0.1:1", "version")
+	for _, want := range []string{"relay " + version, "commit: " + commit, "go: go1.", "librdkafka: "} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("relay version: exit %d, missing %q in:\n%s", code, want, out)
+		}
+	}
+	if code, out, _ := runArgs(t, "127.0.0.1:1", "completion", "bash"); code != exitOK || !strings.Contains(out, "bash completion") {
+		t.Errorf("relay completion bash: exit %d", code)
+	}
+}

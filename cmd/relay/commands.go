@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) runCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "run the daemon (consume, decide, produce, commit in one transaction)",
+		Long: `Runs the daemon until SIGINT or SIGTERM (then exit 0). It takes no
+arguments: configuration comes from the environment.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected argument %q (configuration comes from the environment)", args[0])
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			return status(runDaemon(c.Context(), a.lookup, a.environ, a.stderr))
+		},
+	}
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print relay's version, commit, and Go and librdkafka versions",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, rdk := kafka.LibraryVersion()
+			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ngo: %s\nlibrdkafka: %s\n", version, commit, runtime.Version(), rdk)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+	"relay/internal/daemon"
+	"relay/internal/kafkaclient"
+	"relay/internal/quarantine"
+	"relay/internal/replay"
+)
+
+// cliLookup lets operator commands run with the daemon's environment or
+// without its instance identity: they need no transactional id.
+func cliLookup(lookup func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if name == config.EnvTransactionalID && (!ok || v == "") {
+			return "relay-cli", true
+		}
+		return v, ok
+	}
+}
+
+// ops is an operator command's configuration and admin client.
+type ops struct {
+	cfg   *config.Config
+	admin *kafka.AdminClient
+}
+
+// setup loads the configuration and an admin client for an operator
+// command; a non-zero code is what the command must stop with.
+func (a *app) setup() (*ops, int) {
+	cfg, ok := loadConfig(cliLookup(a.lookup), a.environ, a.stderr)
+	if !ok {
+		return nil, exitUsage
+	}
+	ad, err := kafkaclient.Admin(cfg)
+	if err != nil {
+		return nil, daemonExit(daemon.ClientConfigError(cfg, "admin", err), a.stderr)
+	}
+	return &ops{cfg: cfg, admin: ad}, exitOK
+}
+
+func (o *ops) close() { o.admin.Close() }
+
+// withSnapshot runs an operator command's body on a fresh snapshot of the
+// ledger and the quarantine (keeping the bytes of the records keep asks
+// for); it returns the body's exit code, or the setup's or the read's.
+func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string) bool, body func(o *ops, s *quarantine.Snapshot) int) int {
+	o, code := a.setup()
+	if code != exitOK {
+		return code
+	}
+	defer o.close()
+	s, err := quarantine.Load(ctx, o.cfg, o.admin, keep)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
+		return exitFailure
+	}
+	if s.Warning != nil {
+		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
+	}
+	return body(o, s)
+}
+
+// codeOf is the exit code of an operator command's error: bad input is 2.
+func codeOf(err error) int {
+	var in *quarantine.InputError
+	var re *replay.RulesError
+	if errors.As(err, &in) || errors.As(err, &re) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// writeJSON writes v as one pretty-printed JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// app is what every command reads and writes: the environment (the only
+// source of configuration) and the standard streams.
+type app struct {
+	lookup         func(string) (string, bool)
+	environ        []string
+	stdout, stderr io.Writer
+}
+
+// exitCode ends a command that has already said what went wrong; any other
+// error a command returns is a bad command line (exit 2, with a hint).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// status is nil for exitOK, else the code as an error.
+func status(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return exitCode(code)
+}
+
+const rootLong = `relay — exactly-once ingress stage for Apache Kafka.
+
+Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
+passed to librdkafka, OTEL_*); see the README. The commands that read
+Kafka (topics, quarantine, replay) need no RELAY_TRANSACTIONAL_ID.
+
+Exit codes: 0 ok, 1 runtime failure (a crash included), 2 bad command line
+or configuration (nothing started, no broker contacted); relay replay adds
+3 (stopped by its repeat-failure threshold) and 4 (outcomes not known in
+time).`
+
+func newRoot(a *app) *cobra.Command {
+	root := group(&cobra.Command{
+		Use:     "relay",
+		Short:   "exactly-once ingress stage for Apache Kafka",
+		Long:    rootLong,
+		Version: "relay " + version,
+		// Errors are printed by run, with the exit code they call for.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}, a)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.versionCmd())
+	stderrFlags(root, a.stderr)
+	return root
+}
+
+// stderrFlags sends what the flags of c and its subcommands say (a
+// deprecated flag's notice) to stderr: stdout may be JSON.
+func stderrFlags(c *cobra.Command, w io.Writer) {
+	c.Flags().SetOutput(w)
+	for _, sub := range c.Commands() {
+		stderrFlags(sub, w)
+	}
+}
+
+// group makes c a command of subcommands: alone, it prints its help on
+// stderr and exits 2; an unknown subcommand is a bad command line.
+func group(c *cobra.Command, a *app) *cobra.Command {
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		c.SetOut(a.stderr)
+		_ = c.Help()
+		return exitCode(exitUsage)
+	}
+	return c
+}
+
+// noArgs refuses positional arguments.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// Output formats of the commands that print tables.
+const (
+	outTable = "table"
+	outJSON  = "json"
+)
+
+// outputFlag adds -o/--output to c.
+func outputFlag(c *cobra.Command, out *string) {
+	c.Flags().StringVarP(out, "output", "o", outTable, "output format: table, or json (one pretty-printed JSON document)")
+}
+
+// jsonAlias adds the deprecated --json, which asks for -o json.
+func jsonAlias(c *cobra.Command, asJSON *bool) {
+	c.Flags().BoolVar(asJSON, "json", false, "same as -o json")
+	_ = c.Flags().MarkDeprecated("json", "use -o json")
+}
+
+// checkOutput refuses an output format that is not table or json.
+func checkOutput(out string) error {
+	if out != outTable && out != outJSON {
+		return fmt.Errorf("--output %q: not %s or %s", out, outTable, outJSON)
+	}
+	return nil
+}

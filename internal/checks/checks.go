@@ -1,0 +1,84 @@
+// Package checks builds, from the configuration, the checks a record goes
+// through before the hook — admission against the schema registry and the
+// business rules — and the retry policy that decides on a failure. The
+// daemon assembles the failure state machine from them, and relay
+// replay's dry run judges records with the very same parts.
+package checks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"relay/internal/config"
+	"relay/internal/envelope"
+	"relay/internal/rules"
+	"relay/internal/schema"
+	"relay/internal/tiers"
+)
+
+// Policy is the retry budget of cfg.
+func Policy(cfg *config.Config) tiers.Policy {
+	p := tiers.Policy{
+		BlockingAttempts: cfg.BlockingAttempts, BlockingBackoff: cfg.BlockingBackoff, BlockingMaxWait: cfg.BlockingBackoff,
+		MaxAttempts: cfg.RetryMaxAttempts, MaxElapsed: cfg.RetryMaxElapsed, UnknownAttempts: cfg.UnclassifiedAttempts,
+		WaitInPlace: cfg.WaitsInPlace(),
+	}
+	for _, t := range cfg.RetryTiers {
+		p.Tiers = append(p.Tiers, t.Delay)
+	}
+	return p
+}
+
+// Rules reads the rules file before anything connects; nil without one.
+func Rules(cfg *config.Config) (*rules.Set, error) {
+	if cfg.RulesFile == "" {
+		return nil, nil
+	}
+	return rules.Load(cfg.RulesFile)
+}
+
+// Admitter connects admission to the registry and checks, before the first
+// record, that the reader version exists and every accepted version can be
+// read as it. It waits while the registry is unavailable, 1 s at first,
+// doubling up to 5 s, jittered, until ctx ends.
+func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
+	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
+	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
+		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
+	}
+	set := schema.Settings{
+		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
+		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
+	}
+	type reader struct {
+		id   int
+		text string
+	}
+	check := func() (reader, error) {
+		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
+		defer cancel()
+		id, text, err := schema.CheckAccepted(c, client, set)
+		var un *schema.UnavailableError
+		if err != nil && !errors.As(err, &un) {
+			return reader{}, backoff.Permanent(err)
+		}
+		return reader{id, text}, err
+	}
+	redactor := envelope.NewRedactor(cfg.RedactPattern, 512)
+	r, err := backoff.Retry(ctx, check, backoff.WithMaxElapsedTime(0),
+		backoff.WithBackOff(&backoff.ExponentialBackOff{
+			InitialInterval: time.Second, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second,
+		}),
+		backoff.WithNotify(func(err error, in time.Duration) {
+			log.Warn("schema registry unavailable at start-up; retrying", "err", redactor.Redact(err.Error()), "in", in.Round(time.Millisecond).String())
+		}))
+	if err != nil {
+		return nil, err
+	}
+	log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", r.id)
+	return schema.NewAdmitter(client, set, r.id, r.text)
+}

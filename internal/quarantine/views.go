@@ -1,0 +1,106 @@
+package quarantine
+
+import (
+	"fmt"
+	"time"
+
+	"relay/internal/envelope"
+	"relay/internal/ledger"
+)
+
+// Item is one row of `relay quarantine list`.
+type Item struct {
+	ID            string        `json:"failureId"`
+	State         ledger.State  `json:"state"`
+	Code          string        `json:"errorCode"`
+	Since         time.Time     `json:"quarantinedAt"`
+	AgeSeconds    int64         `json:"ageSeconds"`
+	Source        ledger.Source `json:"source"`
+	SchemaVersion int           `json:"schemaVersion,omitempty"`
+	ReplayCount   int           `json:"replayCount"`
+	// Record is where the quarantine record is, topic/partition/offset,
+	// or "gone (retention)".
+	Record string `json:"record"`
+}
+
+// Gone is where a record past its topic's retention is.
+const Gone = "gone (retention)"
+
+// Items lists the failures f selects at now, oldest first.
+func (s *Snapshot) Items(f *Filter, now time.Time) []Item {
+	out := []Item{}
+	for _, fl := range s.Failures {
+		if !f.Match(fl, now) {
+			continue
+		}
+		where := Gone
+		if fl.Record != nil {
+			where = fmt.Sprintf("%s/%d/%d", fl.Record.Topic, fl.Record.Partition, fl.Record.Offset)
+		}
+		out = append(out, Item{ID: fl.ID, State: fl.State, Code: fl.Code, Since: fl.Since.UTC(), AgeSeconds: int64(now.Sub(fl.Since).Seconds()),
+			Source: fl.Source, SchemaVersion: fl.SchemaVersion, ReplayCount: fl.ReplayCount, Record: where})
+	}
+	return out
+}
+
+// Shown is what `quarantine show` prints: the failure envelope (as the
+// quarantine record carries it), then the ledger's state and history.
+type Shown struct {
+	envelope.View
+	State   ledger.State   `json:"state"`
+	History []ledger.Event `json:"history,omitempty"`
+	// RecordGone says the quarantine record is past retention: the view
+	// holds only what the ledger knows.
+	RecordGone bool `json:"-"`
+}
+
+// Show is failure id's envelope and history; false if it is in neither
+// the ledger nor a quarantine topic.
+func (s *Snapshot) Show(id string) (Shown, bool) {
+	fl := s.ByID[id]
+	if fl == nil {
+		return Shown{}, false
+	}
+	out := Shown{State: fl.State}
+	if fl.Entry != nil {
+		out.History = fl.Entry.History
+	}
+	if r := fl.Record; r != nil {
+		tp, _ := envelope.Lookup(toHeaders(r.Headers), envelope.TraceParent)
+		out.View = envelope.NewView(r.F, string(tp), r.Key, r.ValueLen)
+		out.Location = &envelope.Where{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	} else {
+		out.FailureID, out.ErrorCode, out.RecordGone = fl.ID, fl.Code, true
+		out.Source = envelope.Source{Topic: fl.Source.Topic, Partition: fl.Source.Partition, Offset: fl.Source.Offset}
+	}
+	return out, true
+}
+
+// CodeStats is the unresolved failures of one code.
+type CodeStats struct {
+	ledger.CodeStats
+	OldestAgeSeconds int64 `json:"oldestAgeSeconds"`
+}
+
+// Stats is what `quarantine stats` reports.
+type Stats struct {
+	ByState  map[ledger.State]int `json:"byState"`
+	ByCode   []CodeStats          `json:"unresolvedByCode"`
+	Headroom map[string]int64     `json:"retentionHeadroomSeconds"`
+	// Deadline is, per quarantine topic, when its oldest unresolved
+	// record may be deleted.
+	Deadline map[string]time.Time `json:"-"`
+}
+
+// Stats summarises the snapshot at now, as the gauges do.
+func (s *Snapshot) Stats(now time.Time) Stats {
+	sum := s.Summary()
+	out := Stats{ByState: sum.ByState, Headroom: map[string]int64{}, Deadline: sum.Deadline}
+	for _, c := range sum.ByCode {
+		out.ByCode = append(out.ByCode, CodeStats{c, int64(now.Sub(c.Oldest).Seconds())})
+	}
+	for t, d := range sum.Deadline {
+		out.Headroom[t] = int64(d.Sub(now).Seconds())
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package replay
+
+import (
+	"context"
+	"time"
+
+	"relay/internal/config"
+	"relay/internal/quarantine"
+	"relay/internal/statetopic"
+	"relay/internal/topics"
+)
+
+// Plan is a replay ready to run or to predict: the snapshot that keeps the
+// selected records' bytes, the selection, and (unless a dry run) the
+// writer that fenced earlier replays of the group.
+type Plan struct {
+	cfg       *config.Config
+	Snapshot  *quarantine.Snapshot
+	Selection *Selection
+	w         *statetopic.Writer
+}
+
+// Prepare reads the ledger and the quarantine and selects. The bytes of
+// the selected records only are read, on a second read. Unless o is a dry
+// run, an earlier replay of the group is fenced before that second read:
+// its last transaction is then committed or aborted, and the snapshot
+// sees its changes (or that there are none). An empty selection is
+// returned as it is, with nothing fenced. A bad selection is an
+// *quarantine.InputError.
+func Prepare(ctx context.Context, cfg *config.Config, a topics.Admin, o *Options, now time.Time) (*Plan, error) {
+	p := &Plan{cfg: cfg}
+	if err := quarantine.CheckSource(cfg, o.filter.Source); err != nil {
+		return nil, &quarantine.InputError{Err: err}
+	}
+	if err := p.load(ctx, a, o, now, nil); err != nil || len(p.Selection.Records) == 0 {
+		return p, err
+	}
+	chosen := map[string]bool{}
+	for _, fl := range p.Selection.Records {
+		chosen[fl.ID] = true
+	}
+	if !o.DryRun {
+		w, err := statetopic.NewWriter(ctx, cfg, cfg.GroupID+".replay")
+		if err != nil {
+			return nil, err
+		}
+		p.w = w
+	}
+	if err := p.load(ctx, a, o, now, func(id string) bool { return chosen[id] }); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plan) load(ctx context.Context, a topics.Admin, o *Options, now time.Time, keep func(string) bool) error {
+	s, err := quarantine.Load(ctx, p.cfg, a, keep)
+	if err != nil {
+		return err
+	}
+	sel, err := Choose(s, o, now)
+	if err != nil {
+		return err
+	}
+	p.Snapshot, p.Selection = s, sel
+	return nil
+}
+
+// Close releases the writer, if any.
+func (p *Plan) Close() {
+	if p.w != nil {
+		p.w.Close()
+		p.w = nil
+	}
+}

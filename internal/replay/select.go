@@ -1,0 +1,150 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"relay/internal/ledger"
+	"relay/internal/quarantine"
+)
+
+// Selection is what a replay acts on.
+type Selection struct {
+	Records []*quarantine.Failure
+	Skipped map[string]int // reason → count
+	Bytes   int
+}
+
+// Choose applies the selection of o (checked) to a snapshot: explicit ids
+// must exist; settled, in-flight and expired failures are skipped and
+// counted. The records come in source order (topic, partition, offset), so
+// a key's records are replayed in their order.
+func Choose(s *quarantine.Snapshot, o *Options, now time.Time) (*Selection, error) {
+	f := o.filter
+	var errs []error
+	for id := range f.IDs {
+		if s.ByID[id] == nil {
+			errs = append(errs, fmt.Errorf("%s: not in the ledger nor in a quarantine topic", id))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, &quarantine.InputError{Err: err}
+	}
+	sel := &Selection{Skipped: map[string]int{}}
+	for _, fl := range s.Failures {
+		if !f.Match(fl, now) {
+			continue
+		}
+		if why := skip(s, fl, o, f.IDs[fl.ID]); why != "" {
+			sel.Skipped[why]++
+			continue
+		}
+		sel.Records = append(sel.Records, fl)
+		sel.Bytes += fl.Record.ValueLen
+	}
+	sort.Slice(sel.Records, func(i, j int) bool {
+		a, b := sel.Records[i].Source, sel.Records[j].Source
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Offset < b.Offset
+	})
+	return sel, nil
+}
+
+// skip says why a matching failure is not replayed, or "".
+func skip(s *quarantine.Snapshot, fl *quarantine.Failure, o *Options, explicit bool) string {
+	switch {
+	case fl.State == ledger.Resolved:
+		return "already resolved"
+	case fl.State == ledger.Discarded:
+		return "discarded"
+	case fl.State == ledger.Replaying && !o.IncludeReplaying:
+		return "being replayed"
+	case fl.State == ledger.FailedAgain && !explicit && !o.IncludeFailedAgain:
+		return "failed again (add --include-failed-again)"
+	case fl.Record == nil:
+		return "record gone (retention)"
+	case fl.Record.Damaged != nil:
+		return "envelope unreadable (see quarantine show)"
+	case s.Kept && !fl.Record.Kept:
+		// Quarantined (again) between the command's two reads.
+		return "changed while the replay started; run it again"
+	}
+	return ""
+}
+
+// Sample splits records into a deterministic sample of about n records and
+// the rest. It picks whole keys (by a hash of source topic, partition and
+// key), so a key's records never straddle the two phases; both keep
+// source order.
+func Sample(records []*quarantine.Failure, n int) (first, rest []*quarantine.Failure) {
+	if n <= 0 || n >= len(records) {
+		return records, nil
+	}
+	hash := map[string]uint64{}
+	var groups []string
+	size := map[string]int{}
+	for _, fl := range records {
+		g := keyGroup(fl)
+		if _, ok := hash[g]; !ok {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(g))
+			hash[g] = h.Sum64()
+			groups = append(groups, g)
+		}
+		size[g]++
+	}
+	sort.Slice(groups, func(i, j int) bool { return hash[groups[i]] < hash[groups[j]] })
+	chosen := map[string]bool{}
+	taken := 0
+	for _, g := range groups {
+		if taken >= n {
+			break
+		}
+		chosen[g] = true
+		taken += size[g]
+	}
+	for _, fl := range records {
+		if chosen[keyGroup(fl)] {
+			first = append(first, fl)
+		} else {
+			rest = append(rest, fl)
+		}
+	}
+	return first, rest
+}
+
+// keyGroup is what a sample takes whole: the records of one key of one
+// source partition (a record without a key is alone).
+func keyGroup(fl *quarantine.Failure) string {
+	if fl.Record.Key == nil {
+		return "id|" + fl.ID
+	}
+	return fl.Source.Topic + "|" + strconv.Itoa(int(fl.Source.Partition)) + "|" + string(fl.Record.Key)
+}
+
+// Skips renders skip counts for a summary line: "; skipped: a 1, b 2".
+func Skips(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return "; skipped: " + strings.Join(parts, ", ")
+}
