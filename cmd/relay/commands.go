@@ -14,12 +14,7 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "run the daemon (consume, decide, produce, commit in one transaction)",
 		Long: `Runs the daemon until SIGINT or SIGTERM (then exit 0). It takes no
 arguments: configuration comes from the environment.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("unexpected argument %q (configuration comes from the environment)", args[0])
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return status(runDaemon(c.Context(), a.lookup, a.environ, a.stderr))
 		},

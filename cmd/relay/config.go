@@ -31,7 +31,7 @@ func loadConfig(lookup func(string) (string, bool), environ []string, stderr io.
 }
 
 func (a *app) configCmd() *cobra.Command {
-	var out string
+	var out output
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "print the effective configuration, secrets masked",
@@ -41,33 +41,24 @@ relay does not know is named on stderr. With -o json, one JSON object of
 variable names to values.`,
 		Args: noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
 			return status(a.printConfig(out))
 		},
 	}
-	outputFlag(c, &out)
+	outputFlag(c, &out, false)
 	return c
 }
 
-func (a *app) printConfig(out string) int {
+func (a *app) printConfig(out output) int {
 	cfg, ok := loadConfig(a.lookup, a.environ, a.stderr)
 	if !ok {
 		return exitUsage
 	}
-	if out == outJSON {
-		m := map[string]string{}
-		for _, line := range cfg.Effective() {
-			k, v, _ := strings.Cut(line, "=")
-			m[k] = v
-		}
-		_ = writeJSON(a.stdout, m)
-	} else {
-		for _, line := range cfg.Effective() {
-			fmt.Fprintln(a.stdout, line)
-		}
+	lines, m := cfg.Effective(), map[string]string{}
+	for _, line := range lines {
+		k, v, _ := strings.Cut(line, "=")
+		m[k] = v
 	}
+	a.print(out, m, func(w io.Writer) { fmt.Fprintln(w, strings.Join(lines, "\n")) })
 	for _, name := range config.Unknown(a.environ) {
 		fmt.Fprintf(a.stderr, "warning: %s is not a relay variable (typo?); it is ignored\n", name)
 	}

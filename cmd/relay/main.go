@@ -32,8 +32,7 @@ func main() {
 	}))
 }
 
-// run executes a command line and returns the process exit code. Only
-// main exits.
+// run executes a command line and returns the exit code; only main exits.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
 	root := newRoot(&app{lookup: lookup, environ: environ, stdout: stdout, stderr: stderr})
 	root.SetArgs(args)

@@ -16,18 +16,6 @@ import (
 	"relay/internal/replay"
 )
 
-// cliLookup lets operator commands run with the daemon's environment or
-// without its instance identity: they need no transactional id.
-func cliLookup(lookup func(string) (string, bool)) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		v, ok := lookup(name)
-		if name == config.EnvTransactionalID && (!ok || v == "") {
-			return "relay-cli", true
-		}
-		return v, ok
-	}
-}
-
 // ops is an operator command's configuration and admin client.
 type ops struct {
 	cfg   *config.Config
@@ -37,7 +25,7 @@ type ops struct {
 // setup loads the configuration and an admin client for an operator
 // command; a non-zero code is what the command must stop with.
 func (a *app) setup() (*ops, int) {
-	cfg, ok := loadConfig(cliLookup(a.lookup), a.environ, a.stderr)
+	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
 	if !ok {
 		return nil, exitUsage
 	}
@@ -78,6 +66,15 @@ func codeOf(err error) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// print writes v as one JSON document with -o json, else as text writes it.
+func (a *app) print(out output, v any, text func(w io.Writer)) {
+	if out == outJSON {
+		_ = writeJSON(a.stdout, v)
+		return
+	}
+	text(a.stdout)
 }
 
 // writeJSON writes v as one pretty-printed JSON document.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ func filterFlags(fs *pflag.FlagSet, sp *quarantine.Spec, withStates bool) {
 
 func (a *app) listCmd() *cobra.Command {
 	spec := quarantine.Spec{Partition: -1}
-	var out string
+	var out output
 	var jsonLines bool
 	c := &cobra.Command{
 		Use:   "list [filters]",
@@ -54,9 +55,6 @@ array of the failures. The deprecated --json prints JSON Lines instead, as
 it always did.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
 			now := time.Now()
 			f, err := spec.Build(now)
 			if err != nil {
@@ -82,7 +80,7 @@ it always did.`,
 		},
 	}
 	filterFlags(c.Flags(), &spec, true)
-	outputFlag(c, &out)
+	outputFlag(c, &out, false)
 	c.Flags().BoolVar(&jsonLines, "json", false, "one JSON object a line")
 	_ = c.Flags().MarkDeprecated("json", "use -o json (one JSON array)")
 	return c
@@ -123,33 +121,22 @@ func (a *app) show(s *quarantine.Snapshot, id string) int {
 }
 
 func (a *app) statsCmd() *cobra.Command {
-	var out string
-	var asJSON bool
+	var out output
 	c := &cobra.Command{
 		Use:   "stats",
 		Short: "counts by state; unresolved by code with the oldest; retention headroom",
 		Long:  "Counts by state; unresolved by code, with the oldest; retention headroom per quarantine topic. -o json: one JSON object.",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if asJSON {
-				out = outJSON
-			}
-			if err := checkOutput(out); err != nil {
-				return err
-			}
 			return status(a.withSnapshot(c.Context(), "relay quarantine stats", nil, func(_ *ops, s *quarantine.Snapshot) int {
 				now := time.Now()
-				if st := s.Stats(now); out == outJSON {
-					_ = writeJSON(a.stdout, st)
-				} else {
-					st.WriteText(a.stdout, now)
-				}
+				st := s.Stats(now)
+				a.print(out, st, func(w io.Writer) { st.WriteText(w, now) })
 				return exitOK
 			}))
 		},
 	}
-	outputFlag(c, &out)
-	jsonAlias(c, &asJSON)
+	outputFlag(c, &out, true)
 	return c
 }
 

@@ -36,8 +36,7 @@ type replayLine struct {
 	o        replay.Options
 	actor    string
 	progress string
-	out      string
-	asJSON   bool
+	out      output
 }
 
 func (a *app) replayCmd() *cobra.Command {
@@ -71,8 +70,7 @@ func (rl *replayLine) flags(c *cobra.Command) {
 	fs.IntVar(&o.MinOutcomes, "min-outcomes", o.MinOutcomes, "outcomes needed before the threshold applies after the sample")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for outcomes")
 	fs.StringVar(&rl.progress, "progress", "auto", "auto, bar, lines or none (auto: a bar on a terminal)")
-	outputFlag(c, &rl.out)
-	jsonAlias(c, &rl.asJSON)
+	outputFlag(c, &rl.out, true)
 }
 
 // check names every problem of the command line.
@@ -81,7 +79,7 @@ func (rl *replayLine) check(pos []string, now time.Time) error {
 	if len(pos) > 0 {
 		errs = append(errs, fmt.Errorf("unexpected argument %q (failure ids go in --ids)", pos[0]))
 	}
-	errs = append(errs, rl.o.Check(now), checkOutput(rl.out))
+	errs = append(errs, rl.o.Check(now))
 	switch rl.progress {
 	case "auto", "bar", "lines", "none":
 	default:
@@ -92,9 +90,6 @@ func (rl *replayLine) check(pos []string, now time.Time) error {
 
 // replay is `relay replay`.
 func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time.Time) int {
-	if rl.asJSON {
-		rl.out = outJSON
-	}
 	if err := rl.check(pos, now); err != nil {
 		fmt.Fprintf(a.stderr, "relay replay: %v\nnothing was replayed\n", err)
 		return exitUsage
@@ -132,11 +127,7 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 	if res.Err != nil {
 		fmt.Fprintf(a.stderr, "relay replay: %v\n", res.Err)
 	}
-	if rl.out == outJSON {
-		_ = writeJSON(a.stdout, res)
-	} else {
-		res.WriteText(a.stdout)
-	}
+	a.print(rl.out, res, res.WriteText)
 	return [...]int{replay.Done: exitOK, replay.Stopped: exitStopped, replay.Incomplete: exitIncomplete,
 		replay.Interrupted: exitFailure, replay.Failed: exitFailure}[res.Status]
 }
@@ -147,10 +138,6 @@ func (a *app) dryRun(ctx context.Context, plan *replay.Plan, rl *replayLine) int
 		fmt.Fprintf(a.stderr, "relay replay: %v\n", err)
 		return codeOf(err)
 	}
-	if rl.out == outJSON {
-		_ = writeJSON(a.stdout, p)
-		return exitOK
-	}
-	p.WriteText(a.stdout)
+	a.print(rl.out, p, p.WriteText)
 	return exitOK
 }

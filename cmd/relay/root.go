@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/cobra"
 )
@@ -32,7 +33,7 @@ func status(code int) error {
 const rootLong = `relay — exactly-once ingress stage for Apache Kafka.
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
-passed to librdkafka, OTEL_*); see the README. The commands that read
+passed to librdkafka, OTEL_*), listed in docs/REFERENCE.md. The commands that read
 Kafka (topics, quarantine, replay) need no RELAY_TRANSACTIONAL_ID.
 
 Exit codes: 0 ok, 1 runtime failure (a crash included), 2 bad command line
@@ -87,7 +88,7 @@ func group(c *cobra.Command, a *app) *cobra.Command {
 // noArgs refuses positional arguments.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return fmt.Errorf("unexpected argument %q", args[0])
+		return fmt.Errorf("unexpected argument %q (options are flags; configuration comes from the environment)", args[0])
 	}
 	return nil
 }
@@ -98,21 +99,39 @@ const (
 	outJSON  = "json"
 )
 
-// outputFlag adds -o/--output to c.
-func outputFlag(c *cobra.Command, out *string) {
-	c.Flags().StringVarP(out, "output", "o", outTable, "output format: table, or json (one pretty-printed JSON document)")
-}
+// output is the -o/--output flag of a command that prints a table. A
+// value other than table or json is a bad command line when it is parsed.
+type output string
 
-// jsonAlias adds the deprecated --json, which asks for -o json.
-func jsonAlias(c *cobra.Command, asJSON *bool) {
-	c.Flags().BoolVar(asJSON, "json", false, "same as -o json")
-	_ = c.Flags().MarkDeprecated("json", "use -o json")
-}
-
-// checkOutput refuses an output format that is not table or json.
-func checkOutput(out string) error {
-	if out != outTable && out != outJSON {
-		return fmt.Errorf("--output %q: not %s or %s", out, outTable, outJSON)
+func (o *output) String() string { return string(*o) }
+func (o *output) Type() string   { return "format" }
+func (o *output) Set(v string) error {
+	if v != outTable && v != outJSON {
+		return fmt.Errorf("not %s or %s", outTable, outJSON)
 	}
+	*o = output(v)
 	return nil
+}
+
+// jsonFlag is the deprecated --json: set, it asks for -o json.
+type jsonFlag struct{ out *output }
+
+func (j jsonFlag) String() string { return "false" }
+func (j jsonFlag) Type() string   { return "bool" }
+func (j jsonFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if b {
+		*j.out = outJSON
+	}
+	return err
+}
+
+// outputFlag adds -o/--output to c and, with alias, the deprecated --json.
+func outputFlag(c *cobra.Command, out *output, alias bool) {
+	*out = outTable
+	c.Flags().VarP(out, "output", "o", "output format: table, or json (one pretty-printed JSON document)")
+	if alias {
+		c.Flags().VarPF(jsonFlag{out}, "json", "", "same as -o json").NoOptDefVal = "true"
+		_ = c.Flags().MarkDeprecated("json", "use -o json")
+	}
 }

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
-	"relay/internal/config"
 	"relay/internal/daemon"
 )
 
@@ -24,7 +22,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 		Go:      goGuarded,
 		// A second signal, or a graceful stop past its bound.
 		Abandon: func() { os.Exit(exitFailure) },
-	}, newLogger(cfg, stderr))
+	}, daemon.NewLogger(cfg, stderr))
 	return daemonExit(err, stderr)
 }
 
@@ -42,12 +40,4 @@ func daemonExit(err error, stderr io.Writer) int {
 	default:
 		return exitFailure
 	}
-}
-
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }

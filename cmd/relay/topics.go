@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/spf13/cobra"
 
+	"relay/internal/config"
 	"relay/internal/daemon"
 	"relay/internal/kafkaclient"
 	"relay/internal/topics"
@@ -18,7 +20,7 @@ func (a *app) topicsCmd() *cobra.Command {
 		Use:   "topics",
 		Short: "show or create the topics relay needs (output, retry tiers, quarantine, rejected, replay, state)",
 	}, a)
-	var out string
+	var out output
 	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "show the topics relay needs, what exists, and what apply would create",
@@ -26,13 +28,10 @@ func (a *app) topicsCmd() *cobra.Command {
 With -o json, one JSON array of the topics.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := checkOutput(out); err != nil {
-				return err
-			}
 			return status(a.topics(c.Context(), false, 0, out))
 		},
 	}
-	outputFlag(plan, &out)
+	outputFlag(plan, &out, false)
 	replication := 3
 	apply := &cobra.Command{
 		Use:   "apply",
@@ -53,12 +52,12 @@ their source. It never deletes a topic or changes its settings.`,
 }
 
 // topics is `relay topics plan` and, with apply, `relay topics apply`.
-func (a *app) topics(ctx context.Context, apply bool, replication int, out string) int {
+func (a *app) topics(ctx context.Context, apply bool, replication int, out output) int {
 	name := "relay topics plan"
 	if apply {
 		name = "relay topics apply"
 	}
-	cfg, ok := loadConfig(cliLookup(a.lookup), a.environ, a.stderr)
+	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -89,11 +88,7 @@ func (a *app) topics(ctx context.Context, apply bool, replication int, out strin
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
 		return exitFailure
 	}
-	if out == outJSON {
-		_ = writeJSON(a.stdout, topics.Views(states))
-	} else {
-		topics.WriteTable(a.stdout, states)
-	}
+	a.print(out, topics.Views(states), func(w io.Writer) { topics.WriteTable(w, states) })
 	if err := topics.Check(states); err != nil && apply {
 		fmt.Fprintf(a.stderr, "relay topics apply: still wrong (fix these by hand):\n%v\n", err)
 		return exitFailure

@@ -356,3 +356,16 @@ func Unknown(environ []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// ForOperators is lookup for the operator commands (topics, quarantine,
+// replay): they run with the daemon's environment or without its instance
+// identity, for they need no transactional id of their own.
+func ForOperators(lookup func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if name == EnvTransactionalID && (!ok || v == "") {
+			return "relay-cli", true
+		}
+		return v, ok
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os/signal"
 	"syscall"
@@ -277,3 +278,13 @@ type watchedMachine struct {
 
 // OnOwned implements txn.OwnershipListener.
 func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table(), owned) }
+
+// NewLogger is relay's logger: RELAY_LOG_FORMAT (json or text) at
+// RELAY_LOG_LEVEL, to w.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

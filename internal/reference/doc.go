@@ -5,14 +5,14 @@
 // failure classes and codes (tiers, and the codes the pipeline adds), the
 // ledger's states and outcomes (ledger), the metrics (telemetry.Instruments)
 // and the exit codes. A commands section is rendered from the list the
-// caller passes, and left out when it is empty.
+// caller passes (cmd/relay passes its command tree), and left out when it
+// is empty.
 //
 // Regenerate the file after changing any of these:
 //
-//	go generate ./internal/reference
+//	go generate ./cmd/relay
 //
-// (go generate ./... does the same). TestReferenceIsCurrent fails while
-// docs/REFERENCE.md differs from what Render gives, and names that command.
+// (go generate ./... does the same). cmd/relay's TestReferenceIsCurrent
+// fails while docs/REFERENCE.md differs from what Render gives, and names
+// that command.
 package reference
-
-//go:generate go run ./gen -o ../../docs/REFERENCE.md

@@ -1,27 +1,11 @@
 package reference
 
 import (
-	"bytes"
-	"os"
 	"strings"
 	"testing"
 
 	"relay/internal/ledger"
 )
-
-// regenerate is the command that brings docs/REFERENCE.md up to date.
-const regenerate = "go generate ./internal/reference"
-
-// docs/REFERENCE.md is what Render gives today.
-func TestReferenceIsCurrent(t *testing.T) {
-	have, err := os.ReadFile("../../docs/REFERENCE.md")
-	if err != nil {
-		t.Fatalf("%v; run: %s", err, regenerate)
-	}
-	if !bytes.Equal(have, Render(nil)) {
-		t.Fatalf("docs/REFERENCE.md is stale; run: %s", regenerate)
-	}
-}
 
 // The commands section appears with the commands passed, and only then.
 func TestCommandsSection(t *testing.T) {

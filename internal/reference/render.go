@@ -34,7 +34,7 @@ func Render(cmds []Command) []byte {
 	}
 	d := &doc{}
 	d.heading(1, "relay reference")
-	d.para("Generated from relay's code by `go generate ./internal/reference`: do not edit it by hand. " +
+	d.para("Generated from relay's code by `go generate ./cmd/relay`: do not edit it by hand. " +
 		"The [README](../README.md) explains how relay works; this file lists the names its users see and set.")
 	var toc []string
 	for _, s := range sections {
