@@ -67,7 +67,7 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 	}
 	if r := fl.Record; r != nil {
 		tp, _ := envelope.Lookup(toHeaders(r.Headers), envelope.TraceParent)
-		out.View = envelope.NewView(r.F, string(tp), r.Key, r.ValueLen)
+		out.View = envelope.NewView(r.Failure, string(tp), r.Key, r.ValueLen)
 		out.Location = &envelope.Where{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	} else {
 		out.FailureID, out.ErrorCode, out.RecordGone = fl.ID, fl.Code, true

@@ -82,8 +82,8 @@ func (r *run) publishBatch(ctx context.Context, batch []*quarantine.Failure) err
 // timestamp is now, so the replay topic's retention counts from the
 // replay; the original time stays in relay.source.timestamp.
 func (r *run) replayOf(fl *quarantine.Failure, now time.Time) (*kafka.Message, *ledger.Event) {
-	count := max(fl.ReplayCount, fl.Record.F.ReplayCount) + 1
-	topic := r.cfg.Derived(fl.Record.F.SourceTopic).Replay
+	count := max(fl.ReplayCount, fl.Record.Failure.ReplayCount) + 1
+	topic := r.cfg.Derived(fl.Record.Failure.SourceTopic).Replay
 	hs := make([]kafka.Header, 0, len(fl.Record.Headers)+2)
 	for _, h := range fl.Record.Headers {
 		switch h.Key {
@@ -100,7 +100,7 @@ func (r *run) replayOf(fl *quarantine.Failure, now time.Time) (*kafka.Message, *
 	}
 	src := fl.Source
 	if src.Topic == "" {
-		src = ledger.SourceOf(fl.Record.F)
+		src = ledger.SourceOf(fl.Record.Failure)
 	}
 	ev := &ledger.Event{ID: fl.ID, State: ledger.Replaying, At: now, Actor: r.o.Actor, Reason: r.o.Reason, Code: fl.Code,
 		ReplayID: r.id, ReplayCount: count, Source: src, SchemaVersion: fl.SchemaVersion}

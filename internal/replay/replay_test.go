@@ -21,7 +21,7 @@ func failures(keys ...string) []*quarantine.Failure {
 		}
 		id := fmt.Sprintf("orders/0/%d", i)
 		out = append(out, &quarantine.Failure{ID: id, Source: ledger.Source{Topic: "orders", Offset: int64(i)},
-			Record: &quarantine.Record{F: &envelope.Failure{ID: id}, Key: key}})
+			Record: &quarantine.Record{Failure: &envelope.Failure{ID: id}, Key: key}})
 	}
 	return out
 }

@@ -33,7 +33,7 @@ type Failure struct {
 
 // Record is a record of a quarantine topic.
 type Record struct {
-	F         *envelope.Failure
+	Failure   *envelope.Failure // its envelope
 	Topic     string
 	Partition int32
 	Offset    int64
@@ -161,13 +161,13 @@ func (s *Snapshot) add(m *kafka.Message, topic, src string, keep func(id string)
 	if err != nil && f == nil {
 		return // not relay's
 	}
-	q := &Record{F: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
+	q := &Record{Failure: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
 		Key: m.Key, ValueLen: len(m.Value), Timestamp: m.Timestamp, Damaged: err}
 	if keep != nil && keep(f.ID) {
 		q.Value, q.Headers, q.Kept = m.Value, m.Headers, true
 	}
-	if q.F.SourceTopic == "" {
-		q.F.SourceTopic = src
+	if q.Failure.SourceTopic == "" {
+		q.Failure.SourceTopic = src
 	}
 	fl := s.ByID[f.ID]
 	if fl == nil {
