@@ -1,23 +1,24 @@
 package txn
 
-// This file holds the loop's one shape — Run, handle, produce, end — and the
-// ways a transaction ends (commit, abort, re-initialisation), kept together
-// so each failing call can be read next to what it does to the open
-// transaction. Positions (rewind, waits) are in position.go, rebalances in
-// rebalance.go, the producer's life in producer.go, held partitions in
-// stall.go, fences in fence.go.
+// This file holds the loop's one shape — Run, handle, produce, end (the
+// commit). What a failed call does to the open transaction (abort,
+// re-initialisation, reloading the handler's state) is in abort.go,
+// positions (rewind, waits) in position.go, rebalances in rebalance.go,
+// the producer's life in producer.go, held partitions in stall.go, fences
+// in fence.go.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"relay/internal/kafkaerr"
 	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // Settings bound the loop. Every field must be set (see config.Config).
@@ -328,136 +329,4 @@ func (l *Loop) retry(ctx context.Context, call func(context.Context) error) erro
 		}
 	}
 	return err
-}
-
-// onTxnError acts on a failed transactional call.
-func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
-	switch kafkaerr.Classify(err) {
-	case kafkaerr.Fatal:
-		l.onFatal(ctx, op, err)
-	case kafkaerr.Abort:
-		l.log.Warn("transaction must abort", "op", op, "err", err)
-		if op == "begin" {
-			l.abort(ctx, op) // nothing was delivered yet
-		} else {
-			l.abortAsync(ctx, op)
-		}
-	default:
-		// Retriable errors that outlived their attempts, and errors
-		// librdkafka does not flag: the outcome is unknown, so it is not
-		// guessed at (see reinit).
-		l.log.Warn("transaction outcome unknown; re-initialising producer", "op", op, "err", err)
-		l.reinit(ctx, op)
-	}
-}
-
-// abortAfterProduce ends the transaction after a failed Produce: a fatal
-// error (the producer was fenced) goes through onFatal, anything else
-// aborts. _STATE means an earlier delivery failed.
-func (l *Loop) abortAfterProduce(ctx context.Context, err error) {
-	switch {
-	case kafkaerr.Classify(err) == kafkaerr.Fatal:
-		l.onFatal(ctx, "produce", err)
-	case kafkaerr.Is(err, kafka.ErrState):
-		l.abortAsync(ctx, "produce")
-	default:
-		l.abort(ctx, "produce")
-	}
-}
-
-// abort aborts the open transaction, rewinds to the committed offsets and
-// holds back the partitions to blame, if known.
-func (l *Loop) abort(ctx context.Context, why string) { l.abortBlaming(ctx, why, false) }
-
-// abortAsync is abort for a failure the delivery reports explain.
-func (l *Loop) abortAsync(ctx context.Context, why string) { l.abortBlaming(ctx, why, true) }
-
-func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
-	if l.open {
-		// Let the transaction's partitions finish registering first.
-		// librdkafka sends EndTxn(abort) as soon as an AddPartitionsToTxn
-		// is in flight; if that one is refused with
-		// CONCURRENT_TRANSACTIONS (the coordinator still completing the
-		// previous commit), the abort reaches a coordinator that never
-		// saw this transaction and answers INVALID_TXN_STATE, which
-		// librdkafka makes fatal. Flushing waits for the registration,
-		// as a commit does.
-		l.producer.Flush(int(l.set.OpTimeout / time.Millisecond))
-		err := l.retry(ctx, l.producer.AbortTransaction)
-		switch kafkaerr.Classify(err) {
-		case kafkaerr.None:
-		case kafkaerr.Fatal:
-			l.onFatal(ctx, "abort", err)
-			return
-		default:
-			l.log.Warn("abort failed; re-initialising producer", "err", err)
-			l.reinit(ctx, why)
-			return
-		}
-	}
-	l.obs.Aborted(why)
-	l.handlerAborted()
-	blamed := l.blame(async)
-	l.rewind(ctx)
-	if l.fatal != nil {
-		return
-	}
-	if !l.hold(blamed) {
-		l.pause(ctx)
-	}
-}
-
-func (l *Loop) handlerAborted() {
-	if tl, ok := l.handler.(TxnListener); ok {
-		tl.OnAbort()
-	}
-}
-
-// reinit replaces the producer when a transaction's outcome is unknown.
-// InitTransactions with the same transactional.id makes the coordinator
-// complete or abort whatever the old producer left open, and fences the old
-// epoch so a delayed commit from it cannot land later. The committed offsets
-// fetched afterwards (read_committed consumers ask for stable offsets,
-// KIP-447) then say what happened. This is the client-side defence Jepsen's
-// 2024 Bufstream analysis recommends against delayed transaction markers.
-func (l *Loop) reinit(ctx context.Context, why string) {
-	l.obs.Aborted(why)
-	l.handlerAborted()
-	l.closeProducer()
-	l.open = false
-	_ = l.deliveries.take()
-	if err := l.startProducer(ctx); err != nil {
-		l.fatal = err
-		return
-	}
-	l.rewind(ctx)
-	l.pause(ctx)
-	l.reloadState(ctx)
-}
-
-// reloadState makes the handler read its durable state again after a
-// transaction whose outcome was unknown: OnAbort undid the transaction's
-// changes in memory, but the commit may have landed. The new producer
-// fenced the old one, so the transaction is settled now, and the state
-// topic says how.
-func (l *Loop) reloadState(ctx context.Context) {
-	pl, ok := l.handler.(PartitionListener)
-	if !ok || l.fatal != nil || len(l.assigned) == 0 {
-		return
-	}
-	tps := make([]kafka.TopicPartition, 0, len(l.assigned))
-	for k := range l.assigned {
-		tps = append(tps, k.at(0))
-	}
-	parts := numbers(tps)
-	var err error
-	if r, ok := l.handler.(StateReloader); ok {
-		err = r.Reload(ctx, parts)
-	} else {
-		pl.OnRevoked(parts)
-		err = pl.OnAssigned(ctx, parts)
-	}
-	if err != nil {
-		l.fatal = fmt.Errorf("%w: reload state after an unknown commit outcome: %w", ErrFatal, err)
-	}
 }
