@@ -2,8 +2,9 @@ package schema
 
 import (
 	"context"
-	"relay/internal/config"
 	"testing"
+
+	"relay/internal/config"
 
 	"github.com/hamba/avro/v2"
 )

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"relay/internal/kafkaerr"
 	"slices"
 	"testing"
 	"time"
+
+	"relay/internal/kafkaerr"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/goleak"

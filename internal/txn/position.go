@@ -3,8 +3,9 @@ package txn
 import (
 	"context"
 	"fmt"
-	"relay/internal/kafkaerr"
 	"time"
+
+	"relay/internal/kafkaerr"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )

@@ -3,9 +3,10 @@ package txn
 import (
 	"context"
 	"fmt"
-	"relay/internal/kafkaerr"
 	"sync"
 	"time"
+
+	"relay/internal/kafkaerr"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
