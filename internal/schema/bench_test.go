@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"relay/internal/config"
-
 	"github.com/hamba/avro/v2"
+
+	"relay/internal/config"
 )
 
 const benchV2 = `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"},{"name":"payload","type":"bytes"}]}`

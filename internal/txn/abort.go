@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"relay/internal/kafkaerr"
-
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // onTxnError acts on a failed transactional call.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"relay/internal/kafkaerr"
-
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // A fence usually means a zombie: another live instance started with the

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"relay/internal/kafkaerr"
-
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.uber.org/goleak"
+
+	"relay/internal/kafkaerr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

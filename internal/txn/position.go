@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"relay/internal/kafkaerr"
-
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // rewind seeks every partition of the ended transaction back to its committed

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"relay/internal/kafkaerr"
-
 	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // A source partition is stalled when its records cannot be written: an
