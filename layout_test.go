@@ -21,8 +21,9 @@ var mayImport = map[string][]string{
 	"internal/envelope": nil,
 	"internal/tiers":    nil,
 	"internal/kafkaerr": nil,
+	"internal/retry":    nil,
 	// The transactional loop knows Kafka and nothing of what it carries.
-	"internal/txn": {"internal/kafkaerr"},
+	"internal/txn": {"internal/kafkaerr", "internal/retry"},
 
 	"internal/ledger": {"internal/envelope"},
 	"internal/schema": {"internal/tiers"},
@@ -35,11 +36,11 @@ var mayImport = map[string][]string{
 	"internal/telemetry":   {"internal/ledger"},
 	"internal/topics":      {"internal/config"},
 	"internal/kafkaclient": {"internal/config"},
-	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger"},
+	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
 
 	// The checks before the hook and the retry policy, built from the
 	// configuration: shared by the daemon and the replay's dry run.
-	"internal/checks": {"internal/config", "internal/envelope", "internal/rules", "internal/schema", "internal/tiers"},
+	"internal/checks": {"internal/config", "internal/envelope", "internal/retry", "internal/rules", "internal/schema", "internal/tiers"},
 	// The operator commands' domains: the quarantine read model, and the
 	// replay workflow (which judges records by the pipeline's own path).
 	"internal/quarantine": {"internal/config", "internal/envelope", "internal/ledger", "internal/statetopic", "internal/topics"},
@@ -48,7 +49,7 @@ var mayImport = map[string][]string{
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
-		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/rules", "internal/schema", "internal/statetopic",
+		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/txn"},
 	// The reference reads the names of the packages users see.
 	"internal/reference": {"internal/config", "internal/envelope", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},

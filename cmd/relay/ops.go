@@ -36,8 +36,6 @@ func (a *app) setup() (*ops, int) {
 	return &ops{cfg: cfg, admin: ad}, exitOK
 }
 
-func (o *ops) close() { o.admin.Close() }
-
 // withSnapshot runs an operator command's body on a fresh snapshot of the
 // ledger and the quarantine (keeping the bytes of the records keep asks
 // for); it returns the body's exit code, or the setup's or the read's.
@@ -46,7 +44,7 @@ func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string
 	if code != exitOK {
 		return code
 	}
-	defer o.close()
+	defer o.admin.Close()
 	s, err := quarantine.Load(ctx, o.cfg, o.admin, keep)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)

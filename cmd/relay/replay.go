@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
 	"syscall"
 	"time"
@@ -99,7 +100,7 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 	if code != exitOK {
 		return code
 	}
-	defer ops.close()
+	defer ops.admin.Close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	plan, err := replay.Prepare(ctx, ops.cfg, ops.admin, &rl.o, now)
@@ -112,7 +113,9 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
 	}
 	if sel := plan.Selection; len(sel.Records) == 0 {
-		fmt.Fprintf(a.stdout, "nothing to replay: 0 failures selected%s\n", replay.Skips(sel.Skipped))
+		a.print(rl.out, map[string]any{"selected": 0, "skipped": sel.Skipped}, func(w io.Writer) {
+			fmt.Fprintf(w, "nothing to replay: 0 failures selected%s\n", replay.Skips(sel.Skipped))
+		})
 		return exitOK
 	}
 	if rl.o.DryRun {

@@ -17,13 +17,12 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	if !ok {
 		return exitUsage
 	}
-	err := daemon.Run(ctx, cfg, daemon.Options{
+	return daemonExit(daemon.Run(ctx, cfg, daemon.Options{
 		Environ: environ,
 		Go:      goGuarded,
 		// A second signal, or a graceful stop past its bound.
 		Abandon: func() { os.Exit(exitFailure) },
-	}, daemon.NewLogger(cfg, stderr))
-	return daemonExit(err, stderr)
+	}, daemon.NewLogger(cfg, stderr)), stderr)
 }
 
 // daemonExit is the exit code of how the daemon ended: 0 for a graceful

@@ -15,6 +15,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/retry"
 	"relay/internal/rules"
 	"relay/internal/schema"
 	"relay/internal/tiers"
@@ -44,7 +45,7 @@ func Rules(cfg *config.Config) (*rules.Set, error) {
 // Admitter connects admission to the registry and checks, before the first
 // record, that the reader version exists and every accepted version can be
 // read as it. It waits while the registry is unavailable, 1 s at first,
-// doubling up to 5 s, jittered, until ctx ends.
+// doubling up to 5 s (retry.Schedule), until ctx ends.
 func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
 	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
 	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
@@ -69,13 +70,9 @@ func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schem
 		return reader{id, text}, err
 	}
 	redactor := envelope.NewRedactor(cfg.RedactPattern, 512)
-	r, err := backoff.Retry(ctx, check, backoff.WithMaxElapsedTime(0),
-		backoff.WithBackOff(&backoff.ExponentialBackOff{
-			InitialInterval: time.Second, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second,
-		}),
-		backoff.WithNotify(func(err error, in time.Duration) {
-			log.Warn("schema registry unavailable at start-up; retrying", "err", redactor.Redact(err.Error()), "in", in.Round(time.Millisecond).String())
-		}))
+	r, err := retry.Do(ctx, check, time.Second, 5*time.Second, func(err error, in time.Duration) {
+		log.Warn("schema registry unavailable at start-up; retrying", "err", redactor.Redact(err.Error()), "in", in.String())
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"relay/internal/config"
 	"relay/internal/kafkaerr"
 	"relay/internal/pipeline"
+	"relay/internal/retry"
 	"relay/internal/topics"
 )
 
@@ -76,7 +77,7 @@ func untilReachable(ctx context.Context, log *slog.Logger, check func() error) e
 		}
 		return struct{}{}, err
 	}
-	_, err := retry(ctx, op, time.Second, 30*time.Second, func(err error, in time.Duration) {
+	_, err := retry.Do(ctx, op, time.Second, 30*time.Second, func(err error, in time.Duration) {
 		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", in.String())
 	})
 	return err

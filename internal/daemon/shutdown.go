@@ -23,8 +23,10 @@ func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, d
 	case <-ctx.Done():
 	}
 	again := make(chan os.Signal, 1)
+	// Never stopped: a second signal during the rest of the teardown (the
+	// last metrics export) must not end the process with the signal's
+	// default status, which is none of relay's exit codes.
 	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(again)
 	t := time.NewTimer(bound)
 	select {
 	case <-done:

@@ -121,9 +121,8 @@ func Transient(err error) bool { return transient[Code(err)] }
 // operator: not authorised, or no such topic.
 var permanent = map[kafka.ErrorCode]bool{
 	kafka.ErrTopicAuthorizationFailed:   true,
-	kafka.ErrGroupAuthorizationFailed:   true,
-	kafka.ErrClusterAuthorizationFailed: true,
-	kafka.ErrUnknownTopicOrPart:         true,
+	kafka.ErrGroupAuthorizationFailed: true,
+	kafka.ErrUnknownTopicOrPart:       true,
 }
 
 // Permanent reports whether retrying err is pointless: a fatal error, or

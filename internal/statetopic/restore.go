@@ -10,12 +10,13 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaerr"
+	"relay/internal/retry"
 )
 
 // Loader reads partitions of the state topic, committed records only,
 // from their start to their end, with one consumer, and returns the latest
 // value of each key (nil for a tombstone). It waits out a broker outage,
-// saying so, with a jittered backoff; only ctx ends it early. An error the
+// saying so, waiting 200 ms at first, doubling up to 5 s (retry.Schedule); only ctx ends it early. An error the
 // broker will not change its mind on (not authorised, no such topic) is
 // returned at once.
 func Loader(cfg *config.Config, log *slog.Logger) func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
@@ -28,13 +29,9 @@ func Loader(cfg *config.Config, log *slog.Logger) func(ctx context.Context, part
 			}
 			return out, err
 		}
-		return backoff.Retry(ctx, load, backoff.WithMaxElapsedTime(0),
-			backoff.WithBackOff(&backoff.ExponentialBackOff{
-				InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second,
-			}),
-			backoff.WithNotify(func(err error, in time.Duration) {
-				log.Warn("cannot read the state topic yet; retrying", "topic", topic, "partitions", partitions, "err", err, "in", in.String())
-			}))
+		return retry.Do(ctx, load, 200*time.Millisecond, 5*time.Second, func(err error, in time.Duration) {
+			log.Warn("cannot read the state topic yet; retrying", "topic", topic, "partitions", partitions, "err", err, "in", in.String())
+		})
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/kafkaerr"
+	"relay/internal/retry"
 )
 
 // Settings bound the loop. Every field must be set (see config.Config).
@@ -95,7 +96,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
 		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
-		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: newBackoff(50*time.Millisecond, 5*time.Second),
+		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: retry.Schedule(50*time.Millisecond, 5*time.Second),
 	}
 }
 

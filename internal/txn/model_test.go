@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/retry"
 )
 
 // The model is a broker in miniature: partitions of records, a consumer
@@ -231,7 +233,7 @@ func TestWholeRunExactlyOnceUnderInjectedFailures(t *testing.T) {
 			set := Settings{Topics: []string{"src"}, CommitInterval: time.Millisecond, MaxRecords: 7,
 				OpTimeout: time.Second, ShutdownTimeout: time.Second, TxnTimeout: time.Minute}
 			l := New(set, m, factory, handler, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-			l.backoff = newBackoff(time.Microsecond, time.Microsecond)
+			l.backoff = retry.Schedule(time.Microsecond, time.Microsecond)
 			l.reportWait = time.Millisecond
 			stallBackoffForTest(t)
 			go func() {

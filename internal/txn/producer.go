@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/kafkaerr"
+	"relay/internal/retry"
 )
 
 func (l *Loop) startProducer(ctx context.Context) error {
@@ -53,7 +54,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		}
 		return struct{}{}, err
 	},
-		backoff.WithBackOff(newBackoff(100*time.Millisecond, 5*time.Second)),
+		backoff.WithBackOff(retry.Schedule(100*time.Millisecond, 5*time.Second)),
 		backoff.WithMaxElapsedTime(0), // for as long as the outage lasts
 		backoff.WithNotify(func(err error, in time.Duration) {
 			l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", in.String())

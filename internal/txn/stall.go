@@ -10,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/kafkaerr"
+	"relay/internal/retry"
 )
 
 // A source partition is stalled when its records cannot be written: an
@@ -133,7 +134,7 @@ func (l *Loop) hold(blamed map[tpKey]error) bool {
 		}
 		st := l.stalls[tp]
 		if st == nil {
-			st = &stall{since: now, sched: newBackoff(stallBackoff[0], stallBackoff[1])}
+			st = &stall{since: now, sched: retry.Schedule(stallBackoff[0], stallBackoff[1])}
 			l.stalls[tp] = st
 		}
 		st.failures++
