@@ -120,7 +120,7 @@ func Transient(err error) bool { return transient[Code(err)] }
 // permanent are answers that asking again will not change without an
 // operator: not authorised, or no such topic.
 var permanent = map[kafka.ErrorCode]bool{
-	kafka.ErrTopicAuthorizationFailed:   true,
+	kafka.ErrTopicAuthorizationFailed: true,
 	kafka.ErrGroupAuthorizationFailed: true,
 	kafka.ErrUnknownTopicOrPart:       true,
 }
