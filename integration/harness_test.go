@@ -387,8 +387,18 @@ func committed(t *testing.T, group, topic string, partitions int) map[int32]int6
 	for p := range partitions {
 		tps[p] = kafka.TopicPartition{Topic: &topic, Partition: int32(p)}
 	}
-	res, err := admin(t).ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}},
-		kafka.SetAdminRequireStableOffsets(true))
+	// A broker that has just started answers COORDINATOR_LOAD_IN_PROGRESS
+	// while it loads the group's offsets: ask again until the deadline.
+	var res kafka.ListConsumerGroupOffsetsResult
+	var err error
+	for {
+		res, err = admin(t).ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: group, Partitions: tps}},
+			kafka.SetAdminRequireStableOffsets(true))
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
