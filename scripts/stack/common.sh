@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared settings and helpers for the local stack scripts (kafka.sh,
-# registry.sh, up.sh, down.sh). Sourced, never executed directly.
+# registry.sh, jaeger.sh, up.sh, down.sh). Sourced, never executed directly.
 
 # Everything the stack downloads or writes lives outside the source tree
 # proper, in RELAY_STACK_DIR (default <repo>/.cache), so `git clean` or a
@@ -15,9 +15,18 @@ RELAY_STACK_REGISTRY_PORT="${RELAY_STACK_REGISTRY_PORT:-8081}"
 # Apicurio (Quarkus) always opens a management interface (health/metrics);
 # it is fixed at build time, so we can only move it, not turn it off.
 RELAY_STACK_REGISTRY_MGMT_PORT="${RELAY_STACK_REGISTRY_MGMT_PORT:-9000}"
+# Jaeger v2: OTLP receivers (gRPC, HTTP) and the query API/UI. The query
+# extension always opens a gRPC port as well.
+RELAY_STACK_JAEGER_OTLP_GRPC_PORT="${RELAY_STACK_JAEGER_OTLP_GRPC_PORT:-4317}"
+RELAY_STACK_JAEGER_OTLP_HTTP_PORT="${RELAY_STACK_JAEGER_OTLP_HTTP_PORT:-4318}"
+RELAY_STACK_JAEGER_QUERY_PORT="${RELAY_STACK_JAEGER_QUERY_PORT:-16686}"
+RELAY_STACK_JAEGER_QUERY_GRPC_PORT="${RELAY_STACK_JAEGER_QUERY_GRPC_PORT:-16685}"
 
 STACK_LOG_DIR="$RELAY_STACK_DIR/logs"
 STACK_RUN_DIR="$RELAY_STACK_DIR/run"
+# Programs the stack builds (jaeger) or installs (golangci-lint, by make).
+# shellcheck disable=SC2034
+STACK_BIN_DIR="$RELAY_STACK_DIR/bin"
 
 # Used by the sourcing scripts. KAFKA_VERSION must match pom.xml.
 # shellcheck disable=SC2034

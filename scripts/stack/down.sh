@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stops the local stack. With --purge also deletes Kafka's data, config,
-# logs and pid files (a fresh cluster next time); the downloaded jars and the
-# Apicurio install are kept so the next up.sh needs no download. The
-# registry keeps its data in memory only, so stopping it already wipes it.
+# logs and pid files (a fresh cluster next time); the downloaded jars, the
+# Apicurio install and the Jaeger binary (bin/) are kept so the next up.sh
+# needs no download or build. The registry and Jaeger keep their data in
+# memory only, so stopping them already wipes it.
 #
 # usage: down.sh [--purge]
 set -euo pipefail
@@ -22,14 +23,17 @@ esac
 
 here="$STACK_SCRIPT_DIR"
 
-# Stop both at once: a clean Kafka shutdown takes a few seconds.
+# Stop all at once: a clean Kafka shutdown takes a few seconds.
 "$here/kafka.sh" stop &
 kafka_stop=$!
 "$here/registry.sh" stop &
 registry_stop=$!
+"$here/jaeger.sh" stop &
+jaeger_stop=$!
 failed=0
 wait "$kafka_stop" || failed=1
 wait "$registry_stop" || failed=1
+wait "$jaeger_stop" || failed=1
 ((failed == 0)) || die "could not stop the stack (see errors above)"
 
 if "$purge"; then

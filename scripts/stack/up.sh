@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Brings up the local stack (Kafka + Apicurio Registry) and prints the
-# endpoints. Idempotent: when both are already running it only checks them.
+# Brings up the local stack (Kafka, Apicurio Registry, Jaeger) and prints
+# the endpoints. Idempotent: when all are already running it only checks them.
 #
 # usage: up.sh
 set -euo pipefail
@@ -15,10 +15,14 @@ here="$STACK_SCRIPT_DIR"
 "$here/kafka.sh" install
 "$here/registry.sh" install
 
-# `start` only launches the JVM, so both boot in parallel; then wait for both
-# concurrently and report every failure, not just the first.
+# `start` only launches the JVM, so both boot in parallel. Jaeger's first
+# build (minutes; a no-op once built) runs meanwhile, niced so that the JVMs
+# come first; then wait for all three concurrently and report every failure,
+# not just the first.
 "$here/kafka.sh" start
 "$here/registry.sh" start
+{ "$here/jaeger.sh" install && "$here/jaeger.sh" start && "$here/jaeger.sh" wait; } &
+jaeger_up=$!
 "$here/kafka.sh" wait &
 kafka_wait=$!
 "$here/registry.sh" wait &
@@ -26,6 +30,7 @@ registry_wait=$!
 failed=0
 wait "$kafka_wait" || failed=1
 wait "$registry_wait" || failed=1
+wait "$jaeger_up" || failed=1
 ((failed == 0)) || die "stack did not come up (see errors above)"
 
 cat <<EOF
@@ -33,6 +38,8 @@ cat <<EOF
 Local stack is up:
   Kafka bootstrap    127.0.0.1:$RELAY_STACK_KAFKA_PORT
   Schema registry    http://127.0.0.1:$RELAY_STACK_REGISTRY_PORT/apis/ccompat/v7
-  Logs               $STACK_LOG_DIR/{kafka.log,kafka.out,registry.log}
+  OTLP (traces)      127.0.0.1:$RELAY_STACK_JAEGER_OTLP_GRPC_PORT (gRPC), http://127.0.0.1:$RELAY_STACK_JAEGER_OTLP_HTTP_PORT (HTTP)
+  Jaeger query API   http://127.0.0.1:$RELAY_STACK_JAEGER_QUERY_PORT/api/traces
+  Logs               $STACK_LOG_DIR/{kafka.log,kafka.out,registry.log,jaeger.log}
   Stop               $here/down.sh   (add --purge to also delete Kafka data)
 EOF
