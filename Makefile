@@ -45,7 +45,7 @@ down:
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/relay ./cmd/relay
+	$(GO) build -ldflags "-X relay/internal/buildinfo.Version=$(VERSION) -X relay/internal/buildinfo.Commit=$(COMMIT)" -o bin/relay ./cmd/relay
 
 ## lint: go vet plus golangci-lint (installed into .cache/bin on first use)
 lint: $(GOLANGCI)

@@ -17,11 +17,12 @@ import (
 // dependency is a decision written down, not an accident.
 var mayImport = map[string][]string{
 	// Leaves: vocabulary and mechanisms, nothing of relay's.
-	"internal/config":   nil,
-	"internal/envelope": nil,
-	"internal/tiers":    nil,
-	"internal/kafkaerr": nil,
-	"internal/retry":    nil,
+	"internal/config":    nil,
+	"internal/envelope":  nil,
+	"internal/tiers":     nil,
+	"internal/kafkaerr":  nil,
+	"internal/retry":     nil,
+	"internal/buildinfo": nil,
 	// The transactional loop knows Kafka and nothing of what it carries.
 	"internal/txn": {"internal/kafkaerr", "internal/retry"},
 
@@ -33,7 +34,7 @@ var mayImport = map[string][]string{
 	// configuration.
 	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/txn"},
 
-	"internal/telemetry":   {"internal/ledger"},
+	"internal/telemetry":   {"internal/buildinfo", "internal/ledger"},
 	"internal/topics":      {"internal/config"},
 	"internal/kafkaclient": {"internal/config"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"relay/internal/buildinfo"
+
 	"github.com/spf13/cobra"
 )
 
@@ -125,7 +127,7 @@ func TestDeprecatedJSONNoticeOnStderr(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := runArgs(t, "127.0.0.1:1", "version")
-	for _, want := range []string{"relay " + version, "commit: " + commit, "go: go1.", "librdkafka: "} {
+	for _, want := range []string{"relay " + buildinfo.Version, "commit: " + buildinfo.Commit, "go: go1.", "librdkafka: "} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("relay version: exit %d, missing %q in:\n%s", code, want, out)
 		}

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"relay/internal/buildinfo"
+
 	"github.com/spf13/cobra"
 )
 
@@ -27,8 +27,8 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "print relay's version, commit, and Go and librdkafka versions",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, rdk := kafka.LibraryVersion()
-			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ngo: %s\nlibrdkafka: %s\n", version, commit, runtime.Version(), rdk)
+			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ngo: %s\nlibrdkafka: %s\n", buildinfo.Version, buildinfo.Commit,
+				buildinfo.GoVersion(), buildinfo.Librdkafka())
 			return nil
 		},
 	}

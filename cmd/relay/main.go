@@ -20,12 +20,6 @@ const (
 	exitIncomplete = 4 // relay replay: published, but not every outcome is known in time
 )
 
-// Set at build time: go build -ldflags "-X main.version=... -X main.commit=...".
-var (
-	version = "dev"
-	commit  = "unknown"
-)
-
 func main() {
 	os.Exit(guarded(os.Stderr, func() int {
 		return run(context.Background(), os.Args[1:], os.LookupEnv, os.Environ(), os.Stdout, os.Stderr)

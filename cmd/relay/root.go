@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 
+	"relay/internal/buildinfo"
+
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +48,7 @@ func newRoot(a *app) *cobra.Command {
 		Use:     "relay",
 		Short:   "exactly-once ingress stage for Apache Kafka",
 		Long:    rootLong,
-		Version: "relay " + version,
+		Version: "relay " + buildinfo.Version,
 		// Errors are printed by run, with the exit code they call for.
 		SilenceErrors: true,
 		SilenceUsage:  true,

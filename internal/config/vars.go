@@ -132,7 +132,7 @@ var Vars = []Var{
 	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than `transaction.timeout.ms`"},
 	{Name: EnvHTTPAddr, Default: "127.0.0.1:9464", Help: "listen address of `/metrics`, `/livez`, `/readyz`; empty disables the endpoint"},
 	{Name: EnvLogLevel, Default: "info", Help: "`debug`, `info`, `warn` or `error`"},
-	{Name: EnvLogFormat, Default: "json", Help: "`json` or `text`: structured `log/slog` on stderr, librdkafka's own lines included (`source=librdkafka`); payloads are never logged"},
+	{Name: EnvLogFormat, Default: "json", Help: "`json` or `text`: structured `log/slog` on stderr, librdkafka's own lines included (`logger=librdkafka`); payloads are never logged"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts. librdkafka's own default is `latest`, which silently skips everything already in the topics"},
 	{Name: EnvMetadataRefresh, Default: "30000", Help: "how often the clients refresh topic metadata. librdkafka's own default is 5 minutes; relay's 30 s means partitions added to a source, and to its derived topics, are used within 30 s"},
 	{Name: EnvTransactionTimeout, Default: "60000", DefaultNote: fmt.Sprintf("derived: `%d` or more", defaultTransactionTimeout.Milliseconds()), Help: fmt.Sprintf(

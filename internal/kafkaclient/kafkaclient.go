@@ -224,6 +224,6 @@ func ForwardLogs(logs <-chan kafka.LogEvent, log *slog.Logger) {
 		case ev.Level <= 6:
 			level = slog.LevelInfo
 		}
-		log.Log(context.Background(), level, ev.Message, "source", "librdkafka", "client", ev.Name, "tag", ev.Tag)
+		log.Log(context.Background(), level, ev.Message, "logger", "librdkafka", "client", ev.Name, "tag", ev.Tag)
 	}
 }

@@ -40,7 +40,7 @@ var Instruments = []Metric{
 	{Name: MetricStalledPartitions, Kind: Gauge, Help: "source partitions held back because their records cannot be written; nothing is skipped",
 		Note: "Alert when above 0."},
 	{Name: MetricRecordOutcomes, Kind: Counter, Labels: []string{"outcome", "code"}, Help: "records by committed outcome and error code",
-		Note: "Counted when their transaction commits, never twice. The quarantine rate by code is `rate(relay_records_outcome_total{outcome=\"quarantined\"}[5m])`."},
+		Note: "Counted when their transaction commits, never twice. Present from the start at 0 for every outcome with `code=\"\"`. At most 100 distinct codes are labels of their own; later ones count as `other` (a hook's rejection codes are the hook's). The quarantine rate by code is `rate(relay_records_outcome_total{outcome=\"quarantined\"}[5m])`."},
 	{Name: MetricEndedAttempts, Kind: Histogram, Labels: []string{"outcome"}, Help: "attempts of records that were retried (in place or from a tier), when they reach an end state, by outcome"},
 	{Name: MetricEndedDuration, Kind: Histogram, Unit: "s", Labels: []string{"outcome"}, Help: "time from a record's first failure to its end state (in place and in tiers), by outcome"},
 	{Name: MetricReplayOutcomes, Kind: Counter, Labels: []string{"outcome"}, Help: "replayed records by ledger outcome: resolved, failed-again, duplicate",
@@ -51,6 +51,7 @@ var Instruments = []Metric{
 		Note: "Covers the source partitions the instance owns: take the `max` across instances."},
 	{Name: MetricHeadroom, Kind: Gauge, Unit: "s", Labels: []string{"topic"}, Help: "time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it",
 		Note: "Record timestamp + `retention.ms` − now, for the source partitions the instance owns: take the `min` across instances."},
+	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
 }
 
 // PrometheusName is the metric's name on /metrics: OpenTelemetry's name

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -44,6 +45,9 @@ const (
 	MetricUnresolved = "relay.quarantine.unresolved"
 	MetricOldestAge  = "relay.quarantine.oldest.age"
 	MetricHeadroom   = "relay.quarantine.retention.headroom"
+	// MetricBuildInfo is 1, labelled with relay's version and commit and
+	// the Go and librdkafka versions.
+	MetricBuildInfo = "relay.build.info"
 )
 
 // QuarantineSource gives the ledger summary the quarantine gauges show.
@@ -60,6 +64,7 @@ type Metrics struct {
 	assigned, stalled                                              atomic.Int64
 	ready                                                          atomic.Bool
 	quarantine                                                     atomic.Pointer[QuarantineSource]
+	codes                                                          *codeLabels
 	now                                                            func() time.Time
 }
 
@@ -81,10 +86,18 @@ func New(environ []string) (*Metrics, error) {
 		opts = append(opts, sdkmetric.WithReader(otlp))
 	}
 	mp := sdkmetric.NewMeterProvider(opts...)
-	m := &Metrics{Registry: reg, provider: mp, now: time.Now}
+	m := &Metrics{Registry: reg, provider: mp, now: time.Now, codes: newCodeLabels(maxCodeLabels)}
 	if err := m.instruments(mp.Meter("relay")); err != nil {
 		return nil, err
 	}
+	// The Go runtime and the process, as every Go service exports them.
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	m.zero()
 	return m, nil
 }
 
@@ -150,6 +163,9 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 // gauges registers the observable gauges.
 func (m *Metrics) gauges(meter metric.Meter) error {
 	var err error
+	if err = buildInfo(meter); err != nil {
+		return err
+	}
 	if err = m.quarantineGauges(meter); err != nil {
 		return err
 	}
@@ -197,7 +213,7 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 		sum := (*src)()
 		now := m.now()
 		for _, c := range sum.ByCode {
-			code := metric.WithAttributes(attribute.String("code", c.Code))
+			code := metric.WithAttributes(attribute.String("code", m.codes.label(c.Code)))
 			o.ObserveInt64(unresolved, int64(c.Unresolved), code)
 			o.ObserveFloat64(oldest, now.Sub(c.Oldest).Seconds(), code)
 		}
@@ -260,5 +276,5 @@ func (m *Metrics) Aborted(why string) {
 // ("" when processed) in a committed transaction.
 func (m *Metrics) Outcome(outcome ledger.Outcome, code string, n int) {
 	m.outcomes.Add(context.Background(), int64(n), metric.WithAttributes(
-		attribute.String("outcome", string(outcome)), attribute.String("code", code)))
+		attribute.String("outcome", string(outcome)), attribute.String("code", m.codes.label(code))))
 }
