@@ -245,6 +245,8 @@ func (d *daemon) notStarted(ctx context.Context, consumer *kafka.Consumer, msg s
 func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine watchedMachine, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
 	cfg := d.cfg
 	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
+	lag := &lagReader{c: consumer}
+	metrics.SetLag(lag.lag)
 	loop := txn.New(txn.Settings{
 		Topics:          machine.Topics(),
 		CommitInterval:  cfg.CommitInterval,
@@ -252,7 +254,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
-	}, consumer, newProducer, machine, d.log, metrics)
+	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)
 
 	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
 		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))

@@ -37,6 +37,8 @@ var Instruments = []Metric{
 	{Name: MetricTxnAborted, Kind: Counter, Labels: []string{"reason"}, Help: "aborted transactions, by reason"},
 	{Name: MetricCommitLatency, Kind: Histogram, Unit: "s", Help: "time to send offsets and commit a transaction"},
 	{Name: MetricAssignedPartitions, Kind: Gauge, Help: "partitions owned by this instance"},
+	{Name: MetricConsumerLag, Kind: Gauge, Labels: []string{"topic", "partition"}, Help: "records of an assigned partition not consumed yet (its last fetched end minus relay's position)",
+		Note: "Sources and tiers: a tier partition's lag is its retry backlog."},
 	{Name: MetricStalledPartitions, Kind: Gauge, Help: "source partitions held back because their records cannot be written; nothing is skipped",
 		Note: "Alert when above 0."},
 	{Name: MetricRecordOutcomes, Kind: Counter, Labels: []string{"outcome", "code"}, Help: "records by committed outcome and error code",

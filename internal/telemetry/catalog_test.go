@@ -30,6 +30,7 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 			Deadline: map[string]time.Time{"t.quarantine": now.Add(time.Hour)},
 		}
 	})
+	m.SetLag(func() []Lag { return []Lag{{Topic: "orders", Partition: 0, Records: 5}} })
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ type Metrics struct {
 	assigned, stalled                                              atomic.Int64
 	ready                                                          atomic.Bool
 	quarantine                                                     atomic.Pointer[QuarantineSource]
+	lag                                                            atomic.Pointer[LagSource]
 	codes                                                          *codeLabels
 	now                                                            func() time.Time
 }
@@ -164,6 +165,9 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 func (m *Metrics) gauges(meter metric.Meter) error {
 	var err error
 	if err = buildInfo(meter); err != nil {
+		return err
+	}
+	if err = m.lagGauge(meter); err != nil {
 		return err
 	}
 	if err = m.quarantineGauges(meter); err != nil {

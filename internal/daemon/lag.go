@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"sync"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/telemetry"
+)
+
+// lagReader reads the lag of the consumer's assigned partitions from what
+// the consumer already knows — its positions and the high watermarks of
+// its last fetches — without a request to the broker, so a scrape never
+// waits on Kafka. It reads nothing once the consumer is closing: a scrape
+// must not call into a destroyed client.
+type lagReader struct {
+	mu     sync.Mutex
+	c      *kafka.Consumer
+	closed bool
+}
+
+// lag is the telemetry.LagSource. A partition with no position or end yet
+// is left out.
+func (r *lagReader) lag() []telemetry.Lag {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	assigned, err := r.c.Assignment()
+	if err != nil || len(assigned) == 0 {
+		return nil
+	}
+	pos, err := r.c.Position(assigned)
+	if err != nil {
+		return nil
+	}
+	out := make([]telemetry.Lag, 0, len(pos))
+	for _, tp := range pos {
+		if tp.Topic == nil || tp.Offset < 0 {
+			continue
+		}
+		if _, high, err := r.c.GetWatermarkOffsets(*tp.Topic, tp.Partition); err == nil && high >= 0 {
+			out = append(out, telemetry.Lag{Topic: *tp.Topic, Partition: tp.Partition, Records: max(high-int64(tp.Offset), 0)})
+		}
+	}
+	return out
+}
+
+// lagConsumer is the loop's consumer; closing it first stops the lag
+// reader.
+type lagConsumer struct {
+	*kafka.Consumer
+	r *lagReader
+}
+
+func (c lagConsumer) Close() error {
+	c.r.mu.Lock()
+	c.r.closed = true
+	c.r.mu.Unlock()
+	return c.Consumer.Close()
+}
