@@ -36,7 +36,7 @@ func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pip
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, log *slog.Logger) (*pipeline.Machine, error) {
+	discards pipeline.Discards, alive func(), log *slog.Logger) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -44,7 +44,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		Outcomes: out, Log: log, Now: time.Now,
 		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
-		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log),
+		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log, alive),
 	}
 	if adm != nil {
 		o.Admitter = adm

@@ -192,7 +192,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.log)
+	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), metrics.Alive, d.log)
 	if err != nil {
 		_ = consumer.Close()
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
@@ -247,6 +247,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
 	lag := &lagReader{c: consumer}
 	metrics.SetLag(lag.lag)
+	metrics.SetLivenessBound(livenessBound(cfg))
 	loop := txn.New(txn.Settings{
 		Topics:          machine.Topics(),
 		CommitInterval:  cfg.CommitInterval,
@@ -289,4 +290,16 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// livenessBound is how long the loop may go without progress before
+// /livez calls it stuck: longer than anything it does without going round
+// — handling a record within the transaction (at most the transaction
+// timeout), one state restore attempt (reading to an end, at most twice
+// the transaction timeout or a minute), and a few transactional calls of
+// RELAY_OP_TIMEOUT each. A broker outage is not stuck: the loop keeps
+// reporting progress between its tries, and /readyz says it is not
+// consuming.
+func livenessBound(cfg *config.Config) time.Duration {
+	return 2*max(cfg.TransactionTimeout, 30*time.Second) + 4*cfg.OpTimeout
 }

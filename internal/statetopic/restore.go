@@ -19,7 +19,10 @@ import (
 // saying so, waiting 200 ms at first, doubling up to 5 s (retry.Schedule); only ctx ends it early. An error the
 // broker will not change its mind on (not authorised, no such topic) is
 // returned at once.
-func Loader(cfg *config.Config, log *slog.Logger) func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
+//
+// alive hears each retry: waiting out an outage is progress, not a stuck
+// loop (the restore runs inside the loop's rebalance callback).
+func Loader(cfg *config.Config, log *slog.Logger, alive func()) func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
 	topic := cfg.StateTopicName()
 	return func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
 		load := func() (map[string][]byte, error) {
@@ -30,6 +33,7 @@ func Loader(cfg *config.Config, log *slog.Logger) func(ctx context.Context, part
 			return out, err
 		}
 		return retry.Do(ctx, load, 200*time.Millisecond, 5*time.Second, func(err error, in time.Duration) {
+			alive()
 			log.Warn("cannot read the state topic yet; retrying", "topic", topic, "partitions", partitions, "err", err, "in", in.String())
 		})
 	}

@@ -62,6 +62,7 @@ type Metrics struct {
 	latency, endedDuration                                         metric.Float64Histogram
 	endedAttempts                                                  metric.Int64Histogram
 	assigned, stalled                                              atomic.Int64
+	alive, liveBound                                               atomic.Int64 // unix nanoseconds; a duration
 	ready                                                          atomic.Bool
 	quarantine                                                     atomic.Pointer[QuarantineSource]
 	lag                                                            atomic.Pointer[LagSource]

@@ -29,6 +29,10 @@ func Listen(ctx context.Context, addr string, m *Metrics) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		if why := m.stuck(); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

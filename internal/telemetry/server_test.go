@@ -97,3 +97,32 @@ func TestListenOnTakenPortFails(t *testing.T) {
 		t.Fatalf("second Listen on %s: %v, want an error naming the address", a.Addr(), err)
 	}
 }
+
+// /livez fails once the loop has gone round and then made no progress for
+// longer than the bound; before the loop starts it is live.
+func TestLivezDetectsAStuckLoop(t *testing.T) {
+	m, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close(context.Background()) }()
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	m.SetLivenessBound(time.Minute)
+	if why := m.stuck(); why != "" {
+		t.Fatalf("stuck before the loop started: %s", why)
+	}
+	m.Alive()
+	now = now.Add(59 * time.Second)
+	if why := m.stuck(); why != "" {
+		t.Fatalf("stuck within the bound: %s", why)
+	}
+	now = now.Add(2 * time.Second)
+	if m.stuck() == "" {
+		t.Fatal("not stuck past the bound")
+	}
+	m.Alive()
+	if why := m.stuck(); why != "" {
+		t.Fatalf("still stuck after progress: %s", why)
+	}
+}

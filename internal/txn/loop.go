@@ -122,6 +122,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	defer l.obs.Ready(false)
 
 	for ctx.Err() == nil && l.fatal == nil {
+		l.obs.Alive()
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
 			l.handle(ctx, ev)

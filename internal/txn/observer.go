@@ -20,6 +20,10 @@ type Observer interface {
 	// Stalled reports how many source partitions are held back because
 	// their records cannot be written (see stall.go).
 	Stalled(partitions int)
+	// Alive reports that the loop makes progress: it goes round, or it
+	// waits between tries of a call through an outage. A liveness probe
+	// tells a stuck loop from a waiting one by it. Called often: cheap.
+	Alive()
 }
 
 // NopObserver ignores every event.
@@ -31,3 +35,4 @@ func (NopObserver) Consumed(int)                      {}
 func (NopObserver) Committed(int, int, time.Duration) {}
 func (NopObserver) Aborted(string)                    {}
 func (NopObserver) Stalled(int)                       {}
+func (NopObserver) Alive()                            {}

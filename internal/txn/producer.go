@@ -57,6 +57,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		backoff.WithBackOff(retry.Schedule(100*time.Millisecond, 5*time.Second)),
 		backoff.WithMaxElapsedTime(0), // for as long as the outage lasts
 		backoff.WithNotify(func(err error, in time.Duration) {
+			l.obs.Alive() // waiting out an outage is not being stuck
 			l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", in.String())
 		}))
 	if err != nil && !errors.Is(err, ErrFatal) && ctx.Err() != nil {
