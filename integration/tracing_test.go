@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
+)
+
+// tracingEnv points relay's OTLP exporter at the stack's backend over
+// protocol, with a service name of the test's own and a short batch delay.
+func tracingEnv(service, protocol string) []string {
+	endpoint := jaegerOTLPHTTP
+	if protocol == "grpc" {
+		endpoint = "http://127.0.0.1:4317"
+	}
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT", endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL", protocol,
+		"OTEL_SERVICE_NAME", service, "OTEL_BSP_SCHEDULE_DELAY", "200",
+	}
+}
+
+// producerSpan sends the span of a producer that wrote a record, so the
+// record's traceparent has a parent the backend knows.
+func producerSpan(t *testing.T, service, traceID, spanID string) {
+	t.Helper()
+	now := time.Now()
+	postOTLP(t, map[string]any{"resourceSpans": []any{map[string]any{
+		"resource": map[string]any{"attributes": []any{
+			map[string]any{"key": "service.name", "value": map[string]any{"stringValue": service}},
+		}},
+		"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{
+			"traceId": traceID, "spanId": spanID, "name": "send orders", "kind": 4,
+			"startTimeUnixNano": strconv.FormatInt(now.Add(-10*time.Millisecond).UnixNano(), 10),
+			"endTimeUnixNano":   strconv.FormatInt(now.UnixNano(), 10),
+		}}}},
+	}}})
+}
+
+// TestTraceFollowsARecordThroughTiers: a record whose producer sent a
+// traceparent fails twice at the hook, goes through both tiers and is then
+// processed. Its journey is one trace in the backend (OTLP over
+// http/protobuf): the producer's span, one process span per attempt, each
+// the child of the one before, the hook calls, and the output carries the
+// trace on; the hook saw the trace too.
+func TestTraceFollowsARecordThroughTiers(t *testing.T) {
+	requireJaeger(t)
+	o := registerOrders(t)
+	var mu sync.Mutex
+	var hookTraces []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hookTraces = append(hookTraces, r.Header.Get("traceparent"))
+		n := len(hookTraces)
+		mu.Unlock()
+		if n <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hook.Close()
+	service := uniq(t, "svc")
+	env := append(o.env(registryURL), "RELAY_HOOK_URL", hook.URL, "RELAY_HOOK_TIMEOUT", "500ms",
+		"RELAY_BLOCKING_ATTEMPTS", "0", "RELAY_RETRY_TIERS", "1s,2s")
+	s := newScenario(t, 1, append(env, tracingEnv(service, "http/protobuf")...)...)
+
+	traceID, parentID := randomHex(t, 16), randomHex(t, 8)
+	producerSpan(t, service+"-producer", traceID, parentID)
+	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &s.src.topic, Partition: 0}, Key: []byte("k"),
+		Value:   o.value(t, 3, map[string]any{"id": "traced", "amount": int64(1), "currency": "EUR"}),
+		Headers: []kafka.Header{{Key: "traceparent", Value: []byte("00-" + traceID + "-" + parentID + "-01")}}}
+	deliver(t, []*kafka.Message{msg})
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	waitSettled(t, s, 60*time.Second)
+	r.stop() // flushes the spans
+
+	outs := readCommitted(t, s.output, 1)
+	if len(outs) != 1 {
+		t.Fatalf("%d outputs, want 1", len(outs))
+	}
+	tp, _ := envelope.Lookup(toEnvelopeHeaders(outs[0].Headers), "traceparent")
+	if !strings.HasPrefix(string(tp), "00-"+traceID+"-") {
+		t.Errorf("the output carries traceparent %q, not the record's trace %s", tp, traceID)
+	}
+	mu.Lock()
+	for i, h := range hookTraces {
+		if !strings.HasPrefix(h, "00-"+traceID+"-") {
+			t.Errorf("hook call %d carried traceparent %q, not the record's trace", i+1, h)
+		}
+	}
+	mu.Unlock()
+
+	tr := waitJaegerTrace(t, traceID, 7)
+	if _, ok := tr.Span("send orders"); !ok {
+		t.Errorf("the producer's span is not in the trace: %v", spanNames(tr))
+	}
+	var process []jaegerSpan
+	for _, sp := range tr.Spans {
+		if strings.HasPrefix(sp.Name, "process ") && sp.Service == service {
+			process = append(process, sp)
+		}
+	}
+	if len(process) != 3 {
+		t.Fatalf("%d process spans, want 3 (source, tier 1s, tier 2s): %v", len(process), spanNames(tr))
+	}
+	byParent := map[string]jaegerSpan{}
+	for _, sp := range process {
+		byParent[sp.ParentSpanID] = sp
+		if sp.Tags["messaging.system"] != "kafka" || sp.Tags["messaging.operation.type"] != "process" {
+			t.Errorf("%s: tags %v", sp.Name, sp.Tags)
+		}
+	}
+	// The chain: producer → source attempt → tier 1s attempt → tier 2s attempt.
+	first, ok := byParent[parentID]
+	if !ok || first.Name != "process "+s.src.topic {
+		t.Fatalf("no process span of the source under the producer's span: %v", spanNames(tr))
+	}
+	second, ok := byParent[first.SpanID]
+	third, ok2 := byParent[second.SpanID]
+	if !ok || !ok2 || !strings.Contains(second.Name, "retry") || !strings.Contains(third.Name, "retry") {
+		t.Fatalf("the tier attempts do not follow each other: %v", spanNames(tr))
+	}
+	if first.Tags["relay.outcome"] != "retry" || third.Tags["relay.outcome"] != "processed" {
+		t.Errorf("outcomes %q then %q, want retry … processed", first.Tags["relay.outcome"], third.Tags["relay.outcome"])
+	}
+	hookSpans := 0
+	for _, sp := range tr.Spans {
+		if sp.Service == service && sp.Tags["span.kind"] == "client" {
+			hookSpans++
+		}
+	}
+	if hookSpans != 3 {
+		t.Errorf("%d hook client spans, want 3: %v", hookSpans, spanNames(tr))
+	}
+}
+
+// spanNames lists a trace's spans for messages.
+func spanNames(tr jaegerTrace) []string {
+	out := make([]string, 0, len(tr.Spans))
+	for _, sp := range tr.Spans {
+		out = append(out, sp.Service+":"+sp.Name+"("+sp.SpanID+"←"+sp.ParentSpanID+")")
+	}
+	return out
+}
+
+// TestQuarantineTraceAndReplayLink: a record quarantined for its schema
+// version has a process span with its error.type in the backend (OTLP over
+// gRPC); relay quarantine show names the trace; after relay replay, the
+// replay record's trace links back to the quarantined record's trace, and
+// the replayed record's process span is in the replay's trace.
+func TestQuarantineTraceAndReplayLink(t *testing.T) {
+	requireJaeger(t)
+	o := registerOrders(t)
+	service := uniq(t, "svc")
+	s := newScenario(t, 1, append(o.env(registryURL), tracingEnv(service, "grpc")...)...)
+	deliver(t, []*kafka.Message{{TopicPartition: kafka.TopicPartition{Topic: &s.src.topic, Partition: 0}, Key: []byte("k"),
+		Value: o.value(t, 1, map[string]any{"id": "old", "amount": int64(1)})}})
+	env := s.env(uniq(t, "txn"))
+	r := startRelay(t, "relay", env)
+	waitSettled(t, s, 60*time.Second)
+
+	qs := readCommitted(t, s.quarantine, 1)
+	if len(qs) != 1 {
+		t.Fatalf("%d quarantined records, want 1", len(qs))
+	}
+	hs := toEnvelopeHeaders(qs[0].Headers)
+	tp, _ := envelope.Lookup(hs, "traceparent")
+	id, _ := envelope.Lookup(hs, envelope.FailureID)
+	parts := strings.Split(string(tp), "-")
+	if len(parts) != 4 {
+		t.Fatalf("the quarantine record carries traceparent %q", tp)
+	}
+	traceID := parts[1]
+	tr := waitJaegerTrace(t, traceID, 1)
+	sp, ok := tr.Span("process " + s.src.topic)
+	if !ok || sp.Tags["error.type"] != "SCHEMA_UNSUPPORTED" || sp.Tags["relay.outcome"] != "quarantined" {
+		t.Fatalf("no quarantined process span with error.type SCHEMA_UNSUPPORTED: %v %v", spanNames(tr), sp.Tags)
+	}
+	out, err := relayCmd(t, env, "quarantine", "show", string(id))
+	if err != nil || !strings.Contains(string(out), traceID) {
+		t.Errorf("quarantine show does not name the trace %s (%v):\n%s", traceID, err, out)
+	}
+
+	since := time.Now().Add(-time.Second)
+	replayEnv := map[string]string{}
+	for k, v := range env {
+		replayEnv[k] = v
+	}
+	replayEnv["OTEL_SERVICE_NAME"] = service + "-replay"
+	// The record fails again (its version is still not accepted): the
+	// replay may stop on its repeat-failure threshold (exit 3).
+	out, err = relayCmd(t, replayEnv, "replay", "--ids", string(id), "--reason", "traced", "--wait", "60s", "--progress", "none")
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 3) {
+		t.Fatalf("relay replay: %v\n%s", err, out)
+	}
+	r.stop()
+	traces := waitJaegerTraces(t, service+"-replay", nil, since, 1)
+	var publish jaegerSpan
+	var replayTrace jaegerTrace
+	for _, rt := range traces {
+		for _, sp := range rt.Spans {
+			if strings.HasPrefix(sp.Name, "publish ") {
+				publish, replayTrace = sp, rt
+			}
+		}
+	}
+	if publish.SpanID == "" {
+		t.Fatalf("no publish span from relay replay in %d traces", len(traces))
+	}
+	linked := false
+	for _, ref := range append(publish.Links, publish.References...) {
+		linked = linked || ref.TraceID == traceID
+	}
+	if !linked {
+		t.Errorf("the replay's publish span does not link to the quarantined record's trace %s: links %v refs %v", traceID, publish.Links, publish.References)
+	}
+	full := waitJaegerTrace(t, replayTrace.TraceID, 2)
+	found := false
+	for _, sp := range full.Spans {
+		found = found || (sp.Service == service && sp.ParentSpanID == publish.SpanID && strings.HasPrefix(sp.Name, "process "))
+	}
+	if !found {
+		t.Errorf("the replayed record's process span is not the publish span's child: %v", spanNames(full))
+	}
+}
+
+// TestCollectorDownLeavesRelayAlone: with the OTLP endpoint unreachable,
+// relay processes every record exactly once and stops gracefully (exit
+// 0) within its bound: spans are dropped, never waited for.
+func TestCollectorDownLeavesRelayAlone(t *testing.T) {
+	const partitions = 3
+	s := newScenario(t, partitions)
+	s.src.produce(t, 3000)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn"),
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc",
+		"OTEL_EXPORTER_OTLP_TIMEOUT", "500", "OTEL_BSP_SCHEDULE_DELAY", "100"))
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	r.stop()
+}
