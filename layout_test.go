@@ -22,6 +22,9 @@ var mayImport = map[string][]string{
 	"internal/tiers":    nil,
 	"internal/kafkaerr": nil,
 	"internal/retry":    nil,
+	// The tracer provider from the OTEL_* variables, and the W3C trace
+	// context helpers.
+	"internal/tracing": nil,
 	// The transactional loop knows Kafka and nothing of what it carries.
 	"internal/txn": {"internal/kafkaerr", "internal/retry"},
 
@@ -31,7 +34,7 @@ var mayImport = map[string][]string{
 	"internal/hook":   {"internal/tiers"},
 	// The failure state machine: one record's fate, no Kafka clients, no
 	// configuration.
-	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/txn"},
+	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
 
 	"internal/telemetry":   {"internal/ledger"},
 	"internal/topics":      {"internal/config"},
@@ -50,7 +53,7 @@ var mayImport = map[string][]string{
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/statetopic",
-		"internal/telemetry", "internal/tiers", "internal/topics", "internal/txn"},
+		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.
 	"internal/reference": {"internal/config", "internal/envelope", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
 
