@@ -36,7 +36,7 @@ var mayImport = map[string][]string{
 	// configuration.
 	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
 
-	"internal/telemetry":   {"internal/ledger"},
+	"internal/telemetry":   {"internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config"},
 	"internal/kafkaclient": {"internal/config"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
