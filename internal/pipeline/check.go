@@ -28,9 +28,10 @@ func Check(ctx context.Context, adm Admission, rules Rules, value []byte) (schem
 	if err != nil || rules == nil {
 		return a, err
 	}
-	if parent := trace.SpanFromContext(ctx); parent.IsRecording() {
+	if _, none := rules.(noRules); !none && trace.SpanFromContext(ctx).IsRecording() {
 		// A child of the pass's process span; none when it is not
-		// recorded (no tracer, or not sampled).
+		// recorded (no tracer, or not sampled), or there are no rules.
+		parent := trace.SpanFromContext(ctx)
 		var span trace.Span
 		ctx, span = parent.TracerProvider().Tracer(TracerName).Start(ctx, "rules")
 		defer span.End()
