@@ -52,13 +52,15 @@ type Config struct {
 	RulesFile            string
 	HookURL              string
 	HookTimeout          time.Duration
-	RedactPattern        *regexp.Regexp
-	ErrorMessageMax      int
-	CompatSpring         bool
-	CompatConnect        bool
-	QuarantineObjective  time.Duration
-	QuarantineRetention  time.Duration
-	OutputRetention      time.Duration
+	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
+	TraceURL            string
+	RedactPattern       *regexp.Regexp
+	ErrorMessageMax     int
+	CompatSpring        bool
+	CompatConnect       bool
+	QuarantineObjective time.Duration
+	QuarantineRetention time.Duration
+	OutputRetention     time.Duration
 
 	// raw holds every relay variable's effective text, for Effective.
 	raw map[string]string
@@ -198,6 +200,12 @@ func (p *parser) readChecks(c *Config) {
 	c.RulesFile = p.raw(EnvRulesFile)
 	c.HookURL = p.raw(EnvHookURL)
 	c.HookTimeout = p.duration(EnvHookTimeout)
+	if c.TraceURL = p.raw(EnvTraceURL); c.TraceURL != "" {
+		checkURL(p, EnvTraceURL, strings.ReplaceAll(c.TraceURL, TraceIDPlaceholder, "x"))
+		if !strings.Contains(c.TraceURL, TraceIDPlaceholder) {
+			p.fail(EnvTraceURL, "%q has no %s where the trace id goes", c.TraceURL, TraceIDPlaceholder)
+		}
+	}
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
