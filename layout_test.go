@@ -48,7 +48,7 @@ var mayImport = map[string][]string{
 	// replay workflow (which judges records by the pipeline's own path).
 	"internal/quarantine": {"internal/config", "internal/envelope", "internal/ledger", "internal/statetopic", "internal/topics"},
 	"internal/replay": {"internal/checks", "internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger",
-		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics"},
+		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics", "internal/tracing"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
