@@ -200,12 +200,8 @@ func (p *parser) readChecks(c *Config) {
 	c.RulesFile = p.raw(EnvRulesFile)
 	c.HookURL = p.raw(EnvHookURL)
 	c.HookTimeout = p.duration(EnvHookTimeout)
-	if c.TraceURL = p.raw(EnvTraceURL); c.TraceURL != "" {
-		checkURL(p, EnvTraceURL, strings.ReplaceAll(c.TraceURL, TraceIDPlaceholder, "x"))
-		if !strings.Contains(c.TraceURL, TraceIDPlaceholder) {
-			p.fail(EnvTraceURL, "%q has no %s where the trace id goes", c.TraceURL, TraceIDPlaceholder)
-		}
-	}
+	c.TraceURL = p.raw(EnvTraceURL)
+	checkTraceURL(p, c.TraceURL)
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
