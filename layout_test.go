@@ -23,6 +23,9 @@ var mayImport = map[string][]string{
 	"internal/kafkaerr":  nil,
 	"internal/retry":     nil,
 	"internal/buildinfo": nil,
+	// The tracer provider from the OTEL_* variables, and the W3C trace
+	// context helpers.
+	"internal/tracing": nil,
 	// The transactional loop knows Kafka and nothing of what it carries.
 	"internal/txn": {"internal/kafkaerr", "internal/retry"},
 
@@ -32,9 +35,9 @@ var mayImport = map[string][]string{
 	"internal/hook":   {"internal/tiers"},
 	// The failure state machine: one record's fate, no Kafka clients, no
 	// configuration.
-	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/txn"},
+	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
 
-	"internal/telemetry":   {"internal/buildinfo", "internal/ledger"},
+	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config"},
 	"internal/kafkaclient": {"internal/config"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
@@ -46,12 +49,12 @@ var mayImport = map[string][]string{
 	// replay workflow (which judges records by the pipeline's own path).
 	"internal/quarantine": {"internal/config", "internal/envelope", "internal/ledger", "internal/statetopic", "internal/topics"},
 	"internal/replay": {"internal/checks", "internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger",
-		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics"},
+		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics", "internal/tracing"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/statetopic",
-		"internal/telemetry", "internal/tiers", "internal/topics", "internal/txn"},
+		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.
 	"internal/reference": {"internal/config", "internal/envelope", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
 

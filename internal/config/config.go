@@ -52,13 +52,15 @@ type Config struct {
 	RulesFile            string
 	HookURL              string
 	HookTimeout          time.Duration
-	RedactPattern        *regexp.Regexp
-	ErrorMessageMax      int
-	CompatSpring         bool
-	CompatConnect        bool
-	QuarantineObjective  time.Duration
-	QuarantineRetention  time.Duration
-	OutputRetention      time.Duration
+	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
+	TraceURL            string
+	RedactPattern       *regexp.Regexp
+	ErrorMessageMax     int
+	CompatSpring        bool
+	CompatConnect       bool
+	QuarantineObjective time.Duration
+	QuarantineRetention time.Duration
+	OutputRetention     time.Duration
 
 	// raw holds every relay variable's effective text, for Effective.
 	raw map[string]string
@@ -198,6 +200,8 @@ func (p *parser) readChecks(c *Config) {
 	c.RulesFile = p.raw(EnvRulesFile)
 	c.HookURL = p.raw(EnvHookURL)
 	c.HookTimeout = p.duration(EnvHookTimeout)
+	c.TraceURL = p.raw(EnvTraceURL)
+	checkTraceURL(p, c.TraceURL)
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

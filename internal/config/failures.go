@@ -198,6 +198,17 @@ func (p *parser) validateChecks(c *Config) {
 	}
 }
 
+// checkTraceURL checks RELAY_TRACE_URL: an http(s) URL with {traceId}.
+func checkTraceURL(p *parser, raw string) {
+	if raw == "" {
+		return
+	}
+	checkURL(p, EnvTraceURL, strings.ReplaceAll(raw, TraceIDPlaceholder, "x"))
+	if !strings.Contains(raw, TraceIDPlaceholder) {
+		p.fail(EnvTraceURL, "%q has no %s where the trace id goes", raw, TraceIDPlaceholder)
+	}
+}
+
 // validateTransaction checks that the blocking retry fits the transaction.
 func (p *parser) validateTransaction(c *Config) {
 	// The blocking retry runs inside the open transaction: the longest a

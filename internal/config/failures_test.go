@@ -205,3 +205,12 @@ func TestDefaultsFitEveryFeatureCombination(t *testing.T) {
 		}
 	}
 }
+
+func TestTraceURLNeedsItsPlaceholder(t *testing.T) {
+	for raw, ok := range map[string]bool{"https://jaeger.example/trace/{traceId}": true, "https://jaeger.example/trace/": false, "jaeger/{traceId}": false} {
+		_, err := load(t, with(map[string]string{EnvTraceURL: raw}))
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), EnvTraceURL)) {
+			t.Errorf("%q: err %v", raw, err)
+		}
+	}
+}

@@ -53,6 +53,10 @@ const (
 	EnvQuarantineRetention  = "RELAY_QUARANTINE_RETENTION"
 	EnvOutputRetention      = "RELAY_OUTPUT_RETENTION"
 	EnvActor                = "RELAY_ACTOR"
+	EnvTraceURL             = "RELAY_TRACE_URL"
+
+	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
+	TraceIDPlaceholder = "{traceId}"
 
 	// KafkaPrefix marks variables passed through to librdkafka:
 	// RELAY_KAFKA_BOOTSTRAP_SERVERS becomes bootstrap.servers.
@@ -125,6 +129,7 @@ var Vars = []Var{
 	{Name: EnvQuarantineObjective, Default: "168h", Help: "response objective for quarantined records; relay warns when quarantine retention is shorter"},
 	{Name: EnvQuarantineRetention, Default: "720h", Help: "`retention.ms` that `relay topics apply` gives quarantine and rejected topics"},
 	{Name: EnvOutputRetention, Default: "168h", Help: "`retention.ms` that `relay topics apply` gives output and replay topics"},
+	{Name: EnvTraceURL, Help: "link to a trace in your tracing UI, with `{traceId}` where the trace id goes (e.g. `https://jaeger.example/trace/{traceId}`): `relay quarantine show` prints it"},
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},

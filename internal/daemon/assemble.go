@@ -15,6 +15,7 @@ import (
 	"relay/internal/rules"
 	"relay/internal/schema"
 	"relay/internal/statetopic"
+	"relay/internal/tracing"
 )
 
 // routes names every source's topics, with the retired tiers found at
@@ -36,7 +37,7 @@ func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pip
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, alive func(), log *slog.Logger) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -45,6 +46,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
 		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log, alive),
+		Tracer: traces.Tracer(pipeline.TracerName),
 	}
 	if adm != nil {
 		o.Admitter = adm
@@ -53,7 +55,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Rules = rs
 	}
 	if cfg.HookURL != "" {
-		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout)
+		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout, traces.TracerProvider())
 	}
 	if cfg.Ordering == "key" {
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}

@@ -28,6 +28,7 @@ import (
 	"relay/internal/rules"
 	"relay/internal/schema"
 	"relay/internal/telemetry"
+	"relay/internal/tracing"
 	"relay/internal/txn"
 )
 
@@ -91,6 +92,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if err != nil {
 		return err
 	}
+	if d.traces, err = tracing.New(ctx, opts.Environ, cfg.TransactionalID); err != nil {
+		return &ConfigError{Err: err}
+	}
+	tracing.LogErrors(log)
+	defer d.flushTraces() // when the start failed; a second time does nothing
 	defer d.forwardLogs()()
 	metrics, closeMetrics, err := d.serveMetrics(ctx)
 	if err != nil {
@@ -106,6 +112,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	defer stop()
 	stopped := make(chan struct{})
 	defer close(stopped)
+	defer d.flushTraces() // within the bound watchShutdown keeps
 	opts.Go(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
 
 	err = d.consume(ctx, consumer, ruleSet, metrics)
@@ -121,6 +128,20 @@ type daemon struct {
 	opts Options
 	log  *slog.Logger
 	logs chan kafka.LogEvent // librdkafka's log lines, for every client
+	// traces is the tracer provider; without tracing it makes no span.
+	traces *tracing.Provider
+}
+
+// flushTraces exports the spans still queued and stops the exporter,
+// within the shutdown bound and at most 5 s: a collector that is away
+// must not hold the exit, and what is not out by then is dropped.
+func (d *daemon) flushTraces() {
+	c, cancel := context.WithTimeout(context.Background(), min(5*time.Second, d.cfg.ShutdownTimeout))
+	defer cancel()
+	if err := d.traces.Shutdown(c); err != nil {
+		d.log.Warn("spans not exported at shutdown", "err", err)
+	}
+	d.traces = nil
 }
 
 // checkConfig checks what only librdkafka and the rules file can tell,
@@ -192,7 +213,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), metrics.Alive, d.log)
+	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log)
 	if err != nil {
 		_ = consumer.Close()
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
@@ -255,6 +276,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
+		Tracer:          d.traces.Tracer("relay/internal/txn"),
 	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)
 
 	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,

@@ -58,7 +58,8 @@ func TestRunErrors(t *testing.T) {
 		{"librdkafka property", map[string]string{"RELAY_KAFKA_NO_SUCH_THING": "1"}, true, "RELAY_KAFKA_NO_SUCH_THING"},
 		{"rules file", map[string]string{"RELAY_RULES_FILE": rules, "RELAY_SCHEMA_REGISTRY_URL": "http://127.0.0.1:1",
 			"RELAY_SCHEMA_SUBJECT": "orders-value", "RELAY_SCHEMA_ACCEPT": "1"}, true, "RELAY_RULES_FILE: "},
-		{"OTLP protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"OTLP protocol", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"}, true, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"trace sampler", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER": "sometimes"}, true, "OTEL_TRACES_SAMPLER"},
 		{"metrics port taken", map[string]string{"RELAY_HTTP_ADDR": taken.Addr().String()}, false, "cannot serve metrics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

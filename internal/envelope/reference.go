@@ -14,8 +14,8 @@ var OutputHeaders = []HeaderDoc{
 }
 
 // KeptHeaders says what becomes of a record's own headers on every hop.
-const KeptHeaders = "all source headers are kept as they are (including `" + TraceParent + "`/`" + TraceState +
-	"`); relay's own `" + Prefix + "*` headers from earlier hops are removed"
+const KeptHeaders = "all source headers are kept as they are (`" + TraceParent + "`/`" + TraceState +
+	"` too, unless relay traces: then they are its span's); relay's own `" + Prefix + "*` headers from earlier hops are removed"
 
 // FailureHeaders are the failure envelope: the headers relay adds to every
 // retry-tier, quarantine and rejected record.
@@ -32,5 +32,5 @@ var FailureHeaders = []HeaderDoc{
 	{[]string{ReplayID, ReplayCount}, "kept from a replayed record"},
 	{[]string{KeySeq}, "key ordering, tiers only: the record's place in its key's queue; records of a blocked key are processed in this order"},
 	{[]string{RecordTimestamp}, "tiers only: the record's own timestamp (the source's; the replay's for a replayed record), which it keeps when it leaves the tiers"},
-	{[]string{TraceParent, TraceState}, "carried from the record"},
+	{[]string{TraceParent, TraceState}, "with tracing on, the context of the record's process span (see README, Tracing); else carried from the record"},
 }

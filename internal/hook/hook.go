@@ -11,6 +11,11 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"relay/internal/tiers"
 )
 
@@ -34,9 +39,17 @@ type Client struct {
 	http    *http.Client
 }
 
-// New builds a client for url; timeout bounds each call.
-func New(url string, timeout time.Duration) *Client {
-	return &Client{url: url, timeout: timeout, http: &http.Client{Timeout: timeout}}
+// New builds a client for url; timeout bounds each call. With a tracer
+// provider (tp not nil) each call is a client span, a child of the span in
+// its context, and carries that context (traceparent, tracestate).
+func New(url string, timeout time.Duration, tp trace.TracerProvider) *Client {
+	c := &http.Client{Timeout: timeout}
+	if tp != nil {
+		c.Transport = otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp),
+			otelhttp.WithPropagators(propagation.TraceContext{}), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))
+	}
+	return &Client{url: url, timeout: timeout, http: c}
 }
 
 // Call sends req. It returns the replacement record when the hook gives

@@ -32,6 +32,7 @@ func (m *Machine) attempts(ctx context.Context, p *pass) ([]txn.Output, error) {
 		case v.Kind != tiers.RetryInPlace:
 			return m.decided(p, v), nil
 		}
+		m.traceRetry(p, v)
 		m.log.Debug("retrying in place", "id", p.id, "code", v.Code, "attempt", p.st.Attempt, "in", v.Delay)
 		if err := sleep(ctx, v.Delay); err != nil {
 			return nil, err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"relay/internal/schema"
 	"relay/internal/tiers"
 )
@@ -24,6 +27,19 @@ func Check(ctx context.Context, adm Admission, rules Rules, value []byte) (schem
 	a, err := adm.Admit(ctx, value)
 	if err != nil || rules == nil {
 		return a, err
+	}
+	if _, none := rules.(noRules); !none && trace.SpanFromContext(ctx).IsRecording() {
+		// A child of the pass's process span; none when it is not
+		// recorded (no tracer, or not sampled), or there are no rules.
+		parent := trace.SpanFromContext(ctx)
+		var span trace.Span
+		ctx, span = parent.TracerProvider().Tracer(TracerName).Start(ctx, "rules")
+		defer span.End()
+		if err := rules.Check(ctx, a.Record); err != nil {
+			span.SetStatus(codes.Error, "a rule failed")
+			return a, err
+		}
+		return a, nil
 	}
 	return a, rules.Check(ctx, a.Record)
 }

@@ -19,7 +19,7 @@ func outputRecord(p *pass, value []byte) txn.Output {
 	// Room for the message id and the trace context.
 	headers := envelope.StripWithRoom(p.rec.Headers, 3)
 	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(p.id)})
-	headers = appendTrace(headers, p.rec.Headers)
+	headers = appendTrace(headers, p)
 	return txn.Output{
 		Topic: p.origin.Routes.Output, Partition: p.rec.Partition, Key: p.rec.Key, Value: value,
 		Headers: headers, Timestamp: p.rec.Timestamp,
@@ -53,15 +53,15 @@ func (m *Machine) failureOf(p *pass, v verdict, now time.Time) *envelope.Failure
 	return f
 }
 
-// tierRecord is rec's next record in tier topic. Its timestamp is the
+// tierRecord is p's next record in tier topic. Its timestamp is the
 // hop's time (now), so the tier's retention counts from when the record
 // entered the tier, not from the source's time, however old the backlog;
 // the record's own timestamp travels in the envelope
 // (relay.record.timestamp) and is what its output, quarantine or rejected
 // record keeps.
-func tierRecord(rec *txn.Record, topic string, f *envelope.Failure, extra []envelope.Header, now time.Time) txn.Output {
-	f.RecordTimestamp = rec.Timestamp
-	out := terminalRecord(rec, topic, f, extra)
+func tierRecord(p *pass, topic string, f *envelope.Failure, extra []envelope.Header, now time.Time) txn.Output {
+	f.RecordTimestamp = p.rec.Timestamp
+	out := terminalRecord(p, topic, f, extra)
 	out.Timestamp = now
 	return out
 }
@@ -69,16 +69,17 @@ func tierRecord(rec *txn.Record, topic string, f *envelope.Failure, extra []enve
 // maxEnvelopeHeaders is the most headers a failure envelope has.
 const maxEnvelopeHeaders = 20
 
-// terminalRecord is rec's record in topic (quarantine or rejected, and the
+// terminalRecord is p's record in topic (quarantine or rejected, and the
 // base of a tier record): its original key, value, headers and timestamp,
 // relay's old headers replaced by envelope f (and extra), and the trace
-// context carried.
-func terminalRecord(rec *txn.Record, topic string, f *envelope.Failure, extra []envelope.Header) txn.Output {
+// context carried on.
+func terminalRecord(p *pass, topic string, f *envelope.Failure, extra []envelope.Header) txn.Output {
+	rec := p.rec
 	// Room for the envelope, the trace context and a key's place.
 	headers := envelope.StripWithRoom(rec.Headers, maxEnvelopeHeaders+len(extra)+3)
 	headers = envelope.AppendFailure(headers, f)
 	headers = envelope.Append(headers, extra)
-	headers = appendTrace(headers, rec.Headers)
+	headers = appendTrace(headers, p)
 	return txn.Output{
 		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
 		Headers: headers, Timestamp: rec.Timestamp,
@@ -92,14 +93,4 @@ func replayHeaders(f *envelope.Failure) []txn.Header {
 		{Key: envelope.ReplayID, Value: []byte(f.ReplayID)},
 		{Key: envelope.ReplayCount, Value: []byte(strconv.Itoa(f.ReplayCount))},
 	}
-}
-
-// appendTrace carries the record's W3C trace context to its next hop.
-func appendTrace(dst, src []txn.Header) []txn.Header {
-	for _, k := range []string{envelope.TraceParent, envelope.TraceState} {
-		if v, ok := envelope.Lookup(src, k); ok {
-			dst = append(dst, txn.Header{Key: k, Value: v})
-		}
-	}
-	return dst
 }

@@ -18,7 +18,7 @@ func TestTerminalAndTierRecords(t *testing.T) {
 	rec := source(5)
 	rec.Headers = append(rec.Headers, txn.Header{Key: envelope.ErrorCode, Value: []byte("STALE")})
 	f := &envelope.Failure{ID: "orders/3/5", SourceTopic: "orders", Attempt: 1, Code: "X"}
-	end := terminalRecord(rec, "orders.quarantine", f, []envelope.Header{{Key: "kafka_dlt-exception-fqcn", Value: []byte("relay.X")}})
+	end := terminalRecord(&pass{rec: rec}, "orders.quarantine", f, []envelope.Header{{Key: "kafka_dlt-exception-fqcn", Value: []byte("relay.X")}})
 	if !end.Timestamp.Equal(rec.Timestamp) || end.Topic != "orders.quarantine" || string(end.Value) != "raw" {
 		t.Fatalf("terminal record %+v", end)
 	}
@@ -29,7 +29,7 @@ func TestTerminalAndTierRecords(t *testing.T) {
 		t.Fatal("compatibility headers must be added")
 	}
 	hop := t0.Add(time.Hour)
-	tier := tierRecord(rec, "orders.retry.30s", &envelope.Failure{ID: "orders/3/5", Attempt: 2}, nil, hop)
+	tier := tierRecord(&pass{rec: rec}, "orders.retry.30s", &envelope.Failure{ID: "orders/3/5", Attempt: 2}, nil, hop)
 	back, err := envelope.Parse(tier.Headers)
 	if err != nil || !tier.Timestamp.Equal(hop) || !back.RecordTimestamp.Equal(rec.Timestamp) {
 		t.Fatalf("tier record at %v, envelope %+v, %v", tier.Timestamp, back, err)

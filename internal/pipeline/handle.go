@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"relay/internal/envelope"
 	"relay/internal/ledger"
 	"relay/internal/schema"
 	"relay/internal/tiers"
+	"relay/internal/tracing"
 	"relay/internal/txn"
 )
 
@@ -35,6 +38,7 @@ type Machine struct {
 	settled     *ledger.Settled
 	discards    Discards
 	loadState   StateLoader
+	tracer      trace.Tracer // nil: no spans
 
 	pending pending        // what the open transaction will have done
 	loaded  map[int32]bool // partitions whose state was restored
@@ -54,6 +58,10 @@ type pass struct {
 	st        tiers.State
 	keyed     bool
 	kr        keyedRecord
+	// span is the pass's process span and tc its trace context, which the
+	// pass's records carry (nil and empty without a tracer).
+	span trace.Span
+	tc   tracing.Context
 }
 
 // verdict is what a pass that did not pass comes to: the decision, the
@@ -90,14 +98,21 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 //     policy says (attempt.go);
 //   - emit and outcome: the records of its next state (emit.go), and what
 //     that settles: counts, the ledger, its key's turn (outcome.go).
-func (m *Machine) handle(ctx context.Context, rec *txn.Record) ([]txn.Output, error) {
+func (m *Machine) handle(ctx context.Context, rec *txn.Record) (_ []txn.Output, err error) {
 	origin, ok := m.table.Of(rec.Topic)
 	if !ok {
 		return nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
 	}
-	p, outs, err := m.identify(rec, origin)
+	p, bad, err := m.identify(rec, origin)
 	if p == nil {
-		return outs, err
+		return nil, err
+	}
+	if m.tracer != nil {
+		ctx = m.startSpan(ctx, p)
+		defer func() { m.endSpan(p, err) }()
+	}
+	if bad != nil {
+		return m.unreadable(p, bad), nil
 	}
 	if outs, done := m.takeTurn(p); done {
 		return outs, nil

@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"relay/internal/tiers"
+	"relay/internal/tracing"
 	"relay/internal/txn"
 )
 
@@ -57,4 +61,23 @@ func BenchmarkHandle(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkHandleTraced is BenchmarkHandle's processed record with tracing
+// on: every pass sampled, its span through a batch processor to an
+// exporter that drops it (the cost of the span, not of the export).
+func BenchmarkHandleTraced(b *testing.B) {
+	ctx := context.Background()
+	tp := tracing.NewWith(sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter()))
+	defer func() { _ = tp.Shutdown(ctx) }()
+	now := t0
+	m, _ := newMachine(nil, &now)
+	m.tracer = tp.Tracer(TracerName)
+	rec := source(7)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Handle(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -14,13 +14,13 @@ import (
 const CodeEnvelopeInvalid = "ENVELOPE_INVALID"
 
 // identify starts the pass of rec: a tier or replay record brings its
-// envelope. A record that is settled on arrival (a tier record not due,
-// an envelope that cannot be read) gives no pass but its outputs or error.
-func (m *Machine) identify(rec *txn.Record, origin Origin) (*pass, []txn.Output, error) {
+// envelope. A record that is not due, or another group's, gives no pass
+// (but an error for the one not due); bad says the record's envelope
+// cannot be read (it is quarantined).
+func (m *Machine) identify(rec *txn.Record, origin Origin) (p *pass, bad, notDue error) {
 	now := m.now()
-	p := &pass{rec: rec, origin: origin, now: now, id: envelope.ID(rec.Topic, rec.Partition, rec.Offset), srcOffset: rec.Offset,
+	p = &pass{rec: rec, origin: origin, now: now, id: envelope.ID(rec.Topic, rec.Partition, rec.Offset), srcOffset: rec.Offset,
 		st: firstAttempt(origin, now)}
-	var bad error
 	switch {
 	case origin.Replay:
 		bad = fromReplay(p)
@@ -31,15 +31,11 @@ func (m *Machine) identify(rec *txn.Record, origin Origin) (*pass, []txn.Output,
 			// is that group's to handle.
 			return nil, nil, nil
 		}
-		var notDue error
 		if bad, notDue = fromTier(p); notDue != nil {
 			return nil, nil, notDue
 		}
 	}
-	if bad != nil {
-		return nil, m.unreadable(p, bad), nil
-	}
-	return p, nil, nil
+	return p, bad, nil
 }
 
 // unreadable quarantines a record whose envelope cannot be read, as why

@@ -76,7 +76,8 @@ func (m *Machine) follow(p *pass, seq int64) []txn.Output {
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
 	m.count(ledger.OutcomeRetry, CodeKeyBlocked)
-	return withSeq([]txn.Output{tierRecord(p.rec, p.origin.Routes.Tiers[tierOf(ks, p.origin.Routes)], f, nil, now)}, seq)
+	p.traceOutcome(ledger.OutcomeRetry, f.Class, f.Code, f.Message)
+	return withSeq([]txn.Output{tierRecord(p, p.origin.Routes.Tiers[tierOf(ks, p.origin.Routes)], f, nil, now)}, seq)
 }
 
 // tierOf is the configured tier a key's followers go to: its head's, or,

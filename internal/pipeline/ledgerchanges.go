@@ -59,6 +59,7 @@ func (m *Machine) duplicate(p *pass, state ledger.State) []txn.Output {
 	m.log.Warn("replayed record already settled; not output again", "id", prev.ID, "state", state,
 		"replay_id", prev.ReplayID, "replay_count", prev.ReplayCount, "topic", p.rec.Topic, "offset", p.rec.Offset)
 	m.replayed(string(ledger.OutcomeDuplicate))
+	p.traceOutcome(ledger.OutcomeDuplicate, "", "", "")
 	if m.stateTopic == "" {
 		return nil
 	}

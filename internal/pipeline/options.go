@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"relay/internal/envelope"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
@@ -54,6 +56,10 @@ type Options struct {
 	// OnAssigned restores blocked keys and settled failures from it.
 	// None: there is nothing to restore.
 	LoadState StateLoader
+	// Tracer makes a process span of every pass, and the records of the
+	// pass carry its trace context; none: no span, and records carry
+	// the trace context they came with.
+	Tracer trace.Tracer
 }
 
 // New builds the machine of o: it checks the required parts and puts a
@@ -76,7 +82,7 @@ func New(o Options) (*Machine, error) {
 		table: o.Table, group: o.Group, policy: o.Policy, admitter: o.Admitter, rules: o.Rules, callHook: noHook,
 		redactor: o.Redactor, compat: o.Compat, outcomes: o.Outcomes, log: o.Log, now: o.Now,
 		waitInPlace: o.WaitInPlace, keyOrder: o.Keys != nil, keys: o.Keys, stateTopic: o.StateTopic, actor: o.Actor,
-		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{},
+		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer,
 	}
 	switch {
 	case m.admitter == nil:

@@ -32,6 +32,7 @@ type ended struct {
 // a replay's ledger change, its key's turn.
 func (m *Machine) processed(p *pass, value []byte, info schema.Info) []txn.Output {
 	m.count(ledger.OutcomeProcessed, "")
+	p.traceOutcome(ledger.OutcomeProcessed, "", "", "")
 	outs := []txn.Output{outputRecord(p, value)}
 	if p.st.Attempt > 1 || p.origin.Tier >= 0 {
 		m.noteEnded(ledger.OutcomeProcessed, p.st) // it had failed in this pass
@@ -66,7 +67,7 @@ func (m *Machine) toTier(p *pass, v verdict) []txn.Output {
 	f.NotBefore = now.Add(v.Delay)
 	topic := p.origin.Routes.Tiers[v.Tier]
 	m.failed(p, v, ledger.OutcomeRetry, topic, f.Class, f.Attempt, f.Message)
-	return []txn.Output{tierRecord(p.rec, topic, f, m.compat.Headers(f), now)}
+	return []txn.Output{tierRecord(p, topic, f, m.compat.Headers(f), now)}
 }
 
 // toEnd ends p's pass as v says, quarantined or rejected, with the ledger
@@ -79,7 +80,7 @@ func (m *Machine) toEnd(p *pass, v verdict) []txn.Output {
 		topic, outcome = p.origin.Routes.Rejected, ledger.OutcomeRejected
 	}
 	m.failed(p, v, outcome, topic, f.Class, f.Attempt, f.Message)
-	outs := []txn.Output{terminalRecord(p.rec, topic, f, m.compat.Headers(f))}
+	outs := []txn.Output{terminalRecord(p, topic, f, m.compat.Headers(f))}
 	if p.st.Attempt > 1 || p.origin.Tier >= 0 {
 		m.noteEnded(outcome, p.st) // it had failed before in this pass
 	}
@@ -97,6 +98,7 @@ func (m *Machine) toEnd(p *pass, v verdict) []txn.Output {
 // failed counts and logs a record that failed and goes to topic.
 func (m *Machine) failed(p *pass, v verdict, outcome ledger.Outcome, topic, class string, attempt int, msg string) {
 	m.count(outcome, v.Code)
+	p.traceOutcome(outcome, class, v.Code, msg)
 	m.log.Info("record failed", "id", p.id, "outcome", outcome, "code", v.Code, "class", class, "attempt", attempt, "topic", topic, "error", msg)
 }
 

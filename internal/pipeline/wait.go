@@ -3,6 +3,7 @@ package pipeline
 import (
 	"time"
 
+	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
 )
@@ -120,6 +121,7 @@ func (m *Machine) waitHere(p *pass, v verdict, now time.Time) error {
 	next := p.st
 	next.AtSource, next.Tier, next.InPlace = false, v.Tier, 0
 	until := now.Add(v.Delay)
+	p.traceOutcome(ledger.OutcomeRetry, v.Class.String(), v.Code, m.redactor.Redact(v.cause.Error()))
 	m.waits.set(partKey{p.rec.Topic, p.rec.Partition}, p.rec.Offset, &waitState{until: until, st: next})
 	m.log.Info("record failed; its partition waits for it", "id", p.id, "code", v.Code, "attempt", p.st.Attempt,
 		"until", until, "error", m.redactor.Redact(v.cause.Error()))

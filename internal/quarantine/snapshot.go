@@ -63,6 +63,8 @@ type Snapshot struct {
 	// StateEnds are the state topic's high watermarks before it was
 	// read: a replay follows the ledger from there.
 	StateEnds map[int32]int64
+	// traceURL is RELAY_TRACE_URL: where Show links a trace id to.
+	traceURL string
 	// Warning is the first ledger record that could not be read, if any;
 	// the rest of the ledger was read.
 	Warning error
@@ -81,7 +83,7 @@ const readerGroup = "relay-cli"
 // metadata of every failure, but the value and headers only of the records
 // keep asks for (nil: none), so a large quarantine can be listed.
 func Load(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id string) bool) (*Snapshot, error) {
-	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil}
+	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil, traceURL: cfg.TraceURL}
 	if err := s.readLedger(ctx, cfg, a); err != nil {
 		return nil, err
 	}

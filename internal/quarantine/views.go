@@ -2,7 +2,10 @@ package quarantine
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"relay/internal/config"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -49,6 +52,9 @@ type Shown struct {
 	envelope.View
 	State   ledger.State   `json:"state"`
 	History []ledger.Event `json:"history,omitempty"`
+	// TraceURL is the quarantined record's trace (its traceId, see
+	// envelope.View) in the tracing UI RELAY_TRACE_URL names.
+	TraceURL string `json:"traceUrl,omitempty"`
 	// RecordGone says the quarantine record is past retention: the view
 	// holds only what the ledger knows.
 	RecordGone bool `json:"-"`
@@ -69,6 +75,9 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 		tp, _ := envelope.Lookup(toHeaders(r.Headers), envelope.TraceParent)
 		out.View = envelope.NewView(r.Failure, string(tp), r.Key, r.ValueLen)
 		out.Location = &envelope.Where{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+		if out.TraceID != "" && s.traceURL != "" {
+			out.TraceURL = strings.ReplaceAll(s.traceURL, config.TraceIDPlaceholder, out.TraceID)
+		}
 	} else {
 		out.FailureID, out.ErrorCode, out.RecordGone = fl.ID, fl.Code, true
 		out.Source = envelope.Source{Topic: fl.Source.Topic, Partition: fl.Source.Partition, Offset: fl.Source.Offset}

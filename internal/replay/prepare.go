@@ -2,12 +2,14 @@ package replay
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"relay/internal/config"
 	"relay/internal/quarantine"
 	"relay/internal/statetopic"
 	"relay/internal/topics"
+	"relay/internal/tracing"
 )
 
 // Plan is a replay ready to run or to predict: the snapshot that keeps the
@@ -18,6 +20,8 @@ type Plan struct {
 	Snapshot  *quarantine.Snapshot
 	Selection *Selection
 	w         *statetopic.Writer
+	// traces makes the replay's publish spans (none without tracing).
+	traces *tracing.Provider
 }
 
 // Prepare reads the ledger and the quarantine and selects. The bytes of
@@ -40,6 +44,11 @@ func Prepare(ctx context.Context, cfg *config.Config, a topics.Admin, o *Options
 		chosen[fl.ID] = true
 	}
 	if !o.DryRun {
+		traces, err := tracing.New(ctx, os.Environ(), "")
+		if err != nil {
+			return nil, &quarantine.InputError{Err: err}
+		}
+		p.traces = traces
 		w, err := statetopic.NewWriter(ctx, cfg, cfg.GroupID+".replay")
 		if err != nil {
 			return nil, err
@@ -72,4 +81,10 @@ func (p *Plan) Close() {
 		p.w.Close()
 		p.w = nil
 	}
+	// The publish spans go out before the command ends, if they can
+	// within 5 s.
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.traces.Shutdown(c)
+	p.traces = nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -54,17 +55,23 @@ func (r *run) publishBatch(ctx context.Context, batch []*quarantine.Failure) err
 	stateTopic := r.cfg.StateTopicName()
 	msgs := make([]*kafka.Message, 0, 2*len(batch))
 	var sent []*quarantine.Failure
+	var spans []trace.Span
 	for _, fl := range batch {
 		if st := r.changed[fl.ID]; st != "" {
 			r.skippedLate[st]++
 			continue
 		}
 		rec, ev := r.replayOf(fl, now)
+		if span := r.traceReplay(fl, rec); span != nil {
+			spans = append(spans, span)
+		}
 		msgs = append(msgs, rec, statetopic.EventMessage(stateTopic, ev))
 		sent = append(sent, fl)
 	}
 	if len(msgs) > 0 {
-		if err := r.w.Write(ctx, msgs); err != nil {
+		err := r.w.Write(ctx, msgs)
+		endSpans(spans, err)
+		if err != nil {
 			return fmt.Errorf("publishing to the replay topic: %w (whether the last transaction, %d records, was committed is not known: "+
 				"run the replay again; what was published shows as replaying and is skipped)", err, len(sent))
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/config"
 	"relay/internal/ledger"
@@ -78,6 +79,7 @@ type run struct {
 	pending     map[string]bool
 	changed     map[string]string
 	skippedLate map[string]int
+	tracer      trace.Tracer // nil: no publish spans
 }
 
 // Run publishes the plan's selection (the sample first, then its
@@ -87,7 +89,7 @@ type run struct {
 func (p *Plan) Run(ctx context.Context, o *Options, id string, log io.Writer, prog Progress) (*Result, error) {
 	sel := p.Selection
 	r := &run{cfg: p.cfg, o: o, id: id, w: p.w, prog: prog, total: len(sel.Records), outcomes: map[string]string{}, tally: map[string]int{},
-		pending: map[string]bool{}, changed: map[string]string{}, skippedLate: map[string]int{}}
+		pending: map[string]bool{}, changed: map[string]string{}, skippedLate: map[string]int{}, tracer: p.traces.Tracer("relay/internal/replay")}
 	res := &Result{ReplayID: id, Actor: o.Actor, Reason: o.Reason, Skipped: sel.Skipped, Outcomes: r.outcomes, Late: r.skippedLate}
 	var err error
 	if r.tail, err = openTail(p.cfg, p.Snapshot.StateEnds); err != nil {

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/tiers"
 )
@@ -186,14 +189,26 @@ func (a *Admitter) writer(ctx context.Context, id int) (*writer, error) {
 	return w, nil
 }
 
-func (a *Admitter) lookup(ctx context.Context, id int) (*writer, error) {
+func (a *Admitter) lookup(ctx context.Context, id int) (w *writer, err error) {
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() {
+		// A cold lookup, in a traced record's process span.
+		var span trace.Span
+		ctx, span = parent.TracerProvider().Tracer("relay/internal/schema").Start(ctx, "registry lookup",
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.Int("relay.schema.id", id)))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	lctx, cancel := context.WithTimeout(ctx, a.set.Timeout)
 	defer cancel()
 	svs, err := a.reg.Versions(lctx, id)
 	if err != nil {
 		return nil, registryFailure(id, err)
 	}
-	w := &writer{info: Info{ID: id}}
+	w = &writer{info: Info{ID: id}}
 	for _, sv := range svs {
 		if sv.Subject == a.set.Subject {
 			w.info.Subject, w.info.Version = sv.Subject, sv.Version

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"relay/internal/tracing"
 )
 
 // otlpReader is a periodic OTLP/HTTP (protobuf) metric reader when the
@@ -14,8 +17,9 @@ import (
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT set, and OTEL_METRICS_EXPORTER not
 // "none" (nor "prometheus" alone). The exporter and the reader read the
 // other OTEL_* variables themselves (headers, timeout, interval). nil
-// when none is asked for. gRPC is not built in: a protocol of "grpc" is an
-// error, not a silent fallback.
+// when none is asked for. The protocol is http/protobuf or grpc
+// (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL);
+// another is an error naming the variable.
 func otlpReader(environ []string) (sdkmetric.Reader, error) {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -29,14 +33,16 @@ func otlpReader(environ []string) (sdkmetric.Reader, error) {
 	if ex := env["OTEL_METRICS_EXPORTER"]; ex != "" && !strings.Contains(ex, "otlp") {
 		return nil, nil
 	}
-	proto := env["OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"]
-	if proto == "" {
-		proto = env["OTEL_EXPORTER_OTLP_PROTOCOL"]
+	proto, err := tracing.ParseEnv(environ).Protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+	if err != nil {
+		return nil, err
 	}
-	if proto != "" && proto != "http/protobuf" {
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: relay exports OTLP over http/protobuf only", proto)
+	var exp sdkmetric.Exporter
+	if proto == tracing.ProtocolGRPC {
+		exp, err = otlpmetricgrpc.New(context.Background()) // connects lazily
+	} else {
+		exp, err = otlpmetrichttp.New(context.Background())
 	}
-	exp, err := otlpmetrichttp.New(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("OTLP metric exporter: %w", err)
 	}

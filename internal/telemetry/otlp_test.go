@@ -62,9 +62,20 @@ func TestOTLPExportsTheSameInstruments(t *testing.T) {
 	}
 }
 
-func TestOTLPOverGRPCIsAClearError(t *testing.T) {
-	_, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"})
-	if err == nil || !strings.Contains(err.Error(), "http/protobuf") {
+func TestOTLPOverGRPCStartsWithoutACollector(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	m, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_ = m.Close(c) // nothing listens: bounded, whatever it says
+}
+
+func TestOTLPUnknownProtocolNamesTheVariable(t *testing.T) {
+	_, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4317", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=thrift"})
+	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
 		t.Fatalf("err %v", err)
 	}
 }

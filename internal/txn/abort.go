@@ -109,6 +109,9 @@ func (l *Loop) reinit(ctx context.Context, why string) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
 	l.closeProducer()
+	if l.tr != nil {
+		l.tr.outcome = TxnUnknown
+	}
 	l.open = false
 	_ = l.deliveries.take()
 	if err := l.startProducer(ctx); err != nil {

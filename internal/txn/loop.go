@@ -1,11 +1,11 @@
 package txn
 
-// This file holds the loop's one shape — Run, handle, produce, end (the
+// This file holds the loop's one shape — Run, handle, end (the
 // commit). What a failed call does to the open transaction (abort,
 // re-initialisation, reloading the handler's state) is in abort.go,
 // positions (rewind, waits) in position.go, rebalances in rebalance.go,
-// the producer's life in producer.go, held partitions in stall.go, fences
-// in fence.go.
+// the producer's life and its calls (produce, retry) in producer.go, held
+// partitions in stall.go, fences in fence.go, commit spans in trace.go.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/kafkaerr"
 	"relay/internal/retry"
@@ -33,6 +34,9 @@ type Settings struct {
 	// TxnTimeout is the producer's transaction.timeout.ms: a fence of a
 	// transaction older than this is the coordinator's, not a zombie's.
 	TxnTimeout time.Duration
+	// Tracer, when set, makes a commit span of every transaction (see
+	// trace.go); it is the one optional field.
+	Tracer trace.Tracer
 }
 
 // opAttempts is how often a retriable transactional call is made before its
@@ -83,6 +87,9 @@ type Loop struct {
 	// runCtx is Run's context, for the rebalance callback: librdkafka
 	// calls it from inside Poll, without a context of its own.
 	runCtx context.Context
+
+	seq uint64    // transactions begun, for their commit spans
+	tr  *txnTrace // the open transaction's tracing; nil without a tracer
 }
 
 // New builds a loop. The consumer must be configured with
@@ -205,9 +212,10 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 			return
 		}
 		l.open, l.started = true, time.Now()
+		l.traceBegin()
 	}
 	rec := toRecord(m)
-	outs, err := l.handler.Handle(ctx, rec)
+	outs, err := l.handler.Handle(l.handlerCtx(ctx), rec)
 	var notDue *NotDueError
 	if errors.As(err, &notDue) {
 		l.wait(tp, rec.Offset, notDue.Until)
@@ -249,34 +257,6 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	l.obs.Consumed(1)
 }
 
-// produce enqueues one output. A full local queue is waited out by serving
-// delivery reports, within OpTimeout.
-func (l *Loop) produce(o *Output) error {
-	msg := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition},
-		Key:            o.Key,
-		Value:          o.Value,
-		Timestamp:      o.Timestamp,
-	}
-	if o.Partition == AnyPartition {
-		msg.TopicPartition.Partition = kafka.PartitionAny
-	}
-	if len(o.Headers) > 0 {
-		msg.Headers = make([]kafka.Header, len(o.Headers))
-		for i, h := range o.Headers {
-			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	deadline := time.Now().Add(l.set.OpTimeout)
-	for {
-		err := l.producer.Produce(msg, nil)
-		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) || time.Now().After(deadline) {
-			return err
-		}
-		l.producer.Flush(10)
-	}
-}
-
 // end commits the open transaction: send offsets, then commit. On failure it
 // aborts or re-initialises the producer and rewinds, as the error says.
 func (l *Loop) end(ctx context.Context, why string) {
@@ -310,25 +290,9 @@ func (l *Loop) end(ctx context.Context, why string) {
 		tl.OnCommit()
 	}
 	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	l.traceEnd(TxnCommitted, len(offsets))
 	l.unstall()
 	_ = l.deliveries.take() // reports of transactions aborted before
 	l.reset()
 	l.backoff.Reset()
-}
-
-// retry makes a transactional call, each attempt with its own deadline,
-// again while librdkafka says the error is retriable.
-func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
-	var err error
-	for range opAttempts {
-		// A call in flight is not cut short by shutdown: a commit that
-		// is about to succeed should. Each call has its own deadline.
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
-		err = call(c)
-		cancel()
-		if kafkaerr.Classify(err) != kafkaerr.Retriable || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
 }

@@ -108,3 +108,48 @@ func (l *Loop) close() error {
 	}
 	return nil
 }
+
+// produce enqueues one output. A full local queue is waited out by serving
+// delivery reports, within OpTimeout.
+func (l *Loop) produce(o *Output) error {
+	msg := &kafka.Message{
+		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition},
+		Key:            o.Key,
+		Value:          o.Value,
+		Timestamp:      o.Timestamp,
+	}
+	if o.Partition == AnyPartition {
+		msg.TopicPartition.Partition = kafka.PartitionAny
+	}
+	if len(o.Headers) > 0 {
+		msg.Headers = make([]kafka.Header, len(o.Headers))
+		for i, h := range o.Headers {
+			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	deadline := time.Now().Add(l.set.OpTimeout)
+	for {
+		err := l.producer.Produce(msg, nil)
+		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) || time.Now().After(deadline) {
+			return err
+		}
+		l.producer.Flush(10)
+	}
+}
+
+// retry makes a transactional call, each attempt with its own deadline,
+// again while librdkafka says the error is retriable.
+func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
+	var err error
+	for range opAttempts {
+		// A call in flight is not cut short by shutdown: a commit that
+		// is about to succeed should. Each call has its own deadline.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+		err = call(c)
+		cancel()
+		if kafkaerr.Classify(err) != kafkaerr.Retriable || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}

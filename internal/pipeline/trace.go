@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"relay/internal/envelope"
+	"relay/internal/ledger"
+	"relay/internal/tracing"
+	"relay/internal/txn"
+)
+
+// This file is the machine's tracing: one process span per pass (an
+// attempt at a record, with its in-place retries as events), its
+// attributes after the OpenTelemetry messaging conventions, and the trace
+// context every record of the pass carries on. Without a tracer
+// (Options.Tracer nil) none of it runs, and records carry the trace
+// context they came with, as they are.
+
+// TracerName is the instrumentation scope of the machine's spans.
+const TracerName = "relay/internal/pipeline"
+
+// maxKeyAttr is the longest key a span carries (messaging.kafka.message.key).
+const maxKeyAttr = 64
+
+// The attributes of the span conventions and relay's own.
+const (
+	AttrOutcome      = attribute.Key("relay.outcome")
+	AttrMessageID    = attribute.Key("relay.message.id")
+	AttrFailureID    = attribute.Key("relay.failure.id")
+	AttrErrorClass   = attribute.Key("relay.error.class")
+	AttrErrorType    = attribute.Key("error.type")
+	AttrAttempt      = attribute.Key("relay.attempt")
+	AttrOrigin       = attribute.Key("relay.origin")
+	AttrReplayID     = attribute.Key("relay.replay.id")
+	AttrTxnSeq       = attribute.Key("relay.transaction.seq")
+	AttrDestination  = attribute.Key("messaging.destination.name")
+	AttrPartitionID  = attribute.Key("messaging.destination.partition.id")
+	AttrOffset       = attribute.Key("messaging.kafka.offset")
+	AttrGroup        = attribute.Key("messaging.consumer.group.name")
+	AttrKey          = attribute.Key("messaging.kafka.message.key")
+	AttrSystem       = attribute.Key("messaging.system")
+	AttrOperation    = attribute.Key("messaging.operation.type")
+	AttrOperationNam = attribute.Key("messaging.operation.name")
+)
+
+// startSpan starts p's process span, a child of the trace context its
+// record carries (a new root without one), and keeps in p the context its
+// records carry on. ctx then holds the span, for the children (registry
+// lookup, rules, hook).
+func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
+	rec := p.rec
+	parent := tracing.Remote(func(k string) string {
+		v, _ := envelope.Lookup(rec.Headers, k)
+		return string(v)
+	})
+	ctx = trace.ContextWithRemoteSpanContext(ctx, parent) // invalid: a root
+	ctx, span := m.tracer.Start(ctx, "process "+rec.Topic, trace.WithSpanKind(trace.SpanKindConsumer))
+	p.span, p.tc = span, tracing.ContextOf(span.SpanContext())
+	txn.NoteSpan(ctx, span.SpanContext())
+	if !span.IsRecording() {
+		return ctx
+	}
+	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("process"), AttrOperationNam.String("process"),
+		AttrDestination.String(rec.Topic), AttrPartitionID.String(strconv.Itoa(int(rec.Partition))), AttrOffset.Int64(rec.Offset),
+		AttrGroup.String(m.group), AttrMessageID.String(p.id), AttrAttempt.Int(p.st.Attempt), AttrOrigin.String(originName(p.origin)))
+	if len(rec.Key) > 0 && len(rec.Key) <= maxKeyAttr && utf8.Valid(rec.Key) {
+		span.SetAttributes(AttrKey.String(string(rec.Key)))
+	}
+	if seq, ok := txn.TransactionSeq(ctx); ok {
+		span.SetAttributes(AttrTxnSeq.Int64(int64(seq))) //nolint:gosec // a count of transactions
+	}
+	if p.prev != nil && p.prev.ReplayID != "" {
+		span.SetAttributes(AttrReplayID.String(p.prev.ReplayID))
+	}
+	return ctx
+}
+
+func originName(o Origin) string {
+	switch {
+	case o.Replay:
+		return "replay"
+	case o.Tier >= 0:
+		return "tier"
+	default:
+		return "source"
+	}
+}
+
+// traceOutcome notes on p's span what its pass came to; a failure (code
+// set) makes the span's status Error with the redacted message.
+func (p *pass) traceOutcome(outcome ledger.Outcome, class, code, msg string) {
+	if p.span == nil || !p.span.IsRecording() {
+		return
+	}
+	p.span.SetAttributes(AttrOutcome.String(string(outcome)))
+	if code == "" {
+		return
+	}
+	p.span.SetAttributes(AttrFailureID.String(p.id), AttrErrorClass.String(class), AttrErrorType.String(code))
+	p.span.SetStatus(codes.Error, msg)
+}
+
+// traceRetry notes an in-place retry on p's span, as an event.
+func (m *Machine) traceRetry(p *pass, v verdict) {
+	if p.span == nil || !p.span.IsRecording() {
+		return
+	}
+	p.span.AddEvent("retry in place", trace.WithAttributes(AttrAttempt.Int(p.st.Attempt), AttrErrorType.String(v.Code),
+		AttrErrorClass.String(v.Class.String()), attribute.Int64("relay.retry.delay_ms", v.Delay.Milliseconds()),
+		attribute.String("exception.message", m.redactor.Redact(v.cause.Error()))))
+}
+
+// endSpan ends p's span; err is the pass's error, if any (a record that
+// is not due, or one relay cannot decide now).
+func (m *Machine) endSpan(p *pass, err error) {
+	if err != nil && p.span.IsRecording() {
+		var notDue *txn.NotDueError
+		if errors.As(err, &notDue) {
+			p.span.AddEvent("not due", trace.WithAttributes(attribute.String("relay.not_before", notDue.Error())))
+		} else {
+			p.span.SetAttributes(AttrErrorType.String("_OTHER"))
+			p.span.SetStatus(codes.Error, m.redactor.Redact(err.Error()))
+		}
+	}
+	p.span.End()
+}
+
+// appendTrace carries the trace context to p's next record: its process
+// span's, with tracing on; else the one its record came with.
+func appendTrace(dst []txn.Header, p *pass) []txn.Header {
+	if p.tc.Parent != "" {
+		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: []byte(p.tc.Parent)})
+		if p.tc.State != "" {
+			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: []byte(p.tc.State)})
+		}
+		return dst
+	}
+	for _, k := range []string{envelope.TraceParent, envelope.TraceState} {
+		if v, ok := envelope.Lookup(p.rec.Headers, k); ok {
+			dst = append(dst, txn.Header{Key: k, Value: v})
+		}
+	}
+	return dst
+}

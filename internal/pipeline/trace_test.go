@@ -1,0 +1,174 @@
+package pipeline
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"relay/internal/envelope"
+	"relay/internal/tiers"
+	"relay/internal/tracing"
+	"relay/internal/txn"
+)
+
+// traced is a machine that records its spans in rec.
+func traced(a Admitter, now *time.Time) (*Machine, *tracetest.SpanRecorder) {
+	rec := tracetest.NewSpanRecorder()
+	m, _ := newMachine(a, now)
+	m.tracer = tracing.NewWith(rec).Tracer(TracerName)
+	return m, rec
+}
+
+func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if kv.Key == k {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func traceparentOf(t *testing.T, o txn.Output) trace.SpanContext {
+	t.Helper()
+	sc := tracing.Remote(func(k string) string { v, _ := envelope.Lookup(o.Headers, k); return string(v) })
+	if !sc.IsValid() {
+		t.Fatalf("output to %s carries no valid traceparent: %v", o.Topic, o.Headers)
+	}
+	return sc
+}
+
+// A record with a traceparent gets a process span whose parent it is,
+// and its output carries the process span's context.
+func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
+	now := t0
+	m, spans := traced(nil, &now)
+	outs, err := m.Handle(context.Background(), source(7))
+	if err != nil || len(outs) != 1 {
+		t.Fatal(outs, err)
+	}
+	ended := spans.Ended()
+	if len(ended) != 1 {
+		t.Fatalf("%d spans, want 1", len(ended))
+	}
+	s := ended[0]
+	if s.Name() != "process orders" || s.SpanKind() != trace.SpanKindConsumer {
+		t.Fatalf("span %q kind %v", s.Name(), s.SpanKind())
+	}
+	if got := s.Parent().SpanID().String(); got != "00f067aa0ba902b7" || !s.Parent().IsRemote() {
+		t.Fatalf("parent %s, want the record's 00f067aa0ba902b7", got)
+	}
+	if got := s.SpanContext().TraceID().String(); got != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("trace %s", got)
+	}
+	want := map[attribute.Key]string{AttrSystem: "kafka", AttrOperation: "process", AttrOperationNam: "process",
+		AttrDestination: "orders", AttrPartitionID: "3", AttrGroup: "relay", AttrKey: "k1", AttrOutcome: "processed", AttrMessageID: "orders/3/7"}
+	for k, v := range want {
+		if got, ok := attrOf(s, k); !ok || got.String() != v {
+			t.Errorf("%s = %q, want %q", k, got.String(), v)
+		}
+	}
+	if got, _ := attrOf(s, AttrOffset); got.AsInt64() != 7 {
+		t.Errorf("offset %v", got.String())
+	}
+	if sc := traceparentOf(t, outs[0]); sc.TraceID() != s.SpanContext().TraceID() || sc.SpanID() != s.SpanContext().SpanID() {
+		t.Fatalf("output traceparent %v, want the process span's %v", sc, s.SpanContext())
+	}
+}
+
+// A record without a traceparent starts a trace; a key that is not short
+// text is left out.
+func TestProcessSpanWithoutTraceparentIsARoot(t *testing.T) {
+	now := t0
+	m, spans := traced(nil, &now)
+	rec := source(8)
+	rec.Headers, rec.Key = nil, []byte{0xff, 0xfe}
+	if _, err := m.Handle(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	s := spans.Ended()[0]
+	if s.Parent().IsValid() {
+		t.Fatalf("parent %v, want none", s.Parent())
+	}
+	if _, ok := attrOf(s, AttrKey); ok {
+		t.Fatal("a binary key is on the span")
+	}
+}
+
+// A record that fails through two tiers and then passes is one trace:
+// one process span per pass, each the child of the one before, and every
+// record written on the way carries the trace.
+func TestTiersThenProcessedIsOneTrace(t *testing.T) {
+	now := t0
+	a := &scriptedAdmitter{}
+	m, spans := traced(a, &now)
+	fail := func() {
+		a.errs = a.errs[:0]
+		for range 10 {
+			a.errs = append(a.errs, tiers.Failf(tiers.CauseRegistryUnavailable, "503"))
+		}
+	}
+	rec := source(7)
+	for pass := range 3 {
+		if pass < 2 {
+			fail()
+		} else {
+			a.errs = nil
+		}
+		outs, err := m.Handle(context.Background(), rec)
+		if err != nil || len(outs) != 1 {
+			t.Fatalf("pass %d: %v %v", pass, outs, err)
+		}
+		o := outs[0]
+		if pass < 2 && o.Topic == "orders.valid" || pass == 2 && o.Topic != "orders.valid" {
+			t.Fatalf("pass %d went to %s", pass, o.Topic)
+		}
+		if sc := traceparentOf(t, o); sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Fatalf("pass %d: %s carries trace %s", pass, o.Topic, sc.TraceID())
+		}
+		now = now.Add(10 * time.Minute)
+		rec = &txn.Record{Topic: o.Topic, Partition: 3, Offset: int64(pass), Key: o.Key, Value: o.Value, Headers: o.Headers, Timestamp: o.Timestamp}
+	}
+	ended := spans.Ended()
+	if len(ended) != 3 {
+		t.Fatalf("%d process spans, want 3", len(ended))
+	}
+	for i, s := range ended {
+		if s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Fatalf("span %d in trace %s", i, s.SpanContext().TraceID())
+		}
+		want := "retry"
+		if i == 2 {
+			want = "processed"
+		} else if v, _ := attrOf(s, AttrErrorType); v.AsString() != "SCHEMA_REGISTRY_UNAVAILABLE" || s.Status().Code.String() != "Error" {
+			t.Errorf("span %d: error.type %q status %v", i, v.AsString(), s.Status())
+		}
+		if v, _ := attrOf(s, AttrOutcome); v.AsString() != want {
+			t.Errorf("span %d: outcome %q, want %q", i, v.AsString(), want)
+		}
+		if i > 0 && s.Parent().SpanID() != ended[i-1].SpanContext().SpanID() {
+			t.Errorf("span %d's parent is %s, want the pass before (%s)", i, s.Parent().SpanID(), ended[i-1].SpanContext().SpanID())
+		}
+	}
+	if got := ended[2].Name(); got != "process orders.retry.5m" && got != "process orders.retry.30s" {
+		t.Errorf("last span %q", got)
+	}
+}
+
+// Without a tracer nothing is recorded and records carry the trace
+// context they came with, as they are.
+func TestWithoutTracerTheTraceparentIsCopied(t *testing.T) {
+	now := t0
+	m, _ := newMachine(nil, &now)
+	outs, err := m.Handle(context.Background(), source(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := envelope.Lookup(outs[0].Headers, envelope.TraceParent); string(v) != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+		t.Fatalf("traceparent %q", v)
+	}
+}

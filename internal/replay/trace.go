@@ -1,0 +1,69 @@
+package replay
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"relay/internal/envelope"
+	"relay/internal/quarantine"
+	"relay/internal/tracing"
+)
+
+// traceReplay starts the publish span of fl's replay record msg: the root
+// of a new trace, linked to the quarantined record's trace (its
+// traceparent), and puts the span's trace context into msg in place of
+// the one the quarantined record carried, so the replayed record's
+// process span is its child. nil without tracing.
+func (r *run) traceReplay(fl *quarantine.Failure, msg *kafka.Message) trace.Span {
+	if r.tracer == nil {
+		return nil
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer)}
+	if from := tracing.Remote(func(k string) string { return headerOf(fl.Record.Headers, k) }); from.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: from,
+			Attributes: []attribute.KeyValue{attribute.String("relay.link", "quarantined record")}}))
+	}
+	topic := *msg.TopicPartition.Topic
+	_, span := r.tracer.Start(context.Background(), "publish "+topic, opts...)
+	span.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),
+		attribute.String("messaging.operation.name", "publish"), attribute.String("messaging.destination.name", topic),
+		attribute.String("messaging.destination.partition.id", strconv.Itoa(int(msg.TopicPartition.Partition))),
+		attribute.String("relay.failure.id", fl.ID), attribute.String("relay.replay.id", r.id))
+	tc := tracing.ContextOf(span.SpanContext())
+	hs := msg.Headers[:0]
+	for _, h := range msg.Headers {
+		if h.Key != envelope.TraceParent && h.Key != envelope.TraceState {
+			hs = append(hs, h)
+		}
+	}
+	hs = append(hs, kafka.Header{Key: envelope.TraceParent, Value: []byte(tc.Parent)})
+	if tc.State != "" {
+		hs = append(hs, kafka.Header{Key: envelope.TraceState, Value: []byte(tc.State)})
+	}
+	msg.Headers = hs
+	return span
+}
+
+func headerOf(hs []kafka.Header, key string) string {
+	for _, h := range hs {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// endSpans ends the publish spans of a transaction that ended with err.
+func endSpans(spans []trace.Span, err error) {
+	for _, s := range spans {
+		if err != nil {
+			s.SetStatus(codes.Error, "the replay's transaction failed")
+		}
+		s.End()
+	}
+}

@@ -1,0 +1,109 @@
+package txn
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// This file is the loop's tracing: a commit span per transaction, from
+// its begin to its commit or abort, with the transaction's sequence
+// number (relay.transaction.seq, counted per instance from 1), which the
+// Handler's spans of the same transaction carry too (TransactionSeq), and
+// links to the first MaxLinks of them (NoteSpan). Without a tracer
+// (Settings.Tracer nil) none of it runs.
+
+// MaxLinks bounds the links of a commit span to the spans of its records.
+const MaxLinks = 128
+
+// The commit span's attributes.
+const (
+	AttrTxnSeq        = attribute.Key("relay.transaction.seq")
+	AttrTxnRecords    = attribute.Key("relay.transaction.records")
+	AttrTxnOutputs    = attribute.Key("relay.transaction.outputs")
+	AttrTxnPartitions = attribute.Key("relay.transaction.partitions")
+	AttrTxnOutcome    = attribute.Key("relay.transaction.outcome")
+)
+
+// The outcomes of a transaction, as its commit span says.
+const (
+	TxnCommitted = "committed"
+	TxnAborted   = "aborted"
+	// TxnUnknown: the commit's outcome was not known; a new producer
+	// settled it, and the committed offsets say which it was.
+	TxnUnknown = "unknown"
+)
+
+// txnTrace is the tracing state of the open transaction.
+type txnTrace struct {
+	seq     uint64
+	links   []trace.Link
+	spans   int    // spans noted, linked or not
+	outcome string // how it ends when it does not commit
+}
+
+type txnTraceKey struct{}
+
+// TransactionSeq is the sequence number of the transaction a Handler's
+// ctx belongs to; false without tracing.
+func TransactionSeq(ctx context.Context) (uint64, bool) {
+	if t, ok := ctx.Value(txnTraceKey{}).(*txnTrace); ok {
+		return t.seq, true
+	}
+	return 0, false
+}
+
+// NoteSpan tells the loop about a span of a record of the transaction of
+// ctx: the commit span links to it (the first MaxLinks). Without tracing
+// it does nothing.
+func NoteSpan(ctx context.Context, sc trace.SpanContext) {
+	t, ok := ctx.Value(txnTraceKey{}).(*txnTrace)
+	if !ok || !sc.IsValid() {
+		return
+	}
+	t.spans++
+	if len(t.links) < MaxLinks {
+		t.links = append(t.links, trace.Link{SpanContext: sc})
+	}
+}
+
+// traceBegin starts the tracing of a transaction that begins.
+func (l *Loop) traceBegin() {
+	if l.set.Tracer == nil {
+		return
+	}
+	l.seq++
+	l.tr = &txnTrace{seq: l.seq, outcome: TxnAborted}
+}
+
+// handlerCtx is ctx for the Handler: with the transaction's tracing state.
+func (l *Loop) handlerCtx(ctx context.Context) context.Context {
+	if l.tr == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, txnTraceKey{}, l.tr)
+}
+
+// traceEnd records the commit span of the transaction that ends, with
+// outcome ("" for how it was set to end when it did not commit).
+func (l *Loop) traceEnd(outcome string, partitions int) {
+	t := l.tr
+	if t == nil {
+		return
+	}
+	l.tr = nil
+	if outcome == "" {
+		outcome = t.outcome
+	}
+	_, span := l.set.Tracer.Start(context.Background(), "commit", trace.WithNewRoot(), trace.WithTimestamp(l.started),
+		trace.WithLinks(t.links...), trace.WithAttributes(AttrTxnSeq.Int64(int64(t.seq)), //nolint:gosec // a count of transactions
+			AttrTxnRecords.Int(l.records), AttrTxnOutputs.Int(l.outputs), AttrTxnPartitions.Int(partitions),
+			AttrTxnOutcome.String(outcome), attribute.Int("relay.transaction.spans", t.spans)))
+	if outcome != TxnCommitted {
+		span.SetStatus(codes.Error, "transaction "+outcome)
+	}
+	span.End(trace.WithTimestamp(time.Now()))
+}
