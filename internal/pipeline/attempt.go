@@ -33,7 +33,7 @@ func (m *Machine) attempts(ctx context.Context, p *pass) ([]txn.Output, error) {
 			return m.decided(p, v), nil
 		}
 		m.traceRetry(p, v)
-		m.log.Debug("retrying in place", "id", p.id, "code", v.Code, "attempt", p.st.Attempt, "in", v.Delay)
+		m.log.Debug("retrying in place", append([]any{"id", p.id, "code", v.Code, "attempt", p.st.Attempt, "in", v.Delay}, p.traceAttrs()...)...)
 		if err := sleep(ctx, v.Delay); err != nil {
 			return nil, err
 		}

@@ -40,10 +40,11 @@ type Machine struct {
 	loadState   StateLoader
 	tracer      trace.Tracer // nil: no spans
 
-	pending pending        // what the open transaction will have done
-	loaded  map[int32]bool // partitions whose state was restored
-	waits   waits          // the records partitions wait for (waitInPlace)
-	stale   staleKeys      // key states to delete while key ordering is off
+	pending  pending        // what the open transaction will have done
+	loaded   map[int32]bool // partitions whose state was restored
+	waits    waits          // the records partitions wait for (waitInPlace)
+	stale    staleKeys      // key states to delete while key ordering is off
+	failures failureLog     // the "record failed" lines, bounded per code and window
 }
 
 // pass is one record on its way through the machine: where it comes from,

@@ -99,7 +99,10 @@ func (m *Machine) toEnd(p *pass, v verdict) []txn.Output {
 func (m *Machine) failed(p *pass, v verdict, outcome ledger.Outcome, topic, class string, attempt int, msg string) {
 	m.count(outcome, v.Code)
 	p.traceOutcome(outcome, class, v.Code, msg)
-	m.log.Info("record failed", "id", p.id, "outcome", outcome, "code", v.Code, "class", class, "attempt", attempt, "topic", topic, "error", msg)
+	if m.failures.allow(m.log, v.Code, m.now()) {
+		m.log.Info("record failed", append([]any{"id", p.id, "outcome", outcome, "code", v.Code, "class", class,
+			"attempt", attempt, "topic", topic, "error", msg}, p.traceAttrs()...)...)
+	}
 }
 
 func (m *Machine) count(outcome ledger.Outcome, code string) {

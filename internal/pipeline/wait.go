@@ -123,7 +123,9 @@ func (m *Machine) waitHere(p *pass, v verdict, now time.Time) error {
 	until := now.Add(v.Delay)
 	p.traceOutcome(ledger.OutcomeRetry, v.Class.String(), v.Code, m.redactor.Redact(v.cause.Error()))
 	m.waits.set(partKey{p.rec.Topic, p.rec.Partition}, p.rec.Offset, &waitState{until: until, st: next})
-	m.log.Info("record failed; its partition waits for it", "id", p.id, "code", v.Code, "attempt", p.st.Attempt,
-		"until", until, "error", m.redactor.Redact(v.cause.Error()))
+	if m.failures.allow(m.log, v.Code, now) {
+		m.log.Info("record failed; its partition waits for it", append([]any{"id", p.id, "code", v.Code, "attempt", p.st.Attempt,
+			"until", until, "error", m.redactor.Redact(v.cause.Error())}, p.traceAttrs()...)...)
+	}
 	return &txn.NotDueError{Until: until}
 }
