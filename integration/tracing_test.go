@@ -237,14 +237,25 @@ func TestQuarantineTraceAndReplayLink(t *testing.T) {
 
 // TestCollectorDownLeavesRelayAlone: with the OTLP endpoint unreachable,
 // relay processes every record exactly once and stops gracefully (exit
-// 0) within its bound: spans are dropped, never waited for.
+// 0) within its bound: spans are dropped, never waited for, and counted.
 func TestCollectorDownLeavesRelayAlone(t *testing.T) {
 	const partitions = 3
 	s := newScenario(t, partitions)
 	s.src.produce(t, 3000)
-	r := startRelay(t, "relay", s.env(uniq(t, "txn"),
+	addr := freeAddr(t)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn"), "RELAY_HTTP_ADDR", addr,
 		"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc",
 		"OTEL_EXPORTER_OTLP_TIMEOUT", "500", "OTEL_BSP_SCHEDULE_DELAY", "100"))
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if v, _ := scrapeMetric(addr, "relay_tracing_spans_dropped_total", ""); v > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("relay_tracing_spans_dropped_total stayed 0 with the collector away")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	r.stop()
 }

@@ -103,6 +103,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		return err
 	}
 	defer closeMetrics()
+	metrics.SetSpansDropped(d.traces.Dropped)
 
 	consumer, err := kafkaclient.LoopConsumer(cfg, kafkaclient.WithLogs(d.logs))
 	if err != nil {

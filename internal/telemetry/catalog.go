@@ -53,6 +53,8 @@ var Instruments = []Metric{
 		Note: "Covers the source partitions the instance owns: take the `max` across instances."},
 	{Name: MetricHeadroom, Kind: Gauge, Unit: "s", Labels: []string{"topic"}, Help: "time until retention may delete the oldest unresolved record of a quarantine topic; negative: past it",
 		Note: "Record timestamp + `retention.ms` − now, for the source partitions the instance owns: take the `min` across instances."},
+	{Name: MetricSpansDropped, Kind: Counter, Help: "spans relay made and did not export: a full export queue, or a collector that did not take them",
+		Note: "Tracing never slows the loop: with the collector away, spans are dropped and counted here."},
 	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
 }
 

@@ -66,6 +66,7 @@ type Metrics struct {
 	ready                                                          atomic.Bool
 	quarantine                                                     atomic.Pointer[QuarantineSource]
 	lag                                                            atomic.Pointer[LagSource]
+	spansDropped                                                   atomic.Pointer[func() int64]
 	codes                                                          *codeLabels
 	now                                                            func() time.Time
 }
@@ -169,6 +170,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.lagGauge(meter); err != nil {
+		return err
+	}
+	if err = m.spansDroppedCounter(meter); err != nil {
 		return err
 	}
 	if err = m.quarantineGauges(meter); err != nil {

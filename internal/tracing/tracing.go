@@ -19,7 +19,8 @@ import (
 
 // Provider is relay's tracer provider, or none (tracing off).
 type Provider struct {
-	sdk *sdktrace.TracerProvider
+	sdk   *sdktrace.TracerProvider
+	drops *drops
 }
 
 // ErrConfig marks a bad OTEL_* value: nothing was started.
@@ -60,7 +61,10 @@ func New(ctx context.Context, environ []string, instance string) (*Provider, err
 	}
 	// The sampler (OTEL_TRACES_SAMPLER, _ARG) and the batch processor's
 	// bounds (OTEL_BSP_*) are the SDK's to read.
-	return &Provider{sdk: sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))}, nil
+	d := &drops{limit: env.queueLimit()}
+	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, d})
+	return &Provider{sdk: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(countingProcessor{bsp, d}), sdktrace.WithResource(res)),
+		drops: d}, nil
 }
 
 // newResource is service.name relay and service.instance.id instance,
