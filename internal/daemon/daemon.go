@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,6 +112,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stopAfter := context.AfterFunc(ctx, func() { d.signalled.Store(time.Now().UnixNano()) })
+	defer stopAfter()
 	stopped := make(chan struct{})
 	defer close(stopped)
 	defer d.flushTraces() // within the bound watchShutdown keeps
@@ -129,6 +132,9 @@ type daemon struct {
 	opts Options
 	log  *slog.Logger
 	logs chan kafka.LogEvent // librdkafka's log lines, for every client
+	// signalled is when a signal asked relay to stop (unix nanoseconds; 0
+	// before): the span flush fits in what the shutdown bound has left.
+	signalled atomic.Int64
 	// traces is the tracer provider; without tracing it makes no span.
 	traces *tracing.Provider
 }
@@ -137,7 +143,17 @@ type daemon struct {
 // within the shutdown bound and at most 5 s: a collector that is away
 // must not hold the exit, and what is not out by then is dropped.
 func (d *daemon) flushTraces() {
-	c, cancel := context.WithTimeout(context.Background(), min(5*time.Second, d.cfg.ShutdownTimeout))
+	budget := min(5*time.Second, d.cfg.ShutdownTimeout)
+	if at := d.signalled.Load(); at != 0 {
+		// What the shutdown bound has left, with a margin for the rest of
+		// the teardown: the flush must not turn a graceful stop into an
+		// abandoned one.
+		budget = min(budget, d.cfg.ShutdownTimeout-time.Since(time.Unix(0, at))-time.Second)
+	}
+	if budget <= 0 {
+		budget = time.Millisecond // drop what is queued; nothing waits
+	}
+	c, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if err := d.traces.Shutdown(c); err != nil {
 		d.log.Warn("spans not exported at shutdown", "err", err)

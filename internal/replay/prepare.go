@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"time"
 
@@ -49,8 +50,12 @@ func Prepare(ctx context.Context, cfg *config.Config, a topics.Admin, o *Options
 			return nil, &quarantine.InputError{Err: err}
 		}
 		p.traces = traces
+		if traces.Enabled() {
+			tracing.LogErrors(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}
 		w, err := statetopic.NewWriter(ctx, cfg, cfg.GroupID+".replay")
 		if err != nil {
+			p.Close()
 			return nil, err
 		}
 		p.w = w

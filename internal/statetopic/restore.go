@@ -26,6 +26,7 @@ func Loader(cfg *config.Config, log *slog.Logger, alive func()) func(ctx context
 	topic := cfg.StateTopicName()
 	return func(ctx context.Context, partitions []int32) (map[string][]byte, error) {
 		load := func() (map[string][]byte, error) {
+			alive() // each attempt is a stretch of its own for the liveness bound
 			out, err := load(ctx, cfg, topic, partitions)
 			if err != nil && (ctx.Err() != nil || kafkaerr.Permanent(err)) {
 				return nil, backoff.Permanent(err)

@@ -133,6 +133,7 @@ func (l *Loop) reloadState(ctx context.Context) {
 	if !ok || l.fatal != nil || len(l.assigned) == 0 {
 		return
 	}
+	l.obs.Alive()
 	tps := make([]kafka.TopicPartition, 0, len(l.assigned))
 	for k := range l.assigned {
 		tps = append(tps, k.at(0))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type model struct {
 	parts     int32
 	pos       map[int32]int64
 	paused    map[int32]bool
+	mu        sync.Mutex // committed is read by the test's watcher too
 	committed map[int32]int64
 	outputs   map[string]int // "p/off" → committed outputs
 	rr        int32
@@ -94,6 +96,8 @@ func (m *model) setPaused(tps []kafka.TopicPartition, v bool) error {
 }
 
 func (m *model) done() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for p := range m.parts {
 		if m.committed[p] < m.size {
 			return false
@@ -190,9 +194,11 @@ func (p *modelProducer) apply() {
 	for _, v := range p.pending {
 		p.m.outputs[v]++
 	}
+	p.m.mu.Lock()
 	for _, tp := range p.offsets {
 		p.m.committed[tp.Partition] = int64(tp.Offset)
 	}
+	p.m.mu.Unlock()
 	p.inTxn, p.pending = false, nil
 }
 

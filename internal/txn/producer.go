@@ -142,6 +142,7 @@ func (l *Loop) produce(o *Output) error {
 func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
 	var err error
 	for range opAttempts {
+		l.obs.Alive() // each try is a stretch of its own for the liveness bound
 		// A call in flight is not cut short by shutdown: a commit that
 		// is about to succeed should. Each call has its own deadline.
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
