@@ -39,7 +39,6 @@ const (
 	AttrAttempt      = attribute.Key("relay.attempt")
 	AttrOrigin       = attribute.Key("relay.origin")
 	AttrReplayID     = attribute.Key("relay.replay.id")
-	AttrTxnSeq       = attribute.Key("relay.transaction.seq")
 	AttrDestination  = attribute.Key("messaging.destination.name")
 	AttrPartitionID  = attribute.Key("messaging.destination.partition.id")
 	AttrOffset       = attribute.Key("messaging.kafka.offset")
@@ -74,7 +73,7 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 		span.SetAttributes(AttrKey.String(string(rec.Key)))
 	}
 	if seq, ok := txn.TransactionSeq(ctx); ok {
-		span.SetAttributes(AttrTxnSeq.Int64(int64(seq))) //nolint:gosec // a count of transactions
+		span.SetAttributes(txn.AttrTxnSeq.Int64(int64(seq))) //nolint:gosec // a count of transactions
 	}
 	if p.prev != nil && p.prev.ReplayID != "" {
 		span.SetAttributes(AttrReplayID.String(p.prev.ReplayID))
