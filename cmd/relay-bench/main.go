@@ -31,6 +31,7 @@ type options struct {
 	registry   string
 	admission  bool
 	keyModes   bool
+	otlp       string
 	timeout    time.Duration
 	keepTopics bool
 }
@@ -48,6 +49,7 @@ func main() {
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
+	flag.StringVar(&o.otlp, "otlp", "http://127.0.0.1:4318", "OTLP/HTTP endpoint of the tracing modes (t1, t01: relay with tracing on, parent-based ratio 1.0 and 0.01); empty skips them")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.Parse()
@@ -144,6 +146,12 @@ func run(ctx context.Context, o options) (err error) {
 			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
 		)
 	}
+	if o.otlp != "" {
+		modes = append(modes,
+			modeSpec{name: "t1-trace-all", label: "(t1) relay, tracing on, every record sampled", start: b.relayStarter(tracingEnv(o.otlp, "1.0"))},
+			modeSpec{name: "t01-trace-1pct", label: "(t01) relay, tracing on, 1% sampled", start: b.relayStarter(tracingEnv(o.otlp, "0.01"))},
+		)
+	}
 	extra, _ := parseEnv(o.relayEnv)
 	if extra != nil {
 		modes = append(modes, modeSpec{name: "c-relay-tuned", label: "(b+) relay, txn, " + strings.Join(extra, " "), start: b.relayStarter(extra)})
@@ -160,4 +168,13 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	printReport(o, results)
 	return nil
+}
+
+// tracingEnv turns relay's tracing on: OTLP/HTTP to endpoint, with the
+// parent-based ratio sampler at ratio (what high-volume users run).
+func tracingEnv(endpoint, ratio string) []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_SERVICE_NAME=relay-bench",
+		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=" + ratio,
+	}
 }

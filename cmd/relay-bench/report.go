@@ -86,6 +86,17 @@ func printReport(o options, rs []*result) {
 					short(b.label), b.recPerSec()/rs[1].recPerSec(), b.steady()/rs[1].steady())
 			}
 		}
+		// Tracing on against the same relay with tracing off (b).
+		for _, t := range rs {
+			if l := short(t.label); l == "(t1)" || l == "(t01)" {
+				for _, b := range rs {
+					if short(b.label) == "(b)" {
+						fmt.Printf("throughput ratio %s / (b) = %.3f  (steady: %.3f)  cost of tracing; target >= %s\n",
+							l, t.recPerSec()/b.recPerSec(), t.steady()/b.steady(), map[string]string{"(t1)": "0.70", "(t01)": "0.90"}[l])
+					}
+				}
+			}
+		}
 		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
 		fmt.Println("compare ratios across machines, not absolute numbers.")
 	}
