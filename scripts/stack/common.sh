@@ -198,12 +198,15 @@ wait_gone() {
 wait_for() {
   local name="$1" marker="$2" timeout="$3" logfile="$4"
   shift 4
-  local deadline=$((SECONDS + timeout))
+  local deadline=$((SECONDS + timeout)) since=$SECONDS
   while ((SECONDS < deadline)); do
     if "$@"; then
       return 0
     fi
-    if ! our_pid "$name" "$marker" >/dev/null; then
+    # For a moment after start the recorded pid is still the shell that
+    # is about to exec the program, whose command line lacks the marker:
+    # "not running" counts only after that moment.
+    if ! our_pid "$name" "$marker" >/dev/null && ((SECONDS - since >= 5)); then
       wait_failed "$name" "$logfile" "$name is not running (it exited or was never started)"
     fi
     sleep 0.5
