@@ -39,6 +39,7 @@ type Machine struct {
 	discards    Discards
 	loadState   StateLoader
 	tracer      trace.Tracer // nil: no spans
+	spans       *spanOpts    // the process spans' options and names
 
 	pending  pending        // what the open transaction will have done
 	loaded   map[int32]bool // partitions whose state was restored

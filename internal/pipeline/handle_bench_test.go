@@ -81,3 +81,24 @@ func BenchmarkHandleTraced(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHandleTracedUnsampled is BenchmarkHandleTraced at the sampler
+// high-volume users run, parent-based 1 %: nearly every pass unsampled,
+// so this is what tracing costs a record that is not traced.
+func BenchmarkHandleTracedUnsampled(b *testing.B) {
+	ctx := context.Background()
+	tp := tracing.NewWith(sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter()),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))
+	defer func() { _ = tp.Shutdown(ctx) }()
+	now := t0
+	m, _ := newMachine(nil, &now)
+	m.tracer = tp.Tracer(TracerName)
+	rec := source(7)
+	rec.Headers = rec.Headers[:1] // no traceparent: relay starts the trace, and samples 1 %
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Handle(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

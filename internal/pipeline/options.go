@@ -82,7 +82,7 @@ func New(o Options) (*Machine, error) {
 		table: o.Table, group: o.Group, policy: o.Policy, admitter: o.Admitter, rules: o.Rules, callHook: noHook,
 		redactor: o.Redactor, compat: o.Compat, outcomes: o.Outcomes, log: o.Log, now: o.Now,
 		waitInPlace: o.WaitInPlace, keyOrder: o.Keys != nil, keys: o.Keys, stateTopic: o.StateTopic, actor: o.Actor,
-		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer,
+		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer, spans: newSpanOpts(),
 	}
 	switch {
 	case m.admitter == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -52,15 +53,24 @@ const (
 // startSpan starts p's process span, a child of the trace context its
 // record carries (a new root without one), and keeps in p the context its
 // records carry on. ctx then holds the span, for the children (registry
-// lookup, rules, hook).
+// lookup, rules, hook). A record that is not sampled costs what Parent,
+// the SDK's unsampled span and ContextOf cost: no context of its own, no
+// formatted strings.
 func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 	rec := p.rec
-	parent := tracing.Remote(func(k string) string {
-		v, _ := envelope.Lookup(rec.Headers, k)
-		return string(v)
-	})
-	ctx = trace.ContextWithRemoteSpanContext(ctx, parent) // invalid: a root
-	ctx, span := m.tracer.Start(ctx, "process "+rec.Topic, trace.WithSpanKind(trace.SpanKindConsumer))
+	var parent trace.SpanContext
+	if tp, ok := envelope.Lookup(rec.Headers, envelope.TraceParent); ok {
+		ts, _ := envelope.Lookup(rec.Headers, envelope.TraceState)
+		parent = tracing.Parent(tp, ts)
+	}
+	opts := m.spans.process
+	switch {
+	case parent.IsValid():
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+	case trace.SpanContextFromContext(ctx).IsValid():
+		opts = m.spans.root // ctx came with a span: it is not the record's trace
+	}
+	ctx, span := m.tracer.Start(ctx, m.spans.name(rec.Topic), opts...)
 	p.span, p.tc = span, tracing.ContextOf(span.SpanContext())
 	txn.NoteSpan(ctx, span.SpanContext())
 	if !span.IsRecording() {
@@ -79,6 +89,28 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 		span.SetAttributes(AttrReplayID.String(p.prev.ReplayID))
 	}
 	return ctx
+}
+
+// spanOpts are the process spans' start options and names, made once:
+// per record they would be allocations every record pays for, sampled
+// or not.
+type spanOpts struct {
+	process []trace.SpanStartOption // a consumer span
+	root    []trace.SpanStartOption // the same, the root of a new trace
+	names   sync.Map                // topic → "process <topic>"
+}
+
+func newSpanOpts() *spanOpts {
+	kind := trace.WithSpanKind(trace.SpanKindConsumer)
+	return &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()}}
+}
+
+func (o *spanOpts) name(topic string) string {
+	if n, ok := o.names.Load(topic); ok {
+		return n.(string) //nolint:forcetypeassert // only strings are stored
+	}
+	n, _ := o.names.LoadOrStore(topic, "process "+topic)
+	return n.(string) //nolint:forcetypeassert // only strings are stored
 }
 
 func originName(o Origin) string {
@@ -134,10 +166,10 @@ func (m *Machine) endSpan(p *pass, err error) {
 // appendTrace carries the trace context to p's next record: its process
 // span's, with tracing on; else the one its record came with.
 func appendTrace(dst []txn.Header, p *pass) []txn.Header {
-	if p.tc.Parent != "" {
-		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: []byte(p.tc.Parent)})
-		if p.tc.State != "" {
-			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: []byte(p.tc.State)})
+	if p.tc.Parent != nil {
+		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: p.tc.Parent})
+		if p.tc.State != nil {
+			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: p.tc.State})
 		}
 		return dst
 	}

@@ -35,7 +35,9 @@ func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
 
 func traceparentOf(t *testing.T, o txn.Output) trace.SpanContext {
 	t.Helper()
-	sc := tracing.Remote(func(k string) string { v, _ := envelope.Lookup(o.Headers, k); return string(v) })
+	tp, _ := envelope.Lookup(o.Headers, envelope.TraceParent)
+	ts, _ := envelope.Lookup(o.Headers, envelope.TraceState)
+	sc := tracing.Parent(tp, ts)
 	if !sc.IsValid() {
 		t.Fatalf("output to %s carries no valid traceparent: %v", o.Topic, o.Headers)
 	}

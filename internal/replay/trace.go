@@ -24,7 +24,8 @@ func (r *run) traceReplay(fl *quarantine.Failure, msg *kafka.Message) trace.Span
 		return nil
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer)}
-	if from := tracing.Remote(func(k string) string { return headerOf(fl.Record.Headers, k) }); from.IsValid() {
+	from := tracing.Parent(headerOf(fl.Record.Headers, envelope.TraceParent), headerOf(fl.Record.Headers, envelope.TraceState))
+	if from.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: from,
 			Attributes: []attribute.KeyValue{attribute.String("relay.link", "quarantined record")}}))
 	}
@@ -41,21 +42,21 @@ func (r *run) traceReplay(fl *quarantine.Failure, msg *kafka.Message) trace.Span
 			hs = append(hs, h)
 		}
 	}
-	hs = append(hs, kafka.Header{Key: envelope.TraceParent, Value: []byte(tc.Parent)})
-	if tc.State != "" {
-		hs = append(hs, kafka.Header{Key: envelope.TraceState, Value: []byte(tc.State)})
+	hs = append(hs, kafka.Header{Key: envelope.TraceParent, Value: tc.Parent})
+	if tc.State != nil {
+		hs = append(hs, kafka.Header{Key: envelope.TraceState, Value: tc.State})
 	}
 	msg.Headers = hs
 	return span
 }
 
-func headerOf(hs []kafka.Header, key string) string {
+func headerOf(hs []kafka.Header, key string) []byte {
 	for _, h := range hs {
 		if h.Key == key {
-			return string(h.Value)
+			return h.Value
 		}
 	}
-	return ""
+	return nil
 }
 
 // endSpans ends the publish spans of a transaction that ended with err.

@@ -30,7 +30,7 @@ func TestReplayRecordLinksTheQuarantinedTrace(t *testing.T) {
 	if l := s.Links(); len(l) != 1 || l[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Fatalf("links %+v", l)
 	}
-	got := headerOf(msg.Headers, envelope.TraceParent)
+	got := string(headerOf(msg.Headers, envelope.TraceParent))
 	if got == old || envelope.TraceID(got) != s.SpanContext().TraceID().String() || len(msg.Headers) != 2 {
 		t.Fatalf("replay record's traceparent %q, headers %v", got, msg.Headers)
 	}

@@ -43,6 +43,9 @@ type txnTrace struct {
 	links   []trace.Link
 	spans   int    // spans noted, linked or not
 	outcome string // how it ends when it does not commit
+	// ctx is the Handler's context with the transaction's tracing, made
+	// once per transaction from parent.
+	ctx, parent context.Context
 }
 
 type txnTraceKey struct{}
@@ -57,15 +60,16 @@ func TransactionSeq(ctx context.Context) (uint64, bool) {
 }
 
 // NoteSpan tells the loop about a span of a record of the transaction of
-// ctx: the commit span links to it (the first MaxLinks). Without tracing
-// it does nothing.
+// ctx: the commit span links to it (the first MaxLinks sampled ones; a
+// link to a span no backend has would lead nowhere). Without tracing it
+// does nothing.
 func NoteSpan(ctx context.Context, sc trace.SpanContext) {
 	t, ok := ctx.Value(txnTraceKey{}).(*txnTrace)
 	if !ok || !sc.IsValid() {
 		return
 	}
 	t.spans++
-	if len(t.links) < MaxLinks {
+	if sc.IsSampled() && len(t.links) < MaxLinks {
 		t.links = append(t.links, trace.Link{SpanContext: sc})
 	}
 }
@@ -81,10 +85,14 @@ func (l *Loop) traceBegin() {
 
 // handlerCtx is ctx for the Handler: with the transaction's tracing state.
 func (l *Loop) handlerCtx(ctx context.Context) context.Context {
-	if l.tr == nil {
+	t := l.tr
+	if t == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, txnTraceKey{}, l.tr)
+	if t.parent != ctx {
+		t.ctx, t.parent = context.WithValue(ctx, txnTraceKey{}, t), ctx
+	}
+	return t.ctx
 }
 
 // traceEnd records the commit span of the transaction that ends, with

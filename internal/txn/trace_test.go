@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
@@ -18,8 +19,11 @@ func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 	return attribute.Value{}
 }
 
-// Each transaction has a commit span, linked to the spans of its records,
-// which know its sequence number; an aborted one says so.
+// unsampled is a span of a record that is not sampled.
+var unsampled = trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+
+// Each transaction has a commit span, linked to the sampled spans of its
+// records, which know its sequence number; an aborted one says so.
 func TestCommitSpanFindsTheRecordsSpans(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
@@ -34,6 +38,7 @@ func TestCommitSpanFindsTheRecordsSpans(t *testing.T) {
 		}
 		span.SetAttributes(AttrTxnSeq.Int64(int64(seq)))
 		NoteSpan(ctx, span.SpanContext())
+		NoteSpan(ctx, unsampled) // counted, not linked
 		span.End()
 		return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}}, nil
 	})
@@ -54,7 +59,8 @@ func TestCommitSpanFindsTheRecordsSpans(t *testing.T) {
 	}
 	cs := commits[0]
 	if attr(cs, AttrTxnOutcome).AsString() != TxnCommitted || attr(cs, AttrTxnRecords).AsInt64() != 2 ||
-		attr(cs, AttrTxnOutputs).AsInt64() != 2 || attr(cs, AttrTxnPartitions).AsInt64() != 2 {
+		attr(cs, AttrTxnOutputs).AsInt64() != 2 || attr(cs, AttrTxnPartitions).AsInt64() != 2 ||
+		attr(cs, "relay.transaction.spans").AsInt64() != 4 || len(cs.Links()) != 2 {
 		t.Fatalf("commit span attributes %v", cs.Attributes())
 	}
 	seq := attr(cs, AttrTxnSeq).AsInt64()
