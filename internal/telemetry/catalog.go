@@ -55,6 +55,8 @@ var Instruments = []Metric{
 		Note: "Record timestamp + `retention.ms` − now, for the source partitions the instance owns: take the `min` across instances."},
 	{Name: MetricSpansDropped, Kind: Counter, Help: "spans relay made and did not export: a full export queue, or a collector that did not take them",
 		Note: "Tracing never slows the loop: with the collector away, spans are dropped and counted here."},
+	{Name: MetricPointsDropped, Kind: Counter, Help: "metric data points of OTLP exports the collector did not take",
+		Note: "Only with an OTLP metric endpoint set; the points are cumulative, so the next export that succeeds carries the totals on."},
 	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
 }
 

@@ -67,6 +67,7 @@ type Metrics struct {
 	quarantine                                                     atomic.Pointer[QuarantineSource]
 	lag                                                            atomic.Pointer[LagSource]
 	spansDropped                                                   atomic.Pointer[func() int64]
+	pointsDropped                                                  atomic.Int64
 	codes                                                          *codeLabels
 	now                                                            func() time.Time
 }
@@ -80,17 +81,17 @@ func New(environ []string) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := &Metrics{Registry: reg, now: time.Now, codes: newCodeLabels(maxCodeLabels)}
 	opts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithView(views()...)}
-	otlp, err := otlpReader(environ)
+	otlp, err := otlpReader(environ, &m.pointsDropped)
 	if err != nil {
 		return nil, err
 	}
 	if otlp != nil {
 		opts = append(opts, sdkmetric.WithReader(otlp))
 	}
-	mp := sdkmetric.NewMeterProvider(opts...)
-	m := &Metrics{Registry: reg, provider: mp, now: time.Now, codes: newCodeLabels(maxCodeLabels)}
-	if err := m.instruments(mp.Meter("relay")); err != nil {
+	m.provider = sdkmetric.NewMeterProvider(opts...)
+	if err := m.instruments(m.provider.Meter("relay")); err != nil {
 		return nil, err
 	}
 	// The Go runtime and the process, as every Go service exports them.
@@ -172,7 +173,7 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 	if err = m.lagGauge(meter); err != nil {
 		return err
 	}
-	if err = m.spansDroppedCounter(meter); err != nil {
+	if err = m.droppedCounters(meter); err != nil {
 		return err
 	}
 	if err = m.quarantineGauges(meter); err != nil {

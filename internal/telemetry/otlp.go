@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -16,11 +17,12 @@ import (
 // standard variables ask for one: OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT set, and OTEL_METRICS_EXPORTER not
 // "none" (nor "prometheus" alone). The exporter and the reader read the
-// other OTEL_* variables themselves (headers, timeout, interval). nil
+// other OTEL_* variables themselves (headers, timeout, interval); the
+// points of exports that fail are counted in dropped. nil
 // when none is asked for. The protocol is http/protobuf or grpc
 // (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL);
 // another is an error naming the variable.
-func otlpReader(environ []string) (sdkmetric.Reader, error) {
+func otlpReader(environ []string, dropped *atomic.Int64) (sdkmetric.Reader, error) {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "OTEL_") {
@@ -46,5 +48,5 @@ func otlpReader(environ []string) (sdkmetric.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OTLP metric exporter: %w", err)
 	}
-	return sdkmetric.NewPeriodicReader(exp), nil
+	return sdkmetric.NewPeriodicReader(countingExporter{exp, dropped}), nil
 }

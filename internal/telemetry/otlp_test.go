@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,5 +78,64 @@ func TestOTLPUnknownProtocolNamesTheVariable(t *testing.T) {
 	_, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4317", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=thrift"})
 	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A collector that refuses the exports: their points are counted as
+// dropped, in relay_metrics_points_dropped_total on /metrics; once it
+// takes them again, the count stops growing.
+func TestRefusedExportsCountTheirPoints(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var taken atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if refuse.Load() {
+			http.Error(w, "no", http.StatusBadRequest) // not retried by the exporter
+			return
+		}
+		taken.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL) // the exporter reads the process's
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "50")
+	m, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Close(context.Background()) }()
+	waitFor(t, "a refused export", func() bool { return m.PointsDropped() > 0 })
+	refuse.Store(false)
+	n := taken.Load()
+	waitFor(t, "two exports taken", func() bool { return taken.Load() >= n+2 })
+	dropped := m.PointsDropped()
+	waitFor(t, "one more export taken", func() bool { return taken.Load() >= n+3 })
+	if m.PointsDropped() != dropped {
+		t.Fatalf("dropped went from %d to %d while the collector took every export", dropped, m.PointsDropped())
+	}
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "relay_metrics_points_dropped_total" {
+			if got := f.GetMetric()[0].GetCounter().GetValue(); got != float64(dropped) {
+				t.Fatalf("/metrics says %v points dropped, want %d", got, dropped)
+			}
+			return
+		}
+	}
+	t.Fatal("relay_metrics_points_dropped_total is not on /metrics")
+}
+
+// waitFor polls cond for up to 10 s (an event, not a duration, is what the
+// test is about).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 10 s", what)
+		}
 	}
 }
