@@ -71,6 +71,7 @@ func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 		err := l.retry(ctx, l.producer.AbortTransaction)
 		switch kafkaerr.Classify(err) {
 		case kafkaerr.None:
+			l.traceEnd(TxnAborted, len(l.first))
 		case kafkaerr.Fatal:
 			l.onFatal(ctx, "abort", err)
 			return
@@ -109,9 +110,7 @@ func (l *Loop) reinit(ctx context.Context, why string) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
 	l.closeProducer()
-	if l.tr != nil {
-		l.tr.outcome = TxnUnknown
-	}
+	l.traceEnd(TxnUnknown, len(l.first))
 	l.open = false
 	_ = l.deliveries.take()
 	if err := l.startProducer(ctx); err != nil {

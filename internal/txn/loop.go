@@ -127,6 +127,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	}
 	l.obs.Ready(true)
 	defer l.obs.Ready(false)
+	// A transaction still open when Run returns is left to the coordinator
+	// (a fatal error, or one in the shutdown's commit): its span says so.
+	defer func() { l.traceEnd(TxnAbandoned, len(l.first)) }()
 
 	for ctx.Err() == nil && l.fatal == nil {
 		l.obs.Alive()

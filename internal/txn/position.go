@@ -137,7 +137,7 @@ func (l *Loop) pause(ctx context.Context) {
 }
 
 func (l *Loop) reset() {
-	l.traceEnd("", len(l.first))
+	l.traceEnd(TxnAborted, len(l.first))
 	l.open, l.records, l.outputs = false, 0, 0
 	clear(l.next)
 	clear(l.first)

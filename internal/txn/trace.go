@@ -35,14 +35,17 @@ const (
 	// TxnUnknown: the commit's outcome was not known; a new producer
 	// settled it, and the committed offsets say which it was.
 	TxnUnknown = "unknown"
+	// TxnAbandoned: relay stopped on a fatal error with the transaction
+	// open; the coordinator aborts it (at transaction.timeout.ms, or when
+	// the next producer with the transactional id starts).
+	TxnAbandoned = "abandoned"
 )
 
 // txnTrace is the tracing state of the open transaction.
 type txnTrace struct {
-	seq     uint64
-	links   []trace.Link
-	spans   int    // spans noted, linked or not
-	outcome string // how it ends when it does not commit
+	seq   uint64
+	links []trace.Link
+	spans int // spans noted, linked or not
 	// ctx is the Handler's context with the transaction's tracing, made
 	// once per transaction from parent.
 	ctx, parent context.Context
@@ -80,7 +83,7 @@ func (l *Loop) traceBegin() {
 		return
 	}
 	l.seq++
-	l.tr = &txnTrace{seq: l.seq, outcome: TxnAborted}
+	l.tr = &txnTrace{seq: l.seq}
 }
 
 // handlerCtx is ctx for the Handler: with the transaction's tracing state.
@@ -96,16 +99,15 @@ func (l *Loop) handlerCtx(ctx context.Context) context.Context {
 }
 
 // traceEnd records the commit span of the transaction that ends, with
-// outcome ("" for how it was set to end when it did not commit).
+// outcome; nothing when it was recorded already. It is
+// called as soon as the transaction's end is known, so that the span does
+// not take in what follows (a new producer, a rewind, the backoff).
 func (l *Loop) traceEnd(outcome string, partitions int) {
 	t := l.tr
 	if t == nil {
 		return
 	}
 	l.tr = nil
-	if outcome == "" {
-		outcome = t.outcome
-	}
 	_, span := l.set.Tracer.Start(context.Background(), "commit", trace.WithNewRoot(), trace.WithTimestamp(l.started),
 		trace.WithLinks(t.links...), trace.WithAttributes(AttrTxnSeq.Int64(int64(t.seq)), //nolint:gosec // a count of transactions
 			AttrTxnRecords.Int(l.records), AttrTxnOutputs.Int(l.outputs), AttrTxnPartitions.Int(partitions),

@@ -3,7 +3,9 @@ package txn
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -84,5 +86,63 @@ func TestAbortedTransactionHasAnAbortedCommitSpan(t *testing.T) {
 	ended := spans.Ended()
 	if len(ended) == 0 || attr(ended[0], AttrTxnOutcome).AsString() != TxnAborted {
 		t.Fatalf("spans %v", ended)
+	}
+}
+
+// onEnd is a span processor that lets a test look at the loop as each
+// span ends.
+type onEnd struct {
+	sdktrace.SpanProcessor
+	note func(sdktrace.ReadOnlySpan)
+}
+
+func (p onEnd) OnEnd(s sdktrace.ReadOnlySpan) { p.note(s); p.SpanProcessor.OnEnd(s) }
+
+// commitSpans runs h with a tracer and gives, for each commit span, its
+// outcome and how many producers the loop had made when it ended.
+func commitSpans(t *testing.T, h *harness, script ...kafka.Event) (outcomes []string, made []int, err error) {
+	t.Helper()
+	note := func(s sdktrace.ReadOnlySpan) {
+		if s.Name() == "commit" {
+			outcomes, made = append(outcomes, attr(s, AttrTxnOutcome).AsString()), append(made, h.made)
+		}
+	}
+	h.set.Tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(onEnd{tracetest.NewSpanRecorder(), note})).Tracer("test")
+	err = h.run(script...)
+	return outcomes, made, err
+}
+
+// A commit whose outcome is unknown ends its span when the old producer
+// is closed, before the new one starts: an outage that holds the new
+// producer back is not the transaction's time.
+func TestCommitSpanOfAnUnknownOutcomeEndsWithTheOldProducer(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errOdd}
+	h := newHarness(t, first, second)
+	c := h.c
+	outcomes, made, err := commitSpans(t, h, c.assign(0), c.msg(0, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outcomes) == 0 || outcomes[0] != TxnUnknown || made[0] != 1 {
+		t.Fatalf("commit spans %v, ended with %v producers made; want the first unknown, ended before the second producer", outcomes, made)
+	}
+}
+
+// A fatal error with the transaction open (a zombie fenced, here in the
+// shutdown's commit) still records its commit span, as abandoned, before
+// Run returns.
+func TestFatalExitRecordsTheOpenTransactionAsAbandoned(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errFenced}
+	h := newHarness(t, p)
+	h.set.TxnTimeout = time.Hour // young: another instance's fence
+	c := h.c
+	outcomes, _, err := commitSpans(t, h, c.assign(0), c.msg(0, 7))
+	if err == nil {
+		t.Fatal("a fenced producer did not stop the loop")
+	}
+	if len(outcomes) != 1 || outcomes[0] != TxnAbandoned {
+		t.Fatalf("commit spans %v, want one, abandoned", outcomes)
 	}
 }
