@@ -6,20 +6,32 @@ GO            ?= go
 GOLANGCI_VER  := v2.15.0
 BIN           := $(CURDIR)/.cache/bin
 GOLANGCI      := $(BIN)/golangci-lint
+# Builds promtool from source into .cache/bin once, and prints its path.
+PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test unit integration bench up down lint build fuzz deps
+.PHONY: demo test unit integration bench up down lint rules build fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
 	scripts/demo.sh
 
-## test: everything — vet, lint, unit tests, and integration tests against the real broker
-test: deps up lint
-	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
+## test: everything — vet, lint, the alerting rules, unit tests, and integration tests against the real broker
+test: deps up lint rules
+	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
 
 ## unit: fast tests that need no broker
 unit:
-	$(GO) test -count=1 ./cmd/... ./internal/...
+	$(GO) test -count=1 ./cmd/... ./internal/... ./deploy/...
+
+## rules: promtool checks the alerting rules in deploy/prometheus and runs
+## their unit tests; then deploy/'s Go tests check the dashboard and the
+## rules against the metrics relay exports (RELAY_PROMTOOL: and that
+## promtool parses every dashboard query)
+rules:
+	promtool="$$($(PROMTOOL_PATH))" && \
+	  "$$promtool" check rules deploy/prometheus/relay-alerts.yml && \
+	  "$$promtool" test rules deploy/prometheus/relay-alerts.test.yml && \
+	  RELAY_PROMTOOL="$$promtool" $(GO) test -count=1 ./deploy/...
 
 ## integration: only the integration tests (broker required)
 integration: up
