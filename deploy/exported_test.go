@@ -19,15 +19,6 @@ import (
 // which rules may use next to relay's own.
 var scrapeSeries = []string{"up"}
 
-// notYetExported lists the names the dashboard and the rules use before
-// relay exports them. The test fails once relay exports one, so that its
-// entry goes when its metric lands.
-var notYetExported = []string{
-	// The counter of dropped metric points, being added on another
-	// branch. Delete this line when that branch is merged.
-	"relay_metrics_points_dropped_total",
-}
-
 // exposition is what relay's /metrics shows: every sample name (a
 // histogram's _bucket, _sum and _count), and each family's type.
 type exposition struct {
@@ -128,9 +119,9 @@ func parseExposition(r io.Reader) (exposition, error) {
 }
 
 // missing says why name is not one relay exports, or "" when it is (or is
-// a series Prometheus adds, or listed in notYetExported).
+// a series Prometheus adds,).
 func (e exposition) missing(name string) string {
-	if e.samples[name] || slices.Contains(scrapeSeries, name) || slices.Contains(notYetExported, name) {
+	if e.samples[name] || slices.Contains(scrapeSeries, name) {
 		return ""
 	}
 	why := name + " is not a metric relay exports"
@@ -174,17 +165,6 @@ func TestTheScrapeShowsEveryInstrument(t *testing.T) {
 	for _, name := range []string{"go_goroutines", "process_start_time_seconds", "process_resident_memory_bytes", "process_cpu_seconds_total"} {
 		if !e.samples[name] {
 			t.Errorf("%s (Go runtime or process collector) is not in the scrape", name)
-		}
-	}
-}
-
-// A name listed as not yet exported must not be exported: once it is,
-// its entry goes.
-func TestNotYetExportedIsNotExported(t *testing.T) {
-	e := exported(t)
-	for _, name := range notYetExported {
-		if e.samples[name] {
-			t.Errorf("relay exports %s now: delete it from notYetExported", name)
 		}
 	}
 }
