@@ -564,9 +564,14 @@ type scenario struct {
 // which every relay of the scenario then gets.
 func newScenario(t *testing.T, partitions int, extra ...string) *scenario {
 	t.Helper()
-	in := uniq(t, "src")
+	return newScenarioOn(t, uniq(t, "src"), uniq(t, "grp"), partitions, extra...)
+}
+
+// newScenarioOn is newScenario with a source topic named in and a group.
+func newScenarioOn(t *testing.T, in, group string, partitions int, extra ...string) *scenario {
+	t.Helper()
 	createTopics(t, partitions, in)
-	s := &scenario{src: newSource(in), output: in + ".valid", group: uniq(t, "grp"), partitions: partitions,
+	s := &scenario{src: newSource(in), output: in + ".valid", group: group, partitions: partitions,
 		quarantine: in + ".quarantine", rejected: in + ".rejected", extra: extra}
 	tiers := "30s,5m"
 	for i := 0; i+1 < len(extra); i += 2 {

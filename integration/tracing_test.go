@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -69,18 +70,19 @@ func TestTraceFollowsARecordThroughTiers(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer hook.Close()
-	service := uniq(t, "svc")
+	n := newTraceNames(t)
+	service := n.service
 	env := append(o.env(registryURL), "RELAY_HOOK_URL", hook.URL, "RELAY_HOOK_TIMEOUT", "500ms",
 		"RELAY_BLOCKING_ATTEMPTS", "0", "RELAY_RETRY_TIERS", "1s,2s")
-	s := newScenario(t, 1, append(env, tracingEnv(service, "http/protobuf")...)...)
+	s := newScenarioOn(t, n.source, n.group, 1, append(env, tracingEnv(service, "http/protobuf")...)...)
 
 	traceID, parentID := randomHex(t, 16), randomHex(t, 8)
-	producerSpan(t, service+"-producer", traceID, parentID)
+	producerSpan(t, n.producer, traceID, parentID)
 	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &s.src.topic, Partition: 0}, Key: []byte("k"),
 		Value:   o.value(t, 3, map[string]any{"id": "traced", "amount": int64(1), "currency": "EUR"}),
 		Headers: []kafka.Header{{Key: "traceparent", Value: []byte("00-" + traceID + "-" + parentID + "-01")}}}
 	deliver(t, []*kafka.Message{msg})
-	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	r := startRelay(t, "relay", s.env(n.txn))
 	waitSettled(t, s, 60*time.Second)
 	r.stop() // flushes the spans
 
@@ -141,6 +143,39 @@ func TestTraceFollowsARecordThroughTiers(t *testing.T) {
 	}
 	if hookSpans != 3 {
 		t.Errorf("%d hook client spans, want 3: %v", hookSpans, spanNames(tr))
+	}
+	keepTraceID(t, traceID)
+}
+
+// traceNames are the names TestTraceFollowsARecordThroughTiers gives its
+// services, source topic, group and transactional id.
+type traceNames struct{ service, producer, source, group, txn string }
+
+// newTraceNames makes names of the test's own, unless
+// RELAY_TEST_TRACE_PICTURE is set. Then the test runs for
+// scripts/trace-picture.sh, against a Jaeger of the script's own, and its
+// trace is the README's picture: the services are relay and
+// orders-producer, the topic orders-<random>, the group relay-<random>
+// (still unique on the shared broker).
+func newTraceNames(t *testing.T) traceNames {
+	if os.Getenv("RELAY_TEST_TRACE_PICTURE") == "" {
+		service := uniq(t, "svc")
+		return traceNames{service, service + "-producer", uniq(t, "src"), uniq(t, "grp"), uniq(t, "txn")}
+	}
+	r := randomHex(t, 3)
+	return traceNames{"relay", "orders-producer", "orders-" + r, "relay-" + r, "relay-" + r + "-0"}
+}
+
+// keepTraceID writes a passing test's trace id to the file that
+// RELAY_TEST_TRACE_PICTURE names, when it is set, for the script to fetch.
+func keepTraceID(t *testing.T, traceID string) {
+	t.Helper()
+	path := os.Getenv("RELAY_TEST_TRACE_PICTURE")
+	if path == "" || t.Failed() {
+		return
+	}
+	if err := os.WriteFile(path, []byte(traceID+"\n"), 0o600); err != nil {
+		t.Fatalf("keeping the trace id: %v", err)
 	}
 }
 
