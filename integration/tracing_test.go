@@ -51,8 +51,9 @@ func producerSpan(t *testing.T, service, traceID, spanID string) {
 // traceparent fails twice at the hook, goes through both tiers and is then
 // processed. Its journey is one trace in the backend (OTLP over
 // http/protobuf): the producer's span, one process span per attempt, each
-// the child of the one before, the hook calls, and the output carries the
-// trace on; the hook saw the trace too.
+// the child of the send span of the one before, the hook calls, the send
+// of the output, whose record carries the trace on; the hook saw the
+// trace too.
 func TestTraceFollowsARecordThroughTiers(t *testing.T) {
 	requireJaeger(t)
 	o := registerOrders(t)
@@ -102,38 +103,40 @@ func TestTraceFollowsARecordThroughTiers(t *testing.T) {
 	}
 	mu.Unlock()
 
-	tr := waitJaegerTrace(t, traceID, 7)
+	// The producer's, 3 process, 3 send and 3 hook spans (and a registry
+	// lookup).
+	tr := waitJaegerTrace(t, traceID, 10)
 	if _, ok := tr.Span("send orders"); !ok {
 		t.Errorf("the producer's span is not in the trace: %v", spanNames(tr))
 	}
-	var process []jaegerSpan
 	for _, sp := range tr.Spans {
-		if strings.HasPrefix(sp.Name, "process ") && sp.Service == service {
-			process = append(process, sp)
-		}
-	}
-	if len(process) != 3 {
-		t.Fatalf("%d process spans, want 3 (source, tier 1s, tier 2s): %v", len(process), spanNames(tr))
-	}
-	byParent := map[string]jaegerSpan{}
-	for _, sp := range process {
-		byParent[sp.ParentSpanID] = sp
-		if sp.Tags["messaging.system"] != "kafka" || sp.Tags["messaging.operation.type"] != "process" {
+		if sp.Service == service && strings.HasPrefix(sp.Name, "process ") &&
+			(sp.Tags["messaging.system"] != "kafka" || sp.Tags["messaging.operation.type"] != "process") {
 			t.Errorf("%s: tags %v", sp.Name, sp.Tags)
 		}
 	}
-	// The chain: producer → source attempt → tier 1s attempt → tier 2s attempt.
-	first, ok := byParent[parentID]
-	if !ok || first.Name != "process "+s.src.topic {
-		t.Fatalf("no process span of the source under the producer's span: %v", spanNames(tr))
+	// The chain: producer → source attempt → send to tier 1s → its attempt
+	// → send to tier 2s → its attempt → send to the output, whose record
+	// carries that last span's context.
+	child := func(parent, prefix string) jaegerSpan {
+		t.Helper()
+		for _, sp := range tr.Spans {
+			if sp.Service == service && sp.ParentSpanID == parent && strings.HasPrefix(sp.Name, prefix) {
+				return sp
+			}
+		}
+		t.Fatalf("no %q span under %s: %v", prefix, parent, spanNames(tr))
+		return jaegerSpan{}
 	}
-	second, ok := byParent[first.SpanID]
-	third, ok2 := byParent[second.SpanID]
-	if !ok || !ok2 || !strings.Contains(second.Name, "retry") || !strings.Contains(third.Name, "retry") {
-		t.Fatalf("the tier attempts do not follow each other: %v", spanNames(tr))
-	}
+	first := child(parentID, "process "+n.source)
+	second := child(child(first.SpanID, "send "+n.source+".retry.").SpanID, "process "+n.source+".retry.")
+	third := child(child(second.SpanID, "send "+n.source+".retry.").SpanID, "process "+n.source+".retry.")
+	out := child(third.SpanID, "send "+s.output)
 	if first.Tags["relay.outcome"] != "retry" || third.Tags["relay.outcome"] != "processed" {
 		t.Errorf("outcomes %q then %q, want retry … processed", first.Tags["relay.outcome"], third.Tags["relay.outcome"])
+	}
+	if out.Tags["messaging.operation.type"] != "send" || !strings.Contains(string(tp), "-"+out.SpanID+"-") {
+		t.Errorf("output send span %s (tags %v); the output carries %q", out.SpanID, out.Tags, tp)
 	}
 	hookSpans := 0
 	for _, sp := range tr.Spans {

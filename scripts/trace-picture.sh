@@ -119,7 +119,7 @@ main() {
   log "trace $trace: $spans spans in the query API"
   mkdir -p "$(dirname "$OUT")"
   # The detail opened is the last attempt's: from the 2 s tier, processed.
-  "$WORK/tracepic" -chromium "$CHROMIUM" -width "$WIDTH" -expand .retry.2s \
+  "$WORK/tracepic" -chromium "$CHROMIUM" -width "$WIDTH" -expand "process " \
     -url "$QUERY_URL/trace/$trace" -out "$OUT"
   log "wrote $OUT ($(wc -c <"$OUT") bytes) in $((SECONDS - start))s"
 }

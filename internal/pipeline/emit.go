@@ -19,7 +19,7 @@ func outputRecord(p *pass, value []byte) txn.Output {
 	// Room for the message id and the trace context.
 	headers := envelope.StripWithRoom(p.rec.Headers, 3)
 	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(p.id)})
-	headers = appendTrace(headers, p)
+	headers = appendTrace(headers, p, p.origin.Routes.Output, p.rec.Partition)
 	return txn.Output{
 		Topic: p.origin.Routes.Output, Partition: p.rec.Partition, Key: p.rec.Key, Value: value,
 		Headers: headers, Timestamp: p.rec.Timestamp,
@@ -79,7 +79,7 @@ func terminalRecord(p *pass, topic string, f *envelope.Failure, extra []envelope
 	headers := envelope.StripWithRoom(rec.Headers, maxEnvelopeHeaders+len(extra)+3)
 	headers = envelope.AppendFailure(headers, f)
 	headers = envelope.Append(headers, extra)
-	headers = appendTrace(headers, p)
+	headers = appendTrace(headers, p, topic, rec.Partition)
 	return txn.Output{
 		Topic: topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value,
 		Headers: headers, Timestamp: rec.Timestamp,

@@ -76,6 +76,7 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 	if !span.IsRecording() {
 		return ctx
 	}
+	p.sender = m.tracer
 	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("process"), AttrOperationNam.String("process"),
 		AttrDestination.String(rec.Topic), AttrPartitionID.String(strconv.Itoa(int(rec.Partition))), AttrOffset.Int64(rec.Offset),
 		AttrGroup.String(m.group), AttrMessageID.String(p.id), AttrAttempt.Int(p.st.Attempt), AttrOrigin.String(originName(p.origin)))
@@ -163,13 +164,20 @@ func (m *Machine) endSpan(p *pass, err error) {
 	p.span.End()
 }
 
-// appendTrace carries the trace context to p's next record: its process
-// span's, with tracing on; else the one its record came with.
-func appendTrace(dst []txn.Header, p *pass) []txn.Header {
-	if p.tc.Parent != nil {
-		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: p.tc.Parent})
-		if p.tc.State != nil {
-			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: p.tc.State})
+// appendTrace carries the trace context to p's next record, in topic and
+// partition: with p's span recorded, that of a send span, its child, for
+// the record (the messaging conventions' producer span); with p's span
+// not sampled, p's span's own (a child would not be sampled either);
+// without a tracer, the one its record came with.
+func appendTrace(dst []txn.Header, p *pass, topic string, partition int32) []txn.Header {
+	tc := p.tc
+	if p.sender != nil {
+		tc = p.send(topic, partition)
+	}
+	if tc.Parent != nil {
+		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: tc.Parent})
+		if tc.State != nil {
+			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: tc.State})
 		}
 		return dst
 	}
@@ -179,4 +187,19 @@ func appendTrace(dst []txn.Header, p *pass) []txn.Header {
 		}
 	}
 	return dst
+}
+
+// send records the span of p's record sent to topic: a producer span,
+// child of p's process span, that ends when the record is handed to the
+// transaction (the commit span says when that became visible).
+func (p *pass) send(topic string, partition int32) tracing.Context {
+	ctx := trace.ContextWithSpanContext(context.Background(), p.span.SpanContext())
+	_, span := p.sender.Start(ctx, "send "+topic, trace.WithSpanKind(trace.SpanKindProducer))
+	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("send"), AttrOperationNam.String("send"),
+		AttrDestination.String(topic), AttrMessageID.String(p.id))
+	if partition >= 0 {
+		span.SetAttributes(AttrPartitionID.String(strconv.Itoa(int(partition))))
+	}
+	span.End()
+	return tracing.ContextOf(span.SpanContext())
 }

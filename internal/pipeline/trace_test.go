@@ -44,8 +44,20 @@ func traceparentOf(t *testing.T, o txn.Output) trace.SpanContext {
 	return sc
 }
 
-// A record with a traceparent gets a process span whose parent it is,
-// and its output carries the process span's context.
+// ofKind are the spans of kind among spans, in the order they ended.
+func ofKind(spans []sdktrace.ReadOnlySpan, kind trace.SpanKind) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.SpanKind() == kind {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A record with a traceparent gets a process span whose parent it is; its
+// output gets a send span, the process span's child, whose context the
+// output carries.
 func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
 	now := t0
 	m, spans := traced(nil, &now)
@@ -54,10 +66,11 @@ func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
 		t.Fatal(outs, err)
 	}
 	ended := spans.Ended()
-	if len(ended) != 1 {
-		t.Fatalf("%d spans, want 1", len(ended))
+	process, sends := ofKind(ended, trace.SpanKindConsumer), ofKind(ended, trace.SpanKindProducer)
+	if len(ended) != 2 || len(process) != 1 || len(sends) != 1 {
+		t.Fatalf("%d spans, want a process and a send span", len(ended))
 	}
-	s := ended[0]
+	s := process[0]
 	if s.Name() != "process orders" || s.SpanKind() != trace.SpanKindConsumer {
 		t.Fatalf("span %q kind %v", s.Name(), s.SpanKind())
 	}
@@ -77,8 +90,18 @@ func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
 	if got, _ := attrOf(s, AttrOffset); got.AsInt64() != 7 {
 		t.Errorf("offset %v", got.String())
 	}
-	if sc := traceparentOf(t, outs[0]); sc.TraceID() != s.SpanContext().TraceID() || sc.SpanID() != s.SpanContext().SpanID() {
-		t.Fatalf("output traceparent %v, want the process span's %v", sc, s.SpanContext())
+	send := sends[0]
+	if send.Name() != "send orders.valid" || send.Parent().SpanID() != s.SpanContext().SpanID() {
+		t.Fatalf("send span %q, parent %v; want send orders.valid, the process span's child", send.Name(), send.Parent())
+	}
+	for k, v := range map[attribute.Key]string{AttrSystem: "kafka", AttrOperation: "send", AttrDestination: "orders.valid",
+		AttrPartitionID: "3", AttrMessageID: "orders/3/7"} {
+		if got, ok := attrOf(send, k); !ok || got.String() != v {
+			t.Errorf("send span %s = %q, want %q", k, got.String(), v)
+		}
+	}
+	if sc := traceparentOf(t, outs[0]); sc.TraceID() != s.SpanContext().TraceID() || sc.SpanID() != send.SpanContext().SpanID() {
+		t.Fatalf("output traceparent %v, want the send span's %v", sc, send.SpanContext())
 	}
 }
 
@@ -92,7 +115,7 @@ func TestProcessSpanWithoutTraceparentIsARoot(t *testing.T) {
 	if _, err := m.Handle(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	s := spans.Ended()[0]
+	s := ofKind(spans.Ended(), trace.SpanKindConsumer)[0]
 	if s.Parent().IsValid() {
 		t.Fatalf("parent %v, want none", s.Parent())
 	}
@@ -102,8 +125,8 @@ func TestProcessSpanWithoutTraceparentIsARoot(t *testing.T) {
 }
 
 // A record that fails through two tiers and then passes is one trace:
-// one process span per pass, each the child of the one before, and every
-// record written on the way carries the trace.
+// one process span per pass, each the child of the send span of the pass
+// before, and every record written on the way carries the trace.
 func TestTiersThenProcessedIsOneTrace(t *testing.T) {
 	now := t0
 	a := &scriptedAdmitter{}
@@ -135,9 +158,9 @@ func TestTiersThenProcessedIsOneTrace(t *testing.T) {
 		now = now.Add(10 * time.Minute)
 		rec = &txn.Record{Topic: o.Topic, Partition: 3, Offset: int64(pass), Key: o.Key, Value: o.Value, Headers: o.Headers, Timestamp: o.Timestamp}
 	}
-	ended := spans.Ended()
-	if len(ended) != 3 {
-		t.Fatalf("%d process spans, want 3", len(ended))
+	ended, sends := ofKind(spans.Ended(), trace.SpanKindConsumer), ofKind(spans.Ended(), trace.SpanKindProducer)
+	if len(ended) != 3 || len(sends) != 3 {
+		t.Fatalf("%d process spans and %d send spans, want 3 of each", len(ended), len(sends))
 	}
 	for i, s := range ended {
 		if s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
@@ -152,8 +175,11 @@ func TestTiersThenProcessedIsOneTrace(t *testing.T) {
 		if v, _ := attrOf(s, AttrOutcome); v.AsString() != want {
 			t.Errorf("span %d: outcome %q, want %q", i, v.AsString(), want)
 		}
-		if i > 0 && s.Parent().SpanID() != ended[i-1].SpanContext().SpanID() {
-			t.Errorf("span %d's parent is %s, want the pass before (%s)", i, s.Parent().SpanID(), ended[i-1].SpanContext().SpanID())
+		if sends[i].Parent().SpanID() != s.SpanContext().SpanID() {
+			t.Errorf("send span %d's parent is %s, want its pass's process span", i, sends[i].Parent().SpanID())
+		}
+		if i > 0 && s.Parent().SpanID() != sends[i-1].SpanContext().SpanID() {
+			t.Errorf("span %d's parent is %s, want the send span of the pass before (%s)", i, s.Parent().SpanID(), sends[i-1].SpanContext().SpanID())
 		}
 	}
 	if got := ended[2].Name(); got != "process orders.retry.5m" && got != "process orders.retry.30s" {

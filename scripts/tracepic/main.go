@@ -1,6 +1,6 @@
 // Command tracepic takes a PNG screenshot of one trace in Jaeger's UI with
 // headless Chromium: it opens the trace view, waits for the span rows,
-// opens the details and the attribute table of the first span whose
+// opens the details and the attribute table of the last span whose
 // operation name contains -expand, makes the picture as tall as the
 // rows then are, and writes it. scripts/trace-picture.sh runs it.
 //
@@ -35,7 +35,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "the PNG file to write")
 	flag.StringVar(&o.chromium, "chromium", "chromium", "the Chromium binary")
 	flag.IntVar(&o.width, "width", 1400, "the picture's width in CSS pixels")
-	flag.StringVar(&o.expand, "expand", "", "open the first span whose operation name contains this")
+	flag.StringVar(&o.expand, "expand", "", "open the last span whose operation name contains this")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long the page may take")
 	flag.Parse()
 	if o.url == "" || o.out == "" || flag.NArg() > 0 {
@@ -127,7 +127,7 @@ func fitAndCapture(width int) chromedp.Action[[]byte] {
 	}
 }
 
-// expandSpan clicks the name of the first span row whose operation
+// expandSpan clicks the name of the last span row whose operation
 // contains text, which opens that span's details (attributes, process,
 // events, references) under the row, then the header of their attribute
 // list, which shows it as a table. An empty text opens nothing.
@@ -141,7 +141,7 @@ func expandSpan(text string) chromedp.Action[chromedp.Void] {
 			return err
 		}
 		found, err := chromedp.Evaluate[bool](`(() => {
-			const row = Array.from(document.querySelectorAll('.span-name')).find(
+			const row = Array.from(document.querySelectorAll('.span-name')).findLast(
 				e => (e.querySelector('.endpoint-name')?.textContent ?? '').includes(`+string(arg)+`));
 			if (!row) return false;
 			row.click();
