@@ -64,9 +64,9 @@ type pass struct {
 	// pass's records carry (nil and empty without a tracer).
 	span trace.Span
 	tc   tracing.Context
-	// sender makes the send spans of the pass's records: the tracer when
-	// span is recorded, else nil.
-	sender trace.Tracer
+	// sender makes the send spans of the pass's records when span is
+	// recorded; else nil.
+	sender *sender
 }
 
 // verdict is what a pass that did not pass comes to: the decision, the

@@ -76,7 +76,7 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 	if !span.IsRecording() {
 		return ctx
 	}
-	p.sender = m.tracer
+	p.sender = &sender{tracer: m.tracer, ctx: ctx, opts: m.spans}
 	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("process"), AttrOperationNam.String("process"),
 		AttrDestination.String(rec.Topic), AttrPartitionID.String(strconv.Itoa(int(rec.Partition))), AttrOffset.Int64(rec.Offset),
 		AttrGroup.String(m.group), AttrMessageID.String(p.id), AttrAttempt.Int(p.st.Attempt), AttrOrigin.String(originName(p.origin)))
@@ -98,19 +98,28 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 type spanOpts struct {
 	process []trace.SpanStartOption // a consumer span
 	root    []trace.SpanStartOption // the same, the root of a new trace
+	send    []trace.SpanStartOption // a producer span
 	names   sync.Map                // topic → "process <topic>"
+	sends   sync.Map                // topic → "send <topic>"
 }
 
 func newSpanOpts() *spanOpts {
 	kind := trace.WithSpanKind(trace.SpanKindConsumer)
-	return &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()}}
+	return &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
+		send: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}}
 }
 
-func (o *spanOpts) name(topic string) string {
-	if n, ok := o.names.Load(topic); ok {
+func (o *spanOpts) name(topic string) string { return cachedName(&o.names, "process ", topic) }
+
+func (o *spanOpts) sendName(topic string) string { return cachedName(&o.sends, "send ", topic) }
+
+// cachedName is prefix+topic, made once per topic (the topics are relay's
+// sources, tiers and their outputs: a bounded set).
+func cachedName(names *sync.Map, prefix, topic string) string {
+	if n, ok := names.Load(topic); ok {
 		return n.(string) //nolint:forcetypeassert // only strings are stored
 	}
-	n, _ := o.names.LoadOrStore(topic, "process "+topic)
+	n, _ := names.LoadOrStore(topic, prefix+topic)
 	return n.(string) //nolint:forcetypeassert // only strings are stored
 }
 
@@ -193,13 +202,20 @@ func appendTrace(dst []txn.Header, p *pass, topic string, partition int32) []txn
 // child of p's process span, that ends when the record is handed to the
 // transaction (the commit span says when that became visible).
 func (p *pass) send(topic string, partition int32) tracing.Context {
-	ctx := trace.ContextWithSpanContext(context.Background(), p.span.SpanContext())
-	_, span := p.sender.Start(ctx, "send "+topic, trace.WithSpanKind(trace.SpanKindProducer))
-	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("send"), AttrOperationNam.String("send"),
-		AttrDestination.String(topic), AttrMessageID.String(p.id))
+	_, span := p.sender.tracer.Start(p.sender.ctx, p.sender.opts.sendName(topic), p.sender.opts.send...)
+	part := "" // a record for any partition: the producer's partitioner picks it
 	if partition >= 0 {
-		span.SetAttributes(AttrPartitionID.String(strconv.Itoa(int(partition))))
+		part = strconv.Itoa(int(partition))
 	}
+	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("send"), AttrOperationNam.String("send"),
+		AttrDestination.String(topic), AttrPartitionID.String(part), AttrMessageID.String(p.id))
 	span.End()
 	return tracing.ContextOf(span.SpanContext())
+}
+
+// sender is what a recorded pass needs for its send spans.
+type sender struct {
+	tracer trace.Tracer
+	ctx    context.Context //nolint:containedctx // the pass's context with its process span, for the send spans' parent
+	opts   *spanOpts
 }
