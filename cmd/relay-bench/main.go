@@ -34,6 +34,9 @@ type options struct {
 	otlp       string
 	timeout    time.Duration
 	keepTopics bool
+	streams    string // (k): the built Kafka Streams passthrough; empty skips it
+	streamsJVM string
+	java       string
 }
 
 func main() {
@@ -51,6 +54,9 @@ func main() {
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
 	flag.StringVar(&o.otlp, "otlp", "http://127.0.0.1:4318", "OTLP/HTTP endpoint of the tracing modes (t1, t01: relay with tracing on, parent-based ratio 1.0 and 0.01); empty skips them")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
+	flag.StringVar(&o.streams, "streams", "", "directory of the built Kafka Streams passthrough (scripts/tools/streams-bench.sh path): also run mode (k), Kafka Streams exactly_once_v2, beside relay (b); empty skips it")
+	flag.StringVar(&o.streamsJVM, "streams-jvm", "", "extra JVM options of mode (k), space-separated (default: none, the JVM's own heap and GC choice)")
+	flag.StringVar(&o.java, "java", "java", "java binary of mode (k)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -90,6 +96,9 @@ func (o *options) validate() error {
 	if _, err := parseEnv(o.relayEnv); err != nil {
 		errs = append(errs, err)
 	}
+	if err := o.checkStreams(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -125,6 +134,10 @@ func run(ctx context.Context, o options) (err error) {
 		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},
 		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
 		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
+	}
+	// Right after (b), so the two peers run as close together as they can.
+	if o.streams != "" {
+		modes = append(modes, modeSpec{name: "k-streams", label: "(k) Kafka Streams, exactly_once_v2, commit.interval.ms=100", start: b.streamsStarter()})
 	}
 	// value gives the admission modes their Avro records.
 	value := func() ([]byte, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // relayProc is mode (b): relay as a subprocess, transactional.
@@ -123,44 +120,18 @@ func (r *relayProc) check() error {
 	return nil
 }
 
-// caughtUp: relay's group has committed (require-stable) the source's end
-// offsets, so every backlog record is in a committed transaction.
+// caughtUp: relay's group has committed the source's end offsets, so every
+// backlog record is in a committed transaction, and relay counts every
+// record as done.
 func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
-	src := r.t.src
-	tps := make([]kafka.TopicPartition, 0, len(r.t.end))
-	for p := range r.t.end {
-		tps = append(tps, kafka.TopicPartition{Topic: &src, Partition: p})
-	}
-	c, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	res, err := r.b.admin.ListConsumerGroupOffsets(c, []kafka.ConsumerGroupTopicPartitions{{Group: r.t.group, Partitions: tps}},
-		kafka.SetAdminRequireStableOffsets(true))
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		// Transient (e.g. coordinator loading): ask again.
-		return false, nil
-	}
-	if len(res.ConsumerGroupsTopicPartitions) != 1 {
-		return false, nil
-	}
-	g := res.ConsumerGroupsTopicPartitions[0]
-	for _, tp := range g.Partitions {
-		if tp.Error != nil || int64(tp.Offset) != r.t.end[tp.Partition] {
-			return false, nil
-		}
-	}
-	if len(g.Partitions) != len(r.t.end) {
-		return false, nil
+	if ok, err := r.b.groupCaughtUp(ctx, r.t); !ok || err != nil {
+		return false, err
 	}
 	// Records in a retry tier are committed at the source but not done:
 	// done is every record in a terminal state, by relay's own count.
+	// A failed scrape asks again.
 	n, err := terminal(ctx, "http://"+r.addr+"/metrics")
-	if err != nil {
-		return false, nil
-	}
-	return n >= sum(r.t.end), nil
+	return err == nil && n >= sum(r.t.end), nil
 }
 
 // finish reads peak RSS and the counters, then stops relay with SIGTERM
@@ -215,20 +186,6 @@ func (r *relayProc) kill() {
 	})
 }
 
-// vmHWM reads a process's peak resident set size in KiB.
-func vmHWM(pid int) (int64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
-}
-
 // scrape reads a Prometheus text endpoint and sums each metric's samples
 // over their labels.
 func scrape(ctx context.Context, url string) (map[string]float64, error) {
@@ -272,25 +229,4 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   bytes.Buffer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if over := t.b.Len() - t.max; over > 0 {
-		t.b.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
-}
+func (r *relayProc) pid() int { return r.cmd.Process.Pid }

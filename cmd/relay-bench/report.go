@@ -24,6 +24,22 @@ type result struct {
 	txnAborted   float64
 	commitSum    float64 // seconds spent committing (relay_commit_duration)
 	commitCount  float64
+
+	// A passthrough in its own process: user + system CPU time until the
+	// first output and until the backlog was through.
+	cpuStartup, cpu time.Duration
+	ready           time.Duration // (k): start → Kafka Streams in state RUNNING
+	jvmFlags        string        // (k): -XX:+PrintCommandLineFlags
+}
+
+// cpuPerRecord is the CPU time per backlog record in µs, startup included.
+func (r *result) cpuPerRecord() float64 {
+	return float64(r.cpu) / float64(time.Microsecond) / float64(r.records)
+}
+
+// steadyCPUPerRecord leaves out the CPU time until the first output.
+func (r *result) steadyCPUPerRecord() float64 {
+	return float64(r.cpu-r.cpuStartup) / float64(time.Microsecond) / float64(r.records)
 }
 
 func (r *result) recPerSec() float64 { return float64(r.records) / r.wall.Seconds() }
@@ -50,38 +66,51 @@ func printMachine(o options) {
 func printReport(o options, rs []*result) {
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "mode\trecords\twall s\tstartup s\trec/s\tMB/s\tsteady rec/s\tlat p50\tlat p99\tlat max\tpeak RSS\ttxn committed\ttxn aborted\tavg commit\t")
+	fmt.Fprintln(w, "mode\trecords\twall s\tstartup s\trec/s\tMB/s\tsteady rec/s\tlat p50\tlat p99\tlat max\tpeak RSS\tCPU µs/rec\ttxn committed\ttxn aborted\tavg commit\t")
 	for _, r := range rs {
-		rss, tc, ta, ac := "-", "-", "-", "-"
+		rss, cpu, tc, ta, ac := "-", "-", "-", "-", "-"
 		if r.relay && r.commitCount > 0 {
 			ac = ms(time.Duration(r.commitSum / r.commitCount * float64(time.Second)))
 		}
-		if r.relay {
+		if r.rssKB > 0 {
 			rss = fmt.Sprintf("%.1f MiB", float64(r.rssKB)/1024)
+		}
+		if r.cpu > 0 {
+			cpu = fmt.Sprintf("%.1f", r.cpuPerRecord())
+		}
+		if r.relay {
 			tc, ta = fmt.Sprintf("%.0f", r.txnCommitted), fmt.Sprintf("%.0f", r.txnAborted)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.label, r.records, r.wall.Seconds(), r.startup.Seconds(), r.recPerSec(),
 			r.recPerSec()*float64(o.size)/1e6, r.steady(),
-			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), rss, tc, ta, ac)
+			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), rss, cpu, tc, ta, ac)
 	}
 	_ = w.Flush()
 	fmt.Println()
 	fmt.Println("rec/s and MB/s: backlog / wall (from starting the passthrough, startup included; MB = 1e6 value bytes).")
 	fmt.Println("steady rec/s: backlog / (wall - startup), startup = until the first record is in the output.")
 	fmt.Println("avg commit: relay_commit_duration sum/count (send offsets + commit, per transaction, whole run).")
+	fmt.Println("peak RSS: VmHWM of the passthrough's process at the end; CPU µs/rec: its user + system CPU until the backlog was through, per record.")
 	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
 	if len(rs) >= 2 {
 		a := rs[0]
 		fmt.Println()
 		for _, b := range rs[1:] {
-			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  target >= 0.90\n",
-				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady())
+			target := "target >= 0.90"
+			if short(b.label) == "(k)" {
+				target = "Kafka Streams against the same ceiling"
+			}
+			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  %s\n",
+				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady(), target)
 		}
 		// Against the idempotent baseline: what transactions cost on top
 		// of the idempotent producer they require.
 		if len(rs) >= 3 && short(rs[1].label) == "(i)" {
 			for _, b := range rs[2:] {
+				if short(b.label) == "(k)" {
+					continue
+				}
 				fmt.Printf("throughput ratio %s / (i) = %.3f  (steady: %.3f)  cost of transactions alone\n",
 					short(b.label), b.recPerSec()/rs[1].recPerSec(), b.steady()/rs[1].steady())
 			}
@@ -97,6 +126,7 @@ func printReport(o options, rs []*result) {
 				}
 			}
 		}
+		printPeers(rs)
 		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
 		fmt.Println("compare ratios across machines, not absolute numbers.")
 	}

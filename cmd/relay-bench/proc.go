@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// What the subprocess modes share: the group's committed offsets, and
+// what /proc says of a process.
+
+// process is a passthrough running as a child process; runMode samples its
+// CPU time.
+type process interface {
+	pid() int
+}
+
+// groupCaughtUp: t's group has committed (require-stable) the source's end
+// offsets, so every backlog record is in a committed transaction.
+func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
+	src := t.src
+	tps := make([]kafka.TopicPartition, 0, len(t.end))
+	for p := range t.end {
+		tps = append(tps, kafka.TopicPartition{Topic: &src, Partition: p})
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := b.admin.ListConsumerGroupOffsets(c, []kafka.ConsumerGroupTopicPartitions{{Group: t.group, Partitions: tps}},
+		kafka.SetAdminRequireStableOffsets(true))
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		// Transient (e.g. coordinator loading): ask again.
+		return false, nil
+	}
+	if len(res.ConsumerGroupsTopicPartitions) != 1 {
+		return false, nil
+	}
+	g := res.ConsumerGroupsTopicPartitions[0]
+	for _, tp := range g.Partitions {
+		if tp.Error != nil || int64(tp.Offset) != t.end[tp.Partition] {
+			return false, nil
+		}
+	}
+	return len(g.Partitions) == len(t.end), nil
+}
+
+// vmHWM reads a process's peak resident set size in KiB.
+func vmHWM(pid int) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTime reads a process's user + system CPU time (its threads included,
+// its children not) from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if over := t.b.Len() - t.max; over > 0 {
+		t.b.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
+
+// lineWriter passes whole lines of what is written to it to each, and
+// everything to tail.
+type lineWriter struct {
+	mu      sync.Mutex
+	tail    *tailBuffer
+	partial []byte
+	each    func(line string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	_, _ = w.tail.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.each(string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > 64<<10 {
+		w.partial = w.partial[:0]
+	}
+	return len(p), nil
+}
