@@ -37,7 +37,8 @@ rules:
 integration: up
 	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m -v ./integration/...
 
-## bench: same-run throughput/latency ratio of relay against a librdkafka passthrough
+## bench: same-run throughput/latency ratio of relay against a librdkafka passthrough,
+## and relay beside a Kafka Streams exactly_once_v2 passthrough (built by Maven)
 bench:
 	scripts/bench.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the relay benchmark (cmd/relay-bench) against the local stack: the
-# non-transactional passthrough ceiling and relay, in one run, on fresh
-# topics that it deletes afterwards. See docs/PERFORMANCE.md.
+# non-transactional passthrough ceiling, relay and its Java peer, a Kafka
+# Streams exactly_once_v2 passthrough, in one run, on fresh topics that it
+# deletes afterwards. See docs/PERFORMANCE.md.
 #
 # usage: scripts/bench.sh [relay-bench flags]   e.g. -records 50000 -latency-seconds 5
 set -euo pipefail
@@ -11,4 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/stack/up.sh
 go build -o bin/relay ./cmd/relay
 go build -o bin/relay-bench ./cmd/relay-bench
-exec bin/relay-bench "$@"
+# Mode (k), Kafka Streams beside relay: built once by Maven (cached under
+# .cache/bench/streams); -streams= after it on the command line skips it.
+streams="$(scripts/tools/streams-bench.sh path)"
+exec bin/relay-bench -streams "$streams" "$@"

@@ -198,6 +198,9 @@ func printPeers(rs []*result) {
 	fmt.Printf("  %-22s %12.1f %12.1f %10.3f  target <= 0.25: %s\n", "peak RSS MiB", float64(b.rssKB)/1024, float64(k.rssKB)/1024, rss, met(rss <= 0.25))
 	fmt.Printf("  %-22s %12.1f %12.1f %10.3f\n", "CPU µs/record", b.cpuPerRecord(), k.cpuPerRecord(), b.cpuPerRecord()/k.cpuPerRecord())
 	fmt.Printf("  %-22s %12.1f %12.1f %10.3f\n", "  after 1st output", b.steadyCPUPerRecord(), k.steadyCPUPerRecord(), b.steadyCPUPerRecord()/k.steadyCPUPerRecord())
-	fmt.Printf("  %-22s %12s %12s\n", "latency p50 / p99", ms(b.lat.p50)+"/"+ms(b.lat.p99), ms(k.lat.p50)+"/"+ms(k.lat.p99))
+	fmt.Printf("  %-22s %12.1f %12.1f\n", "latency p50 ms", ms64(b.lat.p50), ms64(k.lat.p50))
+	fmt.Printf("  %-22s %12.1f %12.1f\n", "latency p99 ms", ms64(b.lat.p99), ms64(k.lat.p99))
 	fmt.Printf("  (k) JVM flags: %s\n", k.jvmFlags)
 }
+
+func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
