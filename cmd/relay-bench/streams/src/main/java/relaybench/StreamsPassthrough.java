@@ -21,8 +21,9 @@ import org.apache.kafka.streams.kstream.Produced;
  * consumer defaults).
  *
  * <p>It prints its state changes on stdout ("relay-bench-streams: state
- * REBALANCING -> RUNNING"); SIGTERM closes it cleanly. It exits 1 when a
- * stream thread fails.
+ * REBALANCING -> RUNNING"); Kafka Streams' own log (slf4j-simple, see
+ * simplelogger.properties) has warnings and errors only. SIGTERM closes it
+ * cleanly. It exits 1 when a stream thread fails.
  */
 public final class StreamsPassthrough {
     private static final String NAME = "relay-bench-streams";
