@@ -130,46 +130,7 @@ func run(ctx context.Context, o options) (err error) {
 
 	printMachine(o)
 
-	modes := []modeSpec{
-		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},
-		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
-		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
-	}
-	// Right after (b), so the two peers run as close together as they can.
-	if o.streams != "" {
-		modes = append(modes, modeSpec{name: "k-streams", label: "(k) Kafka Streams, exactly_once_v2, commit.interval.ms=100", start: b.streamsStarter()})
-	}
-	// value gives the admission modes their Avro records.
-	value := func() ([]byte, error) {
-		a, err := b.setupAdmission()
-		if err != nil {
-			return nil, err
-		}
-		return a.value, nil
-	}
-	if o.admission {
-		modes = append(modes,
-			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
-			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10, "RELAY_ORDERING=unordered"), value: value},
-		)
-	}
-	if o.keyModes {
-		modes = append(modes,
-			modeSpec{name: "f-key-ok", label: "(f) key ordering + hook, no failures", start: b.admissionStarter(0, "RELAY_ORDERING=key"), value: value},
-			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
-		)
-	}
-	if o.otlp != "" {
-		modes = append(modes,
-			modeSpec{name: "t1-trace-all", label: "(t1) relay, tracing on, every record sampled", start: b.relayStarter(tracingEnv(o.otlp, "1.0"))},
-			modeSpec{name: "t01-trace-1pct", label: "(t01) relay, tracing on, 1% sampled", start: b.relayStarter(tracingEnv(o.otlp, "0.01"))},
-		)
-	}
-	extra, _ := parseEnv(o.relayEnv)
-	if extra != nil {
-		modes = append(modes, modeSpec{name: "c-relay-tuned", label: "(b+) relay, txn, " + strings.Join(extra, " "), start: b.relayStarter(extra)})
-	}
-
+	modes := b.modes()
 	var results []*result
 	for _, m := range modes {
 		fmt.Printf("== %s\n", m.label)
@@ -190,4 +151,48 @@ func tracingEnv(endpoint, ratio string) []string {
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_SERVICE_NAME=relay-bench",
 		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=" + ratio,
 	}
+}
+
+// modes lists the modes o asks for, in the order they run.
+func (b *bench) modes() []modeSpec {
+	modes := []modeSpec{
+		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},
+		{name: "i-idempotent", label: "(i) baseline, idempotent producer", start: b.baselineStarter(true)},
+		{name: "b-relay", label: "(b) relay, txn, default settings", start: b.relayStarter(nil)},
+	}
+	// Right after (b), so the two peers run as close together as they can.
+	if b.o.streams != "" {
+		modes = append(modes, modeSpec{name: "k-streams", label: "(k) Kafka Streams, exactly_once_v2, commit.interval.ms=100", start: b.streamsStarter()})
+	}
+	// value gives the admission modes their Avro records.
+	value := func() ([]byte, error) {
+		a, err := b.setupAdmission()
+		if err != nil {
+			return nil, err
+		}
+		return a.value, nil
+	}
+	if b.o.admission {
+		modes = append(modes,
+			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
+			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10, "RELAY_ORDERING=unordered"), value: value},
+		)
+	}
+	if b.o.keyModes {
+		modes = append(modes,
+			modeSpec{name: "f-key-ok", label: "(f) key ordering + hook, no failures", start: b.admissionStarter(0, "RELAY_ORDERING=key"), value: value},
+			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
+		)
+	}
+	if b.o.otlp != "" {
+		modes = append(modes,
+			modeSpec{name: "t1-trace-all", label: "(t1) relay, tracing on, every record sampled", start: b.relayStarter(tracingEnv(b.o.otlp, "1.0"))},
+			modeSpec{name: "t01-trace-1pct", label: "(t01) relay, tracing on, 1% sampled", start: b.relayStarter(tracingEnv(b.o.otlp, "0.01"))},
+		)
+	}
+	extra, _ := parseEnv(b.o.relayEnv)
+	if extra != nil {
+		modes = append(modes, modeSpec{name: "c-relay-tuned", label: "(b+) relay, txn, " + strings.Join(extra, " "), start: b.relayStarter(extra)})
+	}
+	return modes
 }

@@ -93,43 +93,7 @@ func printReport(o options, rs []*result) {
 	fmt.Println("avg commit: relay_commit_duration sum/count (send offsets + commit, per transaction, whole run).")
 	fmt.Println("peak RSS: VmHWM of the passthrough's process at the end; CPU µs/rec: its user + system CPU until the backlog was through, per record.")
 	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
-	if len(rs) >= 2 {
-		a := rs[0]
-		fmt.Println()
-		for _, b := range rs[1:] {
-			target := "target >= 0.90"
-			if short(b.label) == "(k)" {
-				target = "Kafka Streams against the same ceiling"
-			}
-			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  %s\n",
-				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady(), target)
-		}
-		// Against the idempotent baseline: what transactions cost on top
-		// of the idempotent producer they require.
-		if len(rs) >= 3 && short(rs[1].label) == "(i)" {
-			for _, b := range rs[2:] {
-				if short(b.label) == "(k)" {
-					continue
-				}
-				fmt.Printf("throughput ratio %s / (i) = %.3f  (steady: %.3f)  cost of transactions alone\n",
-					short(b.label), b.recPerSec()/rs[1].recPerSec(), b.steady()/rs[1].steady())
-			}
-		}
-		// Tracing on against the same relay with tracing off (b).
-		for _, t := range rs {
-			if l := short(t.label); l == "(t1)" || l == "(t01)" {
-				for _, b := range rs {
-					if short(b.label) == "(b)" {
-						fmt.Printf("throughput ratio %s / (b) = %.3f  (steady: %.3f)  cost of tracing; target >= %s\n",
-							l, t.recPerSec()/b.recPerSec(), t.steady()/b.steady(), map[string]string{"(t1)": "0.70", "(t01)": "0.90"}[l])
-					}
-				}
-			}
-		}
-		printPeers(rs)
-		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
-		fmt.Println("compare ratios across machines, not absolute numbers.")
-	}
+	printRatios(rs)
 }
 
 func short(label string) string {
@@ -171,4 +135,46 @@ func memTotal() string {
 		}
 	}
 	return "?"
+}
+
+// printRatios sets every mode against the first (the ceiling) and the
+// transactional modes against the idempotent baseline, all of this run.
+func printRatios(rs []*result) {
+	if len(rs) >= 2 {
+		a := rs[0]
+		fmt.Println()
+		for _, b := range rs[1:] {
+			target := "target >= 0.90"
+			if short(b.label) == "(k)" {
+				target = "Kafka Streams against the same ceiling"
+			}
+			fmt.Printf("throughput ratio %s / %s = %.3f  (steady: %.3f)  %s\n",
+				short(b.label), short(a.label), b.recPerSec()/a.recPerSec(), b.steady()/a.steady(), target)
+		}
+		// Against the idempotent baseline: what transactions cost on top
+		// of the idempotent producer they require.
+		if len(rs) >= 3 && short(rs[1].label) == "(i)" {
+			for _, b := range rs[2:] {
+				if short(b.label) == "(k)" {
+					continue
+				}
+				fmt.Printf("throughput ratio %s / (i) = %.3f  (steady: %.3f)  cost of transactions alone\n",
+					short(b.label), b.recPerSec()/rs[1].recPerSec(), b.steady()/rs[1].steady())
+			}
+		}
+		// Tracing on against the same relay with tracing off (b).
+		for _, t := range rs {
+			if l := short(t.label); l == "(t1)" || l == "(t01)" {
+				for _, b := range rs {
+					if short(b.label) == "(b)" {
+						fmt.Printf("throughput ratio %s / (b) = %.3f  (steady: %.3f)  cost of tracing; target >= %s\n",
+							l, t.recPerSec()/b.recPerSec(), t.steady()/b.steady(), map[string]string{"(t1)": "0.70", "(t01)": "0.90"}[l])
+					}
+				}
+			}
+		}
+		printPeers(rs)
+		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
+		fmt.Println("compare ratios across machines, not absolute numbers.")
+	}
 }
