@@ -37,6 +37,7 @@ func TestPassthroughOverridesDefaults(t *testing.T) {
 	cfg := testConfig(t, map[string]string{
 		"RELAY_KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "65536", "RELAY_KAFKA_FETCH_QUEUE_BACKOFF_MS": "1000",
 		"RELAY_KAFKA_QUEUE_BUFFERING_MAX_KBYTES": "1048576", "RELAY_KAFKA_GO_EVENTS_CHANNEL_SIZE": "1000000",
+		"RELAY_KAFKA_GO_PRODUCE_CHANNEL_SIZE": "1000000",
 	})
 	cons := *loopConsumerConfig(cfg, nil)
 	prod := *loopProducerConfig(cfg, nil)
@@ -47,7 +48,7 @@ func TestPassthroughOverridesDefaults(t *testing.T) {
 		t.Errorf("producer kept relay's default over the passthrough: %v", prod["queue.buffering.max.kbytes"])
 	}
 	// The Go client takes its channel sizes as ints only.
-	if prod["go.events.channel.size"] != 1000000 || prod["go.produce.channel.size"] != 1000 {
+	if prod["go.events.channel.size"] != 1000000 || prod["go.produce.channel.size"] != 1000000 {
 		t.Errorf("go.* sizes: %#v, %#v", prod["go.events.channel.size"], prod["go.produce.channel.size"])
 	}
 	if err := Validate(cfg); err != nil {

@@ -38,6 +38,9 @@ var producerOnly = map[string]bool{
 	"batch.size": true, "compression.type": true, "compression.codec": true, "compression.level": true,
 	"acks": true, "request.required.acks": true, "message.timeout.ms": true, "delivery.timeout.ms": true,
 	"partitioner": true, "sticky.partitioning.linger.ms": true, "retries": true, "message.send.max.retries": true,
+	// The Go client's: the consumer would take the first (relay polls,
+	// so it has no use for it) and refuse the second.
+	"go.events.channel.size": true, "go.produce.channel.size": true,
 }
 
 // Option changes a client's configuration before it is built.
