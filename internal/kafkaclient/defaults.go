@@ -33,8 +33,8 @@ const (
 // are sent while they are open, not at commit, so the queue needs room for
 // what is in flight, not for a whole transaction.
 var defaults = []Default{
-	{Property: "queued.max.messages.kbytes", Value: "4096", Client: kindConsumer,
-		Why: "librdkafka: 65536 (64 MiB). The prefetch queue; librdkafka lowers fetch.max.bytes to it (not below message.max.bytes), so memory is about twice this"},
+	{Property: "queued.max.messages.kbytes", Value: "2048", Client: kindConsumer,
+		Why: "librdkafka: 65536 (64 MiB). The prefetch queue of all partitions together; librdkafka lowers fetch.max.bytes to it (not below message.max.bytes), and one fetch may arrive over it, so the consumer holds about twice this"},
 	{Property: "queued.min.messages", Value: "10000", Client: kindConsumer,
 		Why: "librdkafka: 100000. Bounds the prefetch of small records, whose per-record overhead the kbytes limit does not count"},
 	{Property: "fetch.queue.backoff.ms", Value: "10", Client: kindConsumer,
