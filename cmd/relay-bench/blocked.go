@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 )
@@ -20,13 +19,20 @@ func (b *bench) blockedKeys(ctx context.Context, n int) error {
 	if err := b.createTopics(ctx, t.src, t.out); err != nil {
 		return err
 	}
+	// The hook needs the registry (it reads the decoded record): the
+	// records are the admission modes' Avro values.
+	a, err := b.setupAdmission()
+	if err != nil {
+		return err
+	}
 	h, err := startFlakyHook(100, true)
 	if err != nil {
 		return err
 	}
 	defer h.close()
-	pt, err := b.relayStarter([]string{"RELAY_ORDERING=key", "RELAY_HOOK_URL=" + h.url(), "RELAY_HOOK_TIMEOUT=1s",
-		"RELAY_BLOCKING_ATTEMPTS=0", "RELAY_RETRY_TIERS=1h", "RELAY_RETRY_MAX_ATTEMPTS=2"})(ctx, t)
+	env := append(a.env(b.o.registry), "RELAY_ORDERING=key", "RELAY_HOOK_URL="+h.url(), "RELAY_HOOK_TIMEOUT=1s",
+		"RELAY_BLOCKING_ATTEMPTS=0", "RELAY_RETRY_TIERS=1h", "RELAY_RETRY_MAX_ATTEMPTS=2")
+	pt, err := b.relayStarter(env)(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -57,7 +63,7 @@ func (b *bench) blockedKeys(ctx context.Context, n int) error {
 		return err
 	}
 	for i := range n {
-		if err := pr.send(t.src, int32(i%b.o.partitions), []byte("blocked-"+strconv.Itoa(i)), b.value); err != nil {
+		if err := pr.send(t.src, int32(i%b.o.partitions), []byte("blocked-"+strconv.Itoa(i)), a.value); err != nil {
 			_ = pr.close(ctx)
 			return err
 		}
@@ -65,7 +71,7 @@ func (b *bench) blockedKeys(ctx context.Context, n int) error {
 	if err := pr.close(ctx); err != nil {
 		return err
 	}
-	if t.end, err = b.watermarks(t.src); err != nil {
+	if r.t.end, err = b.watermarks(t.src); err != nil { // relay's copy of t
 		return err
 	}
 	return b.reportBlocked(ctx, r, h, n, idle)
@@ -88,7 +94,9 @@ func (b *bench) reportBlocked(ctx context.Context, r *relayProc, h *flakyHook, n
 			return err
 		}
 		if err := sleep(wctx, 100*time.Millisecond); err != nil {
-			return fmt.Errorf("blocked keys: not committed: %w", err)
+			m, _ := scrape(ctx, "http://"+r.addr+"/metrics")
+			return fmt.Errorf("blocked keys: not committed: %w (relay consumed %.0f, committed %.0f, outcomes %.0f; hook failed %d); relay's output:\n%s",
+				err, m["relay_records_consumed_total"], m["relay_records_committed_total"], m["relay_records_outcome_total"], h.failed(), r.stderr.String())
 		}
 	}
 	if err := sleep(ctx, 5*time.Second); err != nil {
@@ -103,13 +111,17 @@ func (b *bench) reportBlocked(ctx context.Context, r *relayProc, h *flakyHook, n
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	fails := h.fails
-	h.mu.Unlock()
-	fmt.Fprintf(os.Stdout, "\nblocked keys: %d keys, %d records each failed once by the hook (%d failures), tier 1h\n", n, 1, fails)
+	fails := h.failed()
+	fmt.Printf("\nblocked keys: %d keys, one record each, failed once by the hook (%d failures) and waiting in a 1h tier\n", n, fails)
 	fmt.Printf("  relay RSS idle:            %7.1f MiB\n", float64(idle)/1024)
 	fmt.Printf("  relay RSS, keys blocked:   %7.1f MiB  (+%.1f MiB over idle)\n", float64(rss)/1024, float64(rss-idle)/1024)
 	fmt.Printf("  relay peak RSS (VmHWM):    %7.1f MiB  (+%.1f MiB over idle)\n", float64(peak)/1024, float64(peak-idle)/1024)
 	var res result
 	return r.finish(ctx, &res)
+}
+
+func (h *flakyHook) failed() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fails
 }

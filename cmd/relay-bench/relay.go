@@ -131,12 +131,10 @@ func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
 		return ok, err
 	}
 	// Records in a retry tier are committed at the source but not done:
-	// done is every record in a terminal state, by relay's own count.
+	// done is every record in a terminal state, by relay's own count. A
+	// failed scrape is asked again.
 	n, err := terminal(ctx, "http://"+r.addr+"/metrics")
-	if err != nil {
-		return false, nil
-	}
-	return n >= sum(r.t.end), nil
+	return err == nil && n >= sum(r.t.end), nil
 }
 
 // committedAll: relay's group has committed (require-stable) the source's

@@ -77,19 +77,20 @@ func applyDefaults(m kafka.ConfigMap, kind string) {
 // may have to take: librdkafka would answer every Produce of such a message
 // with a full queue.
 func checkQueue(cfg *config.Config, m kafka.ConfigMap) error {
-	kb, err := strconv.Atoi(fmt.Sprint(m["queue.buffering.max.kbytes"]))
-	if err != nil {
-		return nil // librdkafka names the bad value
+	kb, kbOK := atoi(m["queue.buffering.max.kbytes"])
+	maxMsg, msgOK := 1000000, true // librdkafka's default message.max.bytes
+	if s, set := m["message.max.bytes"]; set {
+		maxMsg, msgOK = atoi(s)
 	}
-	maxMsg := 1000000 // librdkafka's default message.max.bytes
-	if s, ok := m["message.max.bytes"]; ok {
-		if maxMsg, err = strconv.Atoi(fmt.Sprint(s)); err != nil {
-			return nil
-		}
-	}
-	if int64(kb)*1024 < int64(maxMsg) {
+	// A value that is not a number is librdkafka's to name.
+	if kbOK && msgOK && int64(kb)*1024 < int64(maxMsg) {
 		return &ConfigError{Var: cfg.VarForProperty("queue.buffering.max.kbytes"), Client: kindProducer,
 			Err: fmt.Errorf("queue.buffering.max.kbytes=%d is less than message.max.bytes=%d: a message that large would never fit", kb, maxMsg)}
 	}
 	return nil
+}
+
+func atoi(v any) (int, bool) {
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	return n, err == nil
 }
