@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -299,6 +302,10 @@ func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
 	fmt.Printf("   preloaded %d x %d B into %s in %.1fs\n", b.o.records, b.o.size, t.src, time.Since(pre).Seconds())
 
 	r := &result{label: m.label, records: b.o.records}
+	base, err := b.selfRSSBase()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	pt, err := m.start(ctx, t)
 	if err != nil {
@@ -353,5 +360,23 @@ func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if !r.relay {
+		peak, err := vmHWM(os.Getpid())
+		if err != nil {
+			return nil, err
+		}
+		r.rssKB, r.rssDelta = peak-base, true
+	}
 	return r, nil
+}
+
+// selfRSSBase returns this process's RSS after a GC, with its peak reset
+// to it: the base of an in-process mode's peak.
+func (b *bench) selfRSSBase() (int64, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := resetSelfHWM(); err != nil {
+		return 0, fmt.Errorf("reset peak RSS: %w", err)
+	}
+	return vmRSS(os.Getpid())
 }

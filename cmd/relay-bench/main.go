@@ -34,6 +34,7 @@ type options struct {
 	otlp       string
 	timeout    time.Duration
 	keepTopics bool
+	blocked    int
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.StringVar(&o.otlp, "otlp", "http://127.0.0.1:4318", "OTLP/HTTP endpoint of the tracing modes (t1, t01: relay with tracing on, parent-based ratio 1.0 and 0.01); empty skips them")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
+	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
@@ -102,8 +104,8 @@ func parseEnv(s string) ([]string, error) {
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, "RELAY_") {
-			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value", kv)
+		if !ok || !strings.HasPrefix(k, "RELAY_") && k != "MALLOC_ARENA_MAX" {
+			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value (or MALLOC_ARENA_MAX=n)", kv)
 		}
 		out = append(out, kv)
 	}
@@ -120,6 +122,9 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 
 	printMachine(o)
+	if o.blocked > 0 {
+		return b.blockedKeys(ctx, o.blocked)
+	}
 
 	modes := []modeSpec{
 		{name: "a-baseline", label: "(a) baseline passthrough, no txn", start: b.baselineStarter(false)},

@@ -124,8 +124,22 @@ func (r *relayProc) check() error {
 }
 
 // caughtUp: relay's group has committed (require-stable) the source's end
-// offsets, so every backlog record is in a committed transaction.
+// offsets, so every backlog record is in a committed transaction, and
+// every record is in a terminal state.
 func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
+	if ok, err := r.committedAll(ctx); !ok || err != nil {
+		return ok, err
+	}
+	// Records in a retry tier are committed at the source but not done:
+	// done is every record in a terminal state, by relay's own count. A
+	// failed scrape is asked again.
+	n, err := terminal(ctx, "http://"+r.addr+"/metrics")
+	return err == nil && n >= sum(r.t.end), nil
+}
+
+// committedAll: relay's group has committed (require-stable) the source's
+// end offsets.
+func (r *relayProc) committedAll(ctx context.Context) (bool, error) {
 	src := r.t.src
 	tps := make([]kafka.TopicPartition, 0, len(r.t.end))
 	for p := range r.t.end {
@@ -151,16 +165,7 @@ func (r *relayProc) caughtUp(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
-	if len(g.Partitions) != len(r.t.end) {
-		return false, nil
-	}
-	// Records in a retry tier are committed at the source but not done:
-	// done is every record in a terminal state, by relay's own count.
-	n, err := terminal(ctx, "http://"+r.addr+"/metrics")
-	if err != nil {
-		return false, nil
-	}
-	return n >= sum(r.t.end), nil
+	return len(g.Partitions) == len(r.t.end), nil
 }
 
 // finish reads peak RSS and the counters, then stops relay with SIGTERM
@@ -172,6 +177,9 @@ func (r *relayProc) finish(ctx context.Context, res *result) error {
 	res.relay = true
 	var err error
 	if res.rssKB, err = vmHWM(r.cmd.Process.Pid); err != nil {
+		return err
+	}
+	if res.cpuSec, err = cpuSeconds(r.cmd.Process.Pid); err != nil {
 		return err
 	}
 	m, err := scrape(ctx, "http://"+r.addr+"/metrics")
@@ -213,20 +221,6 @@ func (r *relayProc) kill() {
 		}
 		<-r.done
 	})
-}
-
-// vmHWM reads a process's peak resident set size in KiB.
-func vmHWM(pid int) (int64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // scrape reads a Prometheus text endpoint and sums each metric's samples

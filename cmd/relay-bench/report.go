@@ -18,8 +18,13 @@ type result struct {
 	startup time.Duration // start of the passthrough → first record in the output
 	lat     latStats
 
-	relay        bool
+	relay bool
+	// rssKB is relay's peak RSS (VmHWM); for an in-process baseline,
+	// the rise of this process's peak over its RSS at the mode's start
+	// (rssDelta).
 	rssKB        int64
+	rssDelta     bool
+	cpuSec       float64 // relay's user + system CPU time, whole run
 	txnCommitted float64
 	txnAborted   float64
 	commitSum    float64 // seconds spent committing (relay_commit_duration)
@@ -50,26 +55,29 @@ func printMachine(o options) {
 func printReport(o options, rs []*result) {
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "mode\trecords\twall s\tstartup s\trec/s\tMB/s\tsteady rec/s\tlat p50\tlat p99\tlat max\tpeak RSS\ttxn committed\ttxn aborted\tavg commit\t")
+	fmt.Fprintln(w, "mode\trecords\twall s\tstartup s\trec/s\tMB/s\tsteady rec/s\tlat p50\tlat p99\tlat max\tpeak RSS\tcpu/rec\ttxn committed\ttxn aborted\tavg commit\t")
 	for _, r := range rs {
-		rss, tc, ta, ac := "-", "-", "-", "-"
+		rss, cpu, tc, ta, ac := fmt.Sprintf("+%.1f MiB", float64(r.rssKB)/1024), "-", "-", "-", "-"
 		if r.relay && r.commitCount > 0 {
 			ac = ms(time.Duration(r.commitSum / r.commitCount * float64(time.Second)))
 		}
 		if r.relay {
 			rss = fmt.Sprintf("%.1f MiB", float64(r.rssKB)/1024)
+			cpu = fmt.Sprintf("%.1fµs", r.cpuSec/float64(r.records+r.lat.n)*1e6)
 			tc, ta = fmt.Sprintf("%.0f", r.txnCommitted), fmt.Sprintf("%.0f", r.txnAborted)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.label, r.records, r.wall.Seconds(), r.startup.Seconds(), r.recPerSec(),
 			r.recPerSec()*float64(o.size)/1e6, r.steady(),
-			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), rss, tc, ta, ac)
+			ms(r.lat.p50), ms(r.lat.p99), ms(r.lat.max), rss, cpu, tc, ta, ac)
 	}
 	_ = w.Flush()
 	fmt.Println()
 	fmt.Println("rec/s and MB/s: backlog / wall (from starting the passthrough, startup included; MB = 1e6 value bytes).")
 	fmt.Println("steady rec/s: backlog / (wall - startup), startup = until the first record is in the output.")
 	fmt.Println("avg commit: relay_commit_duration sum/count (send offsets + commit, per transaction, whole run).")
+	fmt.Println("peak RSS: relay's VmHWM before SIGTERM; +X for the in-process baselines: this process's peak during the mode above its RSS at the start.")
+	fmt.Println("cpu/rec: relay's user + system CPU time (/proc/<pid>/stat) over the records of both phases.")
 	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
 	if len(rs) >= 2 {
 		a := rs[0]
