@@ -56,7 +56,7 @@ var mayImport = map[string][]string{
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.
-	"internal/reference": {"internal/config", "internal/envelope", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
+	"internal/reference": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
 
 	// The binary wires everything; only it exits.
 	"cmd/relay": {"*"},

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -267,4 +270,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// selfRSSBase returns this process's RSS after a GC, with its peak reset
+// to it: the base of an in-process mode's peak.
+func (b *bench) selfRSSBase() (int64, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := resetSelfHWM(); err != nil {
+		return 0, fmt.Errorf("reset peak RSS: %w", err)
+	}
+	return vmRSS(os.Getpid())
 }

@@ -37,6 +37,7 @@ type options struct {
 	streams    string // (k): the built Kafka Streams passthrough; empty skips it
 	streamsJVM string
 	java       string
+	blocked    int
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.StringVar(&o.streamsJVM, "streams-jvm", "", "extra JVM options of mode (k), space-separated (default: none, the JVM's own heap and GC choice)")
 	flag.StringVar(&o.java, "java", "java", "java binary of mode (k)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
+	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
@@ -111,8 +113,8 @@ func parseEnv(s string) ([]string, error) {
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, "RELAY_") {
-			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value", kv)
+		if !ok || !strings.HasPrefix(k, "RELAY_") && k != "MALLOC_ARENA_MAX" {
+			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value (or MALLOC_ARENA_MAX=n)", kv)
 		}
 		out = append(out, kv)
 	}
@@ -129,6 +131,9 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 
 	printMachine(o)
+	if o.blocked > 0 {
+		return b.blockedKeys(ctx, o.blocked)
+	}
 
 	modes := b.modes()
 	var results []*result

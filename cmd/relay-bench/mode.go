@@ -3,39 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 )
 
 // runMode runs both phases for one mode on fresh topics.
 func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
-	t := topics{src: fmt.Sprintf("bench-%s-%s", b.runID, m.name), value: b.value}
-	if m.value != nil {
-		v, err := m.value()
-		if err != nil {
-			return nil, err
-		}
-		t.value = v
-	}
-	t.out = t.src + ".valid"
-	t.group = t.src + "-grp"
-	b.groups = append(b.groups, t.group)
-	if err := b.createTopics(ctx, t.src, t.out); err != nil {
+	t, err := b.prepare(ctx, m)
+	if err != nil {
 		return nil, err
 	}
-	pre := time.Now()
-	if err := b.preload(ctx, t); err != nil {
-		return nil, err
-	}
-	var err error
-	if t.end, err = b.watermarks(t.src); err != nil {
-		return nil, err
-	}
-	if got := sum(t.end); got != int64(b.o.records) {
-		return nil, fmt.Errorf("preload: source holds %d records, want %d", got, b.o.records)
-	}
-	fmt.Printf("   preloaded %d x %d B into %s in %.1fs\n", b.o.records, b.o.size, t.src, time.Since(pre).Seconds())
-
 	r := &result{label: m.label, records: b.o.records}
+	base, err := b.selfRSSBase()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	pt, err := m.start(ctx, t)
 	if err != nil {
@@ -61,7 +43,45 @@ func (b *bench) runMode(ctx context.Context, m modeSpec) (*result, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if _, ok := pt.(process); !ok {
+		peak, err := vmHWM(os.Getpid())
+		if err != nil {
+			return nil, err
+		}
+		r.rssKB, r.rssDelta = peak-base, true
+	}
 	return r, nil
+}
+
+// prepare creates m's topics and preloads the backlog into its source.
+func (b *bench) prepare(ctx context.Context, m modeSpec) (topics, error) {
+	t := topics{src: fmt.Sprintf("bench-%s-%s", b.runID, m.name), value: b.value}
+	if m.value != nil {
+		v, err := m.value()
+		if err != nil {
+			return t, err
+		}
+		t.value = v
+	}
+	t.out = t.src + ".valid"
+	t.group = t.src + "-grp"
+	b.groups = append(b.groups, t.group)
+	if err := b.createTopics(ctx, t.src, t.out); err != nil {
+		return t, err
+	}
+	pre := time.Now()
+	if err := b.preload(ctx, t); err != nil {
+		return t, err
+	}
+	var err error
+	if t.end, err = b.watermarks(t.src); err != nil {
+		return t, err
+	}
+	if got := sum(t.end); got != int64(b.o.records) {
+		return t, fmt.Errorf("preload: source holds %d records, want %d", got, b.o.records)
+	}
+	fmt.Printf("   preloaded %d x %d B into %s in %.1fs\n", b.o.records, b.o.size, t.src, time.Since(pre).Seconds())
+	return t, nil
 }
 
 // throughput waits, from start, until pt has the whole backlog through, and

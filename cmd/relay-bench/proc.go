@@ -53,19 +53,29 @@ func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
 	return len(g.Partitions) == len(t.end), nil
 }
 
-// vmHWM reads a process's peak resident set size in KiB.
-func vmHWM(pid int) (int64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// procStatus reads one "Name:   123 kB" field of /proc/<pid>/status, in KiB.
+func procStatus(pid, field string) (int64, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%s/status", field, pid)
 }
+
+// vmHWM reads a process's peak resident set size in KiB.
+func vmHWM(pid int) (int64, error) { return procStatus(strconv.Itoa(pid), "VmHWM") }
+
+// vmRSS reads a process's resident set size in KiB.
+func vmRSS(pid int) (int64, error) { return procStatus(strconv.Itoa(pid), "VmRSS") }
+
+// resetSelfHWM makes this process's VmHWM its current RSS (Linux >= 4.0),
+// so the peak of one in-process mode can be read on its own.
+func resetSelfHWM() error { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
 // every Linux architecture Go supports.

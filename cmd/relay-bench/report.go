@@ -18,8 +18,12 @@ type result struct {
 	startup time.Duration // start of the passthrough → first record in the output
 	lat     latStats
 
-	relay        bool
+	relay bool
+	// rssKB is relay's peak RSS (VmHWM); for an in-process baseline,
+	// the rise of this process's peak over its RSS at the mode's start
+	// (rssDelta).
 	rssKB        int64
+	rssDelta     bool
 	txnCommitted float64
 	txnAborted   float64
 	commitSum    float64 // seconds spent committing (relay_commit_duration)
@@ -75,6 +79,9 @@ func printReport(o options, rs []*result) {
 		if r.rssKB > 0 {
 			rss = fmt.Sprintf("%.1f MiB", float64(r.rssKB)/1024)
 		}
+		if r.rssDelta {
+			rss = fmt.Sprintf("+%.1f MiB", float64(r.rssKB)/1024)
+		}
 		if r.cpu > 0 {
 			cpu = fmt.Sprintf("%.1f", r.cpuPerRecord())
 		}
@@ -91,7 +98,8 @@ func printReport(o options, rs []*result) {
 	fmt.Println("rec/s and MB/s: backlog / wall (from starting the passthrough, startup included; MB = 1e6 value bytes).")
 	fmt.Println("steady rec/s: backlog / (wall - startup), startup = until the first record is in the output.")
 	fmt.Println("avg commit: relay_commit_duration sum/count (send offsets + commit, per transaction, whole run).")
-	fmt.Println("peak RSS: VmHWM of the passthrough's process at the end; CPU µs/rec: its user + system CPU until the backlog was through, per record.")
+	fmt.Println("peak RSS: VmHWM of the passthrough's process before it is stopped; +X for the in-process baselines: this process's peak during the mode above its RSS at the start.")
+	fmt.Println("CPU µs/rec: the passthrough process's user + system CPU (/proc/<pid>/stat) until the backlog was through, per backlog record (in-process modes: -).")
 	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
 	printRatios(rs)
 }

@@ -6,7 +6,9 @@
 //
 // One function per kind of client: the loop's consumer and transactional
 // producer, readers of relay's own topics, the watermark probe, the
-// transactional writer of operator commands, and admin clients.
+// transactional writer of operator commands, and admin clients. Consumers
+// and producers get relay's bounded defaults (defaults.go) under the
+// passthrough.
 package kafkaclient
 
 import (
@@ -36,6 +38,9 @@ var producerOnly = map[string]bool{
 	"batch.size": true, "compression.type": true, "compression.codec": true, "compression.level": true,
 	"acks": true, "request.required.acks": true, "message.timeout.ms": true, "delivery.timeout.ms": true,
 	"partitioner": true, "sticky.partitioning.linger.ms": true, "retries": true, "message.send.max.retries": true,
+	// The Go client's: the consumer would take the first (relay polls,
+	// so it has no use for it) and refuse the second.
+	"go.events.channel.size": true, "go.produce.channel.size": true,
 }
 
 // Option changes a client's configuration before it is built.
@@ -54,19 +59,19 @@ func WithLogs(logs chan kafka.LogEvent) Option {
 // librdkafka still checks every property.
 func offline(m kafka.ConfigMap) { delete(m, "bootstrap.servers") }
 
-// build is the passthrough without the other clients' properties, with
-// the managed properties and then the options on top.
-func build(cfg *config.Config, skip []map[string]bool, managed kafka.ConfigMap, opts []Option) *kafka.ConfigMap {
+// build is the passthrough without the other kind's properties, with
+// relay's defaults for kind under it ("" for none, and for neither
+// kind's properties), and the managed properties and then the options on
+// top.
+func build(cfg *config.Config, kind string, managed kafka.ConfigMap, opts []Option) *kafka.ConfigMap {
 	m := kafka.ConfigMap{}
 	for k, v := range cfg.Kafka {
-		skipped := false
-		for _, s := range skip {
-			skipped = skipped || s[k]
-		}
+		skipped := (kind != kindConsumer && consumerOnly[k]) || (kind != kindProducer && producerOnly[k])
 		if !skipped {
 			m[k] = v
 		}
 	}
+	applyDefaults(m, kind)
 	for k, v := range managed {
 		m[k] = v
 	}
@@ -77,7 +82,7 @@ func build(cfg *config.Config, skip []map[string]bool, managed kafka.ConfigMap, 
 }
 
 func loopConsumerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
-	return build(cfg, []map[string]bool{producerOnly}, kafka.ConfigMap{
+	return build(cfg, kindConsumer, kafka.ConfigMap{
 		"group.id":                 cfg.GroupID,
 		"enable.auto.commit":       false,
 		"enable.auto.offset.store": false,
@@ -88,7 +93,7 @@ func loopConsumerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
 }
 
 func loopProducerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
-	return build(cfg, []map[string]bool{consumerOnly}, kafka.ConfigMap{
+	return build(cfg, kindProducer, kafka.ConfigMap{
 		"transactional.id": cfg.TransactionalID,
 		// The commit says whether every message of the transaction was
 		// written; the reports of failed deliveries say which source
@@ -138,7 +143,7 @@ func Reader(cfg *config.Config, group string, r Read) (*kafka.Consumer, error) {
 	if r.FetchWaitMaxMs > 0 {
 		m["fetch.wait.max.ms"] = r.FetchWaitMaxMs
 	}
-	return kafka.NewConsumer(build(cfg, []map[string]bool{producerOnly}, m, nil))
+	return kafka.NewConsumer(build(cfg, kindConsumer, m, nil))
 }
 
 // Probe is a reader for watermark queries: read_uncommitted, so the high
@@ -151,21 +156,21 @@ func Probe(cfg *config.Config) (*kafka.Consumer, error) {
 // writer of discard and replay), with a transactional id of its own and no
 // delivery reports: the commit says whether everything was written.
 func Writer(cfg *config.Config, transactionalID string) (*kafka.Producer, error) {
-	return kafka.NewProducer(build(cfg, []map[string]bool{consumerOnly}, kafka.ConfigMap{
+	return kafka.NewProducer(build(cfg, kindProducer, kafka.ConfigMap{
 		"transactional.id": transactionalID, "go.delivery.reports": false,
 	}, nil))
 }
 
 // Admin is an admin client for operator commands.
 func Admin(cfg *config.Config) (*kafka.AdminClient, error) {
-	return kafka.NewAdminClient(build(cfg, []map[string]bool{consumerOnly, producerOnly}, kafka.ConfigMap{}, nil))
+	return kafka.NewAdminClient(build(cfg, "", kafka.ConfigMap{}, nil))
 }
 
 // Producer is a plain producer with no transactions and no managed
 // properties, for its metadata and watermark queries and to share its
 // connections with an admin client (kafka.NewAdminClientFromProducer).
 func Producer(cfg *config.Config) (*kafka.Producer, error) {
-	return kafka.NewProducer(build(cfg, []map[string]bool{consumerOnly, producerOnly}, kafka.ConfigMap{}, nil))
+	return kafka.NewProducer(build(cfg, "", kafka.ConfigMap{}, nil))
 }
 
 // ConfigError is librdkafka's rejection of a passthrough property, with the
@@ -182,14 +187,16 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-var propInMessage = regexp.MustCompile(`property:? "([^"]+)"`)
+// propInMessage finds the property in librdkafka's messages and in the Go
+// client's ("go.events.channel.size expects type int, not string").
+var propInMessage = regexp.MustCompile(`property:? "([^"]+)"|^(go\.[a-z.]+) expects type`)
 
 // AsConfigError reads err, from building a client, as a configuration error
 // naming the variable.
 func AsConfigError(cfg *config.Config, client string, err error) *ConfigError {
 	name := "RELAY_KAFKA_*"
 	if m := propInMessage.FindStringSubmatch(err.Error()); m != nil {
-		name = cfg.VarForProperty(m[1])
+		name = cfg.VarForProperty(m[1] + m[2])
 	}
 	return &ConfigError{Var: name, Client: client, Err: err}
 }
@@ -203,7 +210,11 @@ func Validate(cfg *config.Config) error {
 		return AsConfigError(cfg, "consumer", err)
 	}
 	_ = c.Close()
-	p, err := kafka.NewProducer(loopProducerConfig(cfg, []Option{offline}))
+	pm := loopProducerConfig(cfg, []Option{offline})
+	if err := checkQueue(cfg, *pm); err != nil {
+		return err
+	}
+	p, err := kafka.NewProducer(pm)
 	if err != nil {
 		return AsConfigError(cfg, "producer", err)
 	}

@@ -45,7 +45,7 @@ func TestEachClientGetsOnlyItsProperties(t *testing.T) {
 	if cons["isolation.level"] != "read_committed" || cons["enable.auto.commit"] != false || prod["transactional.id"] != "t" {
 		t.Errorf("managed properties missing: %v / %v", cons, prod)
 	}
-	admin := *build(cfg, []map[string]bool{consumerOnly, producerOnly}, kafka.ConfigMap{}, nil)
+	admin := *build(cfg, "", kafka.ConfigMap{}, nil)
 	if _, ok := admin["linger.ms"]; ok {
 		t.Errorf("admin got linger.ms")
 	}

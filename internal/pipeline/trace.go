@@ -199,16 +199,16 @@ func appendTrace(dst []txn.Header, p *pass, topic string, partition int32) []txn
 }
 
 // send records the span of p's record sent to topic: a producer span,
-// child of p's process span, that ends when the record is handed to the
-// transaction (the commit span says when that became visible).
+// child of p's process span, that ends when the record is built for the
+// transaction (the commit span of the same relay.transaction.seq says
+// whether and when it became visible).
 func (p *pass) send(topic string, partition int32) tracing.Context {
 	_, span := p.sender.tracer.Start(p.sender.ctx, p.sender.opts.sendName(topic), p.sender.opts.send...)
-	part := "" // a record for any partition: the producer's partitioner picks it
-	if partition >= 0 {
-		part = strconv.Itoa(int(partition))
-	}
 	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("send"), AttrOperationNam.String("send"),
-		AttrDestination.String(topic), AttrPartitionID.String(part), AttrMessageID.String(p.id))
+		AttrDestination.String(topic), AttrMessageID.String(p.id))
+	if partition >= 0 { // else the producer's partitioner picks it
+		span.SetAttributes(AttrPartitionID.String(strconv.Itoa(int(partition))))
+	}
 	span.End()
 	return tracing.ContextOf(span.SpanContext())
 }

@@ -124,6 +124,23 @@ func TestProcessSpanWithoutTraceparentIsARoot(t *testing.T) {
 	}
 }
 
+// A record without a traceparent starts its own trace even when the
+// context it is handled in holds a span (that span is not its trace).
+func TestProcessSpanIgnoresASpanInTheContext(t *testing.T) {
+	now := t0
+	m, spans := traced(nil, &now)
+	rec := source(9)
+	rec.Headers = nil
+	outer := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{9}, TraceFlags: trace.FlagsSampled})
+	if _, err := m.Handle(trace.ContextWithSpanContext(context.Background(), outer), rec); err != nil {
+		t.Fatal(err)
+	}
+	s := ofKind(spans.Ended(), trace.SpanKindConsumer)[0]
+	if s.Parent().IsValid() || s.SpanContext().TraceID() == outer.TraceID() {
+		t.Fatalf("parent %v, trace %v: want a new root", s.Parent(), s.SpanContext().TraceID())
+	}
+}
+
 // A record that fails through two tiers and then passes is one trace:
 // one process span per pass, each the child of the send span of the pass
 // before, and every record written on the way carries the trace.

@@ -2,6 +2,7 @@ package reference
 
 import (
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
 )
 
 // variables renders config.Vars.
@@ -39,7 +40,16 @@ func passthrough(d *doc) {
 	d.para("Every `" + config.KafkaPrefix + "*` variable is passed to librdkafka as a property: strip the prefix, " +
 		"lower-case the rest, and `_` becomes `.`. " + example("bootstrap.servers") + ", " +
 		example("sasl.mechanism") + ". This is how SASL/SSL settings reach the clients. " +
-		"The table above gives the defaults relay sets, or reads, itself; every other property has librdkafka's default.")
+		"The table above gives the defaults relay sets, or reads, itself, and the next one those of its clients; " +
+		"every other property has librdkafka's default.")
+	d.para("relay gives its clients these defaults in place of librdkafka's, so that what it holds in memory is bounded; " +
+		"a `" + config.KafkaPrefix + "*` variable overrides each (`RELAY_KAFKA_QUEUED_MAX_MESSAGES_KBYTES=65536` restores librdkafka's prefetch). " +
+		"Consumer defaults go to the loop's consumer and to every reader of relay's own topics, producer defaults to the transactional producers.")
+	drows := [][]string{}
+	for _, p := range kafkaclient.Defaults() {
+		drows = append(drows, []string{code(p.Property), p.Client, code(p.Value), p.Why})
+	}
+	d.table([]string{"property", "client", "relay's default", "why"}, drows)
 	d.para("relay sets these properties itself; setting one through `" + config.KafkaPrefix + "*` is an error (exit 2). " +
 		"relay also sets `partition.assignment.strategy=range` and refuses another value.")
 	rows := [][]string{}

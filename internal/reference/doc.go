@@ -1,7 +1,8 @@
 // Package reference renders docs/REFERENCE.md, the reference tables of
 // relay's interface, from the code's own constants and tables: the
 // environment variables and their defaults (config.Vars), the RELAY_KAFKA_*
-// passthrough and the managed properties, the headers (envelope), the
+// passthrough, relay's client defaults (kafkaclient.Defaults) and the
+// managed properties, the headers (envelope), the
 // failure classes and codes (tiers, and the codes the pipeline adds), the
 // ledger's states and outcomes (ledger), the metrics (telemetry.Instruments)
 // and the exit codes. A commands section is rendered from the list the

@@ -56,7 +56,7 @@ var Instruments = []Metric{
 	{Name: MetricSpansDropped, Kind: Counter, Help: "spans relay made and did not export: a full export queue, or a collector that did not take them",
 		Note: "Tracing never slows the loop: with the collector away, spans are dropped and counted here."},
 	{Name: MetricPointsDropped, Kind: Counter, Help: "metric data points of OTLP exports the collector did not take",
-		Note: "Only with an OTLP metric endpoint set; the points are cumulative, so the next export that succeeds carries the totals on."},
+		Note: "Only with an OTLP metric endpoint set; a partial success counts only the points the collector rejected. With the default cumulative temporality the next export that succeeds carries the totals on."},
 	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
 }
 

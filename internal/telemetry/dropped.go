@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/metric"
@@ -49,9 +51,10 @@ func (m *Metrics) droppedCounters(meter metric.Meter) error {
 	return err
 }
 
-// countingExporter counts the data points of the exports that fail. The
-// points are cumulative, so the next export that succeeds carries their
-// totals on; what is lost is the collector's view of the interval.
+// countingExporter counts the data points of the exports that fail. With
+// the default cumulative temporality the next export that succeeds
+// carries their totals on, and what is lost is the collector's view of
+// the interval; with delta temporality the counts themselves are lost.
 type countingExporter struct {
 	sdkmetric.Exporter
 	dropped *atomic.Int64
@@ -60,9 +63,24 @@ type countingExporter struct {
 func (e countingExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	err := e.Exporter.Export(ctx, rm)
 	if err != nil {
-		e.dropped.Add(int64(points(rm)))
+		e.dropped.Add(droppedBy(err, rm))
 	}
 	return err
+}
+
+// partialSuccess is how the OTLP metric exporters word a partial success:
+// the collector took the export but rejected some of its points (often
+// none: a warning only). The SDK does not export the error's type.
+var partialSuccess = regexp.MustCompile(`OTLP partial success: .*\((\d+) metric data points rejected\)`)
+
+// droppedBy is how many of rm's points the failed export err lost: the
+// rejected ones of a partial success, else all of them.
+func droppedBy(err error, rm *metricdata.ResourceMetrics) int64 {
+	if m := partialSuccess.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n
+	}
+	return int64(points(rm))
 }
 
 // points is how many data points rm holds.

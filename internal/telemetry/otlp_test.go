@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/proto"
+
 	"relay/internal/ledger"
 )
 
@@ -136,6 +139,38 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s in 10 s", what)
+		}
+	}
+}
+
+// A partial success is an export the collector took: only the points it
+// says it rejected are dropped (none, for a warning).
+func TestPartialSuccessCountsOnlyTheRejectedPoints(t *testing.T) {
+	for _, rejected := range []int64{0, 3} {
+		var answered atomic.Int64
+		collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			body, err := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{PartialSuccess: &colmetricpb.ExportMetricsPartialSuccess{
+				RejectedDataPoints: rejected, ErrorMessage: "a deprecated attribute"}})
+			if err != nil {
+				t.Error(err)
+			}
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			_, _ = w.Write(body)
+			answered.Add(1)
+		}))
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+		t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "50")
+		m, err := New([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "three answered exports", func() bool { return answered.Load() >= 3 })
+		_ = m.Close(context.Background())
+		collector.Close()
+		n := answered.Load()
+		if got := m.PointsDropped(); got < rejected*(n-1) || got > rejected*(n+1) {
+			t.Errorf("%d rejected per export, %d exports answered: %d points counted dropped", rejected, n, got)
 		}
 	}
 }

@@ -55,6 +55,10 @@ type Loop struct {
 	obs         Observer
 
 	drain sync.WaitGroup // the goroutine reading producer.Events()
+	// room is signalled at each delivery report, for a produce waiting
+	// on a full queue (see waitRoom); roomTimer bounds that wait.
+	room      chan struct{}
+	roomTimer *time.Timer
 
 	// State of the open transaction.
 	open     bool
@@ -103,7 +107,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
 		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
-		outSrc: map[tpKey][]tpKey{}, reportWait: 250 * time.Millisecond, backoff: retry.Schedule(50*time.Millisecond, 5*time.Second),
+		outSrc: map[tpKey][]tpKey{}, room: make(chan struct{}, 1), reportWait: 250 * time.Millisecond, backoff: retry.Schedule(50*time.Millisecond, 5*time.Second),
 	}
 }
 

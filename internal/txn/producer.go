@@ -73,6 +73,10 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 	for ev := range ch {
 		switch e := ev.(type) {
 		case *kafka.Message:
+			select { // room in the queue for a produce waiting on it
+			case l.room <- struct{}{}:
+			default:
+			}
 			// Good deliveries come too (the Go client reports all or
 			// none); only failures matter, and of those only the first
 			// of each partition is worth a log line: when a transaction
@@ -109,8 +113,10 @@ func (l *Loop) close() error {
 	return nil
 }
 
-// produce enqueues one output. A full local queue is waited out by serving
-// delivery reports, within OpTimeout.
+// produce enqueues one output. A full local queue is waited out, within
+// OpTimeout, by trying again at each delivery report: each frees room. Past
+// OpTimeout the error is returned and the caller aborts the transaction,
+// as for any failed produce; the record stays in its source.
 func (l *Loop) produce(o *Output) error {
 	msg := &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &o.Topic, Partition: o.Partition},
@@ -130,11 +136,38 @@ func (l *Loop) produce(o *Output) error {
 	deadline := time.Now().Add(l.set.OpTimeout)
 	for {
 		err := l.producer.Produce(msg, nil)
-		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) || time.Now().After(deadline) {
+		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) {
 			return err
 		}
-		l.producer.Flush(10)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return err
+		}
+		l.waitRoom(min(left, roomPoll))
 	}
+}
+
+// roomPoll bounds one wait for room in a full producer queue. librdkafka
+// frees a delivered message only after the Go client has handed its report
+// over, so the report's signal can come a little early; the next try is
+// then at most this much later.
+const roomPoll = time.Millisecond
+
+// waitRoom waits for the next delivery report (see drainEvents), or for d.
+// It does not flush: the queue is full, so librdkafka is already sending
+// whole batches, and a flush would hold the loop until the timeout even
+// when room came at once.
+func (l *Loop) waitRoom(d time.Duration) {
+	if l.roomTimer == nil {
+		l.roomTimer = time.NewTimer(d)
+	} else {
+		l.roomTimer.Reset(d)
+	}
+	select {
+	case <-l.room:
+	case <-l.roomTimer.C:
+	}
+	l.roomTimer.Stop()
 }
 
 // retry makes a transactional call, each attempt with its own deadline,

@@ -232,3 +232,42 @@ wait_failed() {
 file_sha() {
   sha256sum "$1" | cut -d' ' -f1
 }
+
+# go_tool_version DIR MODULE: the version of MODULE that the tools module
+# in DIR pins.
+go_tool_version() {
+  sed -n "s|^[[:space:]]*$2 \(v[^ ]*\).*|\1|p" "$1/go.mod" | head -n 1
+}
+
+# go_tool_install NAME DIR PKG WHAT [BUILD_ARGS...]: builds PKG from the
+# tools module in DIR (its go.mod and go.sum pin the program and every
+# dependency) into $STACK_BIN_DIR/NAME, once. A stamp written only after a
+# successful build holds the hash of go.mod, go.sum and BUILD_ARGS, so a
+# version bump rebuilds. WHAT says how long the first build takes, for
+# the log line. GOWORK=off: a go.work above the repo must not pull the
+# tools module in; nice: it may build beside the stack's JVMs and the
+# tests. Only the finished binary is moved into place.
+go_tool_install() {
+  local name="$1" dir="$2" pkg="$3" what="$4"
+  shift 4
+  local bin="$STACK_BIN_DIR/$name" stamp_file="$STACK_BIN_DIR/$name.stamp"
+  local build_log="$STACK_LOG_DIR/$name-build.log" stamp
+  stamp="$({
+    cat "$dir/go.mod" "$dir/go.sum"
+    printf '%s\0' "$@"
+  } | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$bin" && -f "$stamp_file" && "$(<"$stamp_file")" == "$stamp" ]]; then
+    return 0
+  fi
+  command -v go >/dev/null 2>&1 || die "go not found on PATH, needed to build $name"
+  mkdir -p "$STACK_BIN_DIR" "$STACK_LOG_DIR"
+  local start=$SECONDS tmp="$bin.tmp.$$"
+  log "building $name from source into $bin ($what), log: $build_log"
+  if ! (cd "$dir" && GOWORK=off nice -n 10 go build "$@" -o "$tmp" "$pkg") >"$build_log" 2>&1; then
+    rm -f "$tmp"
+    wait_failed "$name" "$build_log" "go build $pkg failed"
+  fi
+  mv -f "$tmp" "$bin"
+  printf '%s\n' "$stamp" >"$stamp_file"
+  log "built $name in $((SECONDS - start))s"
+}

@@ -15,11 +15,7 @@ JAEGER_MODULE_DIR="$STACK_SCRIPT_DIR/jaeger"
 JAEGER_PKG=github.com/jaegertracing/jaeger/cmd/jaeger
 JAEGER_CONFIG="$JAEGER_MODULE_DIR/config.yaml"
 JAEGER_BIN="$STACK_BIN_DIR/jaeger"
-# Written only after a successful build; holds the hash of the tools module
-# (go.mod, go.sum) and of the build command, so a version bump rebuilds.
-JAEGER_STAMP="$STACK_BIN_DIR/jaeger.stamp"
 JAEGER_LOG="$STACK_LOG_DIR/jaeger.log"
-JAEGER_BUILD_LOG="$STACK_LOG_DIR/jaeger-build.log"
 JAEGER_URL="http://127.0.0.1:$RELAY_STACK_JAEGER_QUERY_PORT"
 # Recognises our Jaeger in /proc/<pid>/cmdline (guards against pid reuse).
 JAEGER_MARKER_ARG="$JAEGER_BIN"
@@ -34,47 +30,13 @@ usage() {
 # jaeger_version: the Jaeger module version the tools module pins
 # (v1.76.0 is the Go module of Jaeger v2's binary, tagged v1.x for Go).
 jaeger_version() {
-  sed -n 's|^[[:space:]]*github.com/jaegertracing/jaeger \(v[^ ]*\).*|\1|p' "$JAEGER_MODULE_DIR/go.mod" | head -n 1
-}
-
-# build_args: the go build arguments after `build`; part of the stamp.
-build_args() {
-  printf '%s\0' -mod=readonly \
-    -ldflags "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=$(jaeger_version)"
-}
-
-stamp() {
-  {
-    cat "$JAEGER_MODULE_DIR/go.mod" "$JAEGER_MODULE_DIR/go.sum"
-    build_args
-  } | sha256sum | cut -d' ' -f1
-}
-
-installed() {
-  [[ -x "$JAEGER_BIN" && -f "$JAEGER_STAMP" && "$(<"$JAEGER_STAMP")" == "$(stamp)" ]]
+  go_tool_version "$JAEGER_MODULE_DIR" github.com/jaegertracing/jaeger
 }
 
 cmd_install() {
-  if installed; then
-    return 0
-  fi
-  command -v go >/dev/null 2>&1 || die "go not found on PATH, needed to build Jaeger"
-  mkdir -p "$STACK_BIN_DIR" "$STACK_LOG_DIR"
-  local -a args
-  mapfile -d '' -t args < <(build_args)
-  local start=$SECONDS tmp="$JAEGER_BIN.tmp.$$"
-  log "building Jaeger $(jaeger_version) from source into $JAEGER_BIN (once; the first build takes about 8 minutes on 2 cores), log: $JAEGER_BUILD_LOG"
-  # GOWORK=off: a go.work above the repo must not pull the tools module in.
-  # nice: up.sh builds while the broker and the registry boot; they come
-  # first. Only the finished binary is moved into place.
-  if ! (cd "$JAEGER_MODULE_DIR" && GOWORK=off nice -n 10 go build "${args[@]}" -o "$tmp" "$JAEGER_PKG") \
-    >"$JAEGER_BUILD_LOG" 2>&1; then
-    rm -f "$tmp"
-    wait_failed jaeger "$JAEGER_BUILD_LOG" "go build $JAEGER_PKG failed"
-  fi
-  mv -f "$tmp" "$JAEGER_BIN"
-  stamp >"$JAEGER_STAMP"
-  log "built Jaeger $(jaeger_version) in $((SECONDS - start))s"
+  go_tool_install jaeger "$JAEGER_MODULE_DIR" "$JAEGER_PKG" \
+    "$(jaeger_version), once; the first build takes about 8 minutes on 2 cores" \
+    -mod=readonly -ldflags "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=$(jaeger_version)"
 }
 
 cmd_start() {
