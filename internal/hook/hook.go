@@ -13,10 +13,10 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/tiers"
+	"relay/internal/tracing"
 )
 
 // maxBody bounds what relay reads of an answer.
@@ -46,7 +46,7 @@ func New(url string, timeout time.Duration, tp trace.TracerProvider) *Client {
 	c := &http.Client{Timeout: timeout}
 	if tp != nil {
 		c.Transport = otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp),
-			otelhttp.WithPropagators(propagation.TraceContext{}), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))
 	}
 	return &Client{url: url, timeout: timeout, http: c}
