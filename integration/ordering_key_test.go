@@ -20,26 +20,54 @@ import (
 )
 
 // orderHook fails every call for the order ids in failing, and each call
-// for an id in flaky with its probability; it answers 204 otherwise.
+// for an id in flaky with its probability; it answers 204 otherwise, after
+// a random pause of up to pause. It notes the most calls it had at once,
+// and every call that came while another of its key (and partition) was
+// in flight: relay calls the hook for several records at once, never for
+// two of one key.
 type orderHook struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	failing map[string]bool
-	flaky   atomic.Int64 // percent
-	calls   map[string]int
+	srv      *httptest.Server
+	mu       sync.Mutex
+	failing  map[string]bool
+	flaky    atomic.Int64 // percent
+	pause    atomic.Int64 // nanoseconds
+	calls    map[string]int
+	busy     map[string]bool
+	inFlight int
+	most     int
+	overlaps []string
 }
 
 func newOrderHook(t *testing.T) *orderHook {
-	h := &orderHook{failing: map[string]bool{}, calls: map[string]int{}}
+	h := &orderHook{failing: map[string]bool{}, calls: map[string]int{}, busy: map[string]bool{}}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Record map[string]any `json:"record"`
+			Partition int32          `json:"partition"`
+			Key       *string        `json:"key"`
+			Record    map[string]any `json:"record"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		id, _ := req.Record["id"].(string)
+		key := ""
+		if req.Key != nil {
+			key = fmt.Sprintf("%d|%s", req.Partition, *req.Key)
+		}
 		h.mu.Lock()
 		h.calls[id]++
 		fail := h.failing[id]
+		h.inFlight++
+		h.most = max(h.most, h.inFlight)
+		if key != "" && h.busy[key] {
+			h.overlaps = append(h.overlaps, key)
+		}
+		h.busy[key] = true
+		h.mu.Unlock()
+		if d := h.pause.Load(); d > 0 {
+			time.Sleep(time.Duration(rand.Int64N(d + 1)))
+		}
+		h.mu.Lock()
+		h.inFlight--
+		h.busy[key] = false
 		h.mu.Unlock()
 		if fail || rand.Int64N(100) < h.flaky.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -177,7 +205,8 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 	o := registerOrders(t)
 	h := newOrderHook(t)
 	h.flaky.Store(3)
-	s := keyScenario(t, o, h, partitions, "RELAY_RETRY_MAX_ATTEMPTS", "6", "RELAY_RETRY_MAX_ELAPSED", "2m")
+	h.pause.Store(int64(3 * time.Millisecond))
+	s := keyScenario(t, o, h, partitions, "RELAY_RETRY_MAX_ATTEMPTS", "6", "RELAY_RETRY_MAX_ELAPSED", "2m", "RELAY_HOOK_CONCURRENCY", "16")
 	want := map[string]string{}
 	batch := func(n int) {
 		var recs []rec
@@ -252,6 +281,16 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 	t.Logf("%d keys, %d tier records over the run", len(byKey), hops)
 	if broken > 0 {
 		t.Fatalf("%d keys out of order", broken)
+	}
+	h.mu.Lock()
+	most, overlaps := h.most, h.overlaps
+	h.mu.Unlock()
+	t.Logf("at most %d hook calls at once", most)
+	if len(overlaps) > 0 {
+		t.Errorf("%d hook calls came while another of their key was in flight, e.g. %v", len(overlaps), overlaps[:min(5, len(overlaps))])
+	}
+	if most < 2 {
+		t.Errorf("at most %d hook call at once: records were not tried at once", most)
 	}
 	if hops < 50 {
 		t.Fatalf("only %d tier records: the run did not exercise blocked keys", hops)

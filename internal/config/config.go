@@ -52,6 +52,7 @@ type Config struct {
 	RulesFile            string
 	HookURL              string
 	HookTimeout          time.Duration
+	HookConcurrency      int
 	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
 	TraceURL            string
 	RedactPattern       *regexp.Regexp
@@ -109,6 +110,7 @@ const (
 	brokerMaxTransactionTimeout = 900 * time.Second
 	defaultMaxPollInterval      = 300 * time.Second
 	maxRecordsPerTxnLimit       = 1_000_000
+	maxHookConcurrency          = 1024
 )
 
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -200,6 +202,7 @@ func (p *parser) readChecks(c *Config) {
 	c.RulesFile = p.raw(EnvRulesFile)
 	c.HookURL = p.raw(EnvHookURL)
 	c.HookTimeout = p.duration(EnvHookTimeout)
+	c.HookConcurrency = p.intRange(EnvHookConcurrency, 1, maxHookConcurrency)
 	c.TraceURL = p.raw(EnvTraceURL)
 	checkTraceURL(p, c.TraceURL)
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {

@@ -33,18 +33,36 @@ func (c *Config) InPlaceBound() time.Duration {
 	return (b+1)*c.AttemptBound() + b*c.BlockingBackoff
 }
 
+// HookChain is how many records of one key can be tried one after the
+// other in one batch of records (see RELAY_HOOK_CONCURRENCY): a batch
+// waits for its longest chain. Without a hook, or at a concurrency of
+// one, records are handled one at a time: 1.
+func (c *Config) HookChain() int {
+	if c.HookURL == "" || c.HookConcurrency < 2 {
+		return 1
+	}
+	return hookChain
+}
+
+// hookChain bounds the records of one key a batch lines up.
+const hookChain = 2
+
 // TransactionBudget is the longest a transaction can legitimately stay
-// open: the commit interval, the longest in-place retry of its last record,
-// and one commit call.
+// open: the commit interval, the longest in-place retries of its last
+// records (a chain of one key's records in a batch), and one commit call.
 func (c *Config) TransactionBudget() time.Duration {
-	return c.CommitInterval + c.InPlaceBound() + c.OpTimeout
+	return c.CommitInterval + time.Duration(c.HookChain())*c.InPlaceBound() + c.OpTimeout
 }
 
 // budgetTerms spells the budget out for messages, so the user sees which
 // setting makes it long.
 func (c *Config) budgetTerms() string {
-	return fmt.Sprintf("%s (%s) + %d×(attempt %s + backoff %s) + first attempt %s + %s (%s) = %s",
-		EnvCommitInterval, c.CommitInterval, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
+	chain := ""
+	if n := c.HookChain(); n > 1 {
+		chain = fmt.Sprintf("%d records of one key in a batch (%s) × ", n, EnvHookConcurrency)
+	}
+	return fmt.Sprintf("%s (%s) + %s(%d×(attempt %s + backoff %s) + first attempt %s) + %s (%s) = %s",
+		EnvCommitInterval, c.CommitInterval, chain, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
 		c.AttemptBound(), EnvOpTimeout, c.OpTimeout, c.TransactionBudget())
 }
 

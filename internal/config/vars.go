@@ -46,6 +46,7 @@ const (
 	EnvRulesFile            = "RELAY_RULES_FILE"
 	EnvHookURL              = "RELAY_HOOK_URL"
 	EnvHookTimeout          = "RELAY_HOOK_TIMEOUT"
+	EnvHookConcurrency      = "RELAY_HOOK_CONCURRENCY"
 	EnvRedactPattern        = "RELAY_REDACT_PATTERN"
 	EnvErrorMessageMax      = "RELAY_ERROR_MESSAGE_MAX"
 	EnvCompatHeaders        = "RELAY_COMPAT_HEADERS"
@@ -123,6 +124,7 @@ var Vars = []Var{
 	{Name: EnvRulesFile, Help: "YAML file of CEL business rules (needs a registry: rules read the decoded record)"},
 	{Name: EnvHookURL, Help: "optional HTTP hook called for every admitted record (needs a registry)"},
 	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
+	{Name: EnvHookConcurrency, Default: "32", Help: "hook calls in flight at once, each for a different key (1: one record at a time; at most 1024)"},
 	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
 	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of `relay.error.message` at most (64..4096)"},
 	{Name: EnvCompatHeaders, Help: "also write compatibility headers: `spring` (`kafka_dlt-*`), `connect` (`__connect.errors.*`), or both comma-separated"},

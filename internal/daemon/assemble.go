@@ -55,7 +55,8 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Rules = rs
 	}
 	if cfg.HookURL != "" {
-		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout, traces.TracerProvider())
+		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider())
+		o.Concurrency, o.Chain = cfg.HookConcurrency, cfg.HookChain()
 	}
 	if cfg.Ordering == "key" {
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}

@@ -39,13 +39,19 @@ type Client struct {
 	http    *http.Client
 }
 
-// New builds a client for url; timeout bounds each call. With a tracer
-// provider (tp not nil) each call is a client span, a child of the span in
-// its context, and carries that context (traceparent, tracestate).
-func New(url string, timeout time.Duration, tp trace.TracerProvider) *Client {
-	c := &http.Client{Timeout: timeout}
+// New builds a client for url; timeout bounds each call, and concurrency
+// is how many calls relay makes at once at most: the client keeps that
+// many connections open for them, so none is opened per call. With a
+// tracer provider (tp not nil) each call is a client span, a child of
+// the span in its context, and carries that context (traceparent,
+// tracestate).
+func New(url string, timeout time.Duration, concurrency int, tp trace.TracerProvider) *Client {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = max(concurrency, 2)
+	base.MaxIdleConns = max(base.MaxIdleConns, base.MaxIdleConnsPerHost)
+	c := &http.Client{Timeout: timeout, Transport: base}
 	if tp != nil {
-		c.Transport = otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp),
+		c.Transport = otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
 			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))
 	}

@@ -46,7 +46,7 @@ func TestStatusMapping(t *testing.T) {
 			w.WriteHeader(tc.status)
 			_, _ = w.Write([]byte(tc.body))
 		}))
-		c := New(srv.URL, time.Second, nil)
+		c := New(srv.URL, time.Second, 1, nil)
 		rec, err := c.Call(context.Background(), &Request{MessageID: "orders/1/2", Topic: "orders", Partition: 1, Offset: 2, Record: map[string]any{"id": "x"}})
 		srv.Close()
 		if gotKey != "orders/1/2" || gotReq.MessageID != "orders/1/2" || gotReq.Record["id"] != "x" {
@@ -82,14 +82,14 @@ func TestTimeoutAndRefusedAreTransient(t *testing.T) {
 	defer slow.Close()
 	defer close(stop)
 	start := time.Now()
-	_, err := New(slow.URL, 100*time.Millisecond, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
+	_, err := New(slow.URL, 100*time.Millisecond, 1, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnavailable || time.Since(start) > 2*time.Second {
 		t.Fatalf("timeout: %v after %s", err, time.Since(start))
 	}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	_ = l.Close()
-	_, err = New("http://"+addr, time.Second, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
+	_, err = New("http://"+addr, time.Second, 1, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnavailable {
 		t.Fatalf("refused: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestHookRequestCarriesTraceparent(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "process orders")
-	if _, err := New(srv.URL, time.Second, tp).Call(ctx, &Request{MessageID: "o/0/1"}); err != nil {
+	if _, err := New(srv.URL, time.Second, 1, tp).Call(ctx, &Request{MessageID: "o/0/1"}); err != nil {
 		t.Fatal(err)
 	}
 	parent.End()

@@ -9,33 +9,42 @@ import (
 	"relay/internal/hook"
 	"relay/internal/schema"
 	"relay/internal/tiers"
-	"relay/internal/txn"
 )
 
-// attempts tries the record, retrying in place as the policy says, until
-// it is processed or decided otherwise.
-func (m *Machine) attempts(ctx context.Context, p *pass) ([]txn.Output, error) {
+// tried is what the attempts at a record came to: processed with value
+// (v nil), a verdict other than an in-place retry, decided at now, or err
+// (a shutdown).
+type tried struct {
+	value []byte
+	info  schema.Info
+	v     *verdict
+	now   time.Time
+	err   error
+}
+
+// try attempts the record, retrying in place as the policy says, until it
+// passes or the policy decides otherwise. It reads nothing of the
+// machine's state but its fixed parts (admission, rules, the hook, the
+// policy), and writes only p: tries of different records may run at once.
+func (m *Machine) try(ctx context.Context, p *pass) tried {
 	for {
 		value, info, err := m.attempt(ctx, p)
 		if err == nil {
-			return m.processed(p, value, info), nil
+			return tried{value: value, info: info}
 		}
 		if ctx.Err() != nil {
 			// Shutting down: the record stays where it is.
-			return nil, ctx.Err()
+			return tried{err: ctx.Err()}
 		}
 		now := m.now()
 		v := verdict{Decision: m.policy.Decide(err, p.st, now), cause: err, info: info}
-		switch {
-		case v.Kind == tiers.RetryTier && m.waitInPlace:
-			return nil, m.waitHere(p, v, now)
-		case v.Kind != tiers.RetryInPlace:
-			return m.decided(p, v), nil
+		if v.Kind != tiers.RetryInPlace {
+			return tried{v: &v, now: now, info: info}
 		}
 		m.traceRetry(p, v)
 		m.log.Debug("retrying in place", append([]any{"id", p.id, "code", v.Code, "attempt", p.st.Attempt, "in", v.Delay}, p.traceAttrs()...)...)
 		if err := sleep(ctx, v.Delay); err != nil {
-			return nil, err
+			return tried{err: err}
 		}
 		p.st.Attempt++
 		p.st.InPlace++

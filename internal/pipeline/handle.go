@@ -39,6 +39,9 @@ type Machine struct {
 	discards    Discards
 	loadState   StateLoader
 	tracer      trace.Tracer // nil: no spans
+	concurrency int          // tries at once in a batch
+	batchSize   int          // records the loop hands at once; 0: one at a time
+	chain       int          // records of one name a batch lines up at once
 	spans       *spanOpts    // the process spans' options and names
 
 	pending  pending        // what the open transaction will have done
@@ -77,20 +80,39 @@ type verdict struct {
 	info  schema.Info
 }
 
-// Handle implements txn.Handler.
+// Handle implements txn.Handler: the record's steps one after the other
+// (see HandleBatch for several records at once).
 func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, error) {
-	outs, err := m.handle(ctx, rec)
+	st, outs, err := m.prepare(ctx, rec)
+	if st != nil {
+		outs, err = m.settle(st, m.try(st.ctx, st.p))
+	}
+	return m.finish(rec, outs, err)
+}
+
+// finish is what every handled record ends with: once it reached its
+// next state in the open transaction and that commits, no wait at or
+// before it is needed; and its partition's stale key states go with it.
+func (m *Machine) finish(rec *txn.Record, outs []txn.Output, err error) ([]txn.Output, error) {
 	if err == nil {
-		// The record reached its next state in the open transaction:
-		// once that commits, no wait at or before it is needed.
 		m.waits.resolved(partKey{rec.Topic, rec.Partition}, rec.Offset)
 		outs = append(outs, m.stale.tombstones(m.stateTopic, rec.Partition)...)
 	}
 	return outs, err
 }
 
-// handle takes rec through the steps of its pass; the first step that
-// decides the record ends it.
+// staged is a pass whose ordered steps are done and whose attempts are
+// next; ctx carries its process span.
+type staged struct {
+	p   *pass
+	ctx context.Context //nolint:containedctx // the pass's, from prepare to settle
+}
+
+// prepare takes rec through the steps of its pass before its attempts;
+// the first step that decides the record ends it (st nil: outs and err
+// are the record's). Each step reads and writes the machine's state, so
+// prepare runs on the loop's goroutine, in the order of the records that
+// share a key (see HandleBatch).
 //
 //   - identify: where it comes from, and its envelope (identify.go);
 //   - key turn: a record of a blocked key that is not at its turn follows
@@ -98,40 +120,64 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 //   - settled: a copy of a replayed record whose failure is settled, or
 //     was discarded, is not handled again (settled.go);
 //   - held: the key of an earlier quarantined record holds it (keyturn.go);
-//   - wait: a record its partition waits for is not due yet (wait.go);
-//   - attempt: admission, rules and the hook, retried in place as the
-//     policy says (attempt.go);
-//   - emit and outcome: the records of its next state (emit.go), and what
-//     that settles: counts, the ledger, its key's turn (outcome.go).
-func (m *Machine) handle(ctx context.Context, rec *txn.Record) (_ []txn.Output, err error) {
+//   - wait: a record its partition waits for is not due yet (wait.go).
+//
+// Then try runs the attempts (attempt.go), and settle writes the records
+// of the record's next state (emit.go) and what that settles: counts, the
+// ledger, its key's turn (outcome.go).
+func (m *Machine) prepare(ctx context.Context, rec *txn.Record) (st *staged, outs []txn.Output, err error) {
 	origin, ok := m.table.Of(rec.Topic)
 	if !ok {
-		return nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
+		return nil, nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
 	}
 	p, bad, err := m.identify(rec, origin)
 	if p == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if m.tracer != nil {
 		ctx = m.startSpan(ctx, p)
-		defer func() { m.endSpan(p, err) }()
 	}
+	defer func() {
+		if st == nil && m.tracer != nil {
+			m.endSpan(p, err)
+		}
+	}()
 	if bad != nil {
-		return m.unreadable(p, bad), nil
+		return nil, m.unreadable(p, bad), nil
 	}
 	if outs, done := m.takeTurn(p); done {
-		return outs, nil
+		return nil, outs, nil
 	}
 	if outs, done, err := m.checkSettled(ctx, p); done {
-		return outs, err
+		return nil, outs, err
 	}
 	if outs, done := m.checkHeld(p); done {
-		return outs, nil
+		return nil, outs, nil
 	}
 	if err := m.checkWait(p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m.attempts(ctx, p)
+	return &staged{p: p, ctx: ctx}, nil, nil
+}
+
+// settle is what the attempts of st came to: the records of its next
+// state, or an error (a record its partition waits for, or a shutdown).
+// It ends the pass's span.
+func (m *Machine) settle(st *staged, r tried) (outs []txn.Output, err error) {
+	p := st.p
+	if m.tracer != nil {
+		defer func() { m.endSpan(p, err) }()
+	}
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.v == nil:
+		return m.processed(p, r.value, r.info), nil
+	case r.v.Kind == tiers.RetryTier && m.waitInPlace:
+		return nil, m.waitHere(p, *r.v, r.now)
+	default:
+		return m.decided(p, *r.v), nil
+	}
 }
 
 var (

@@ -27,6 +27,13 @@ type Options struct {
 	Admitter Admitter
 	Rules    Rules // none: no rules
 	Hook     Hook  // none: no hook
+	// Concurrency is how many records' attempts (hook calls) run at once
+	// (RELAY_HOOK_CONCURRENCY); with a Hook and more than one, the loop
+	// hands records in batches (see HandleBatch). Zero: one.
+	Concurrency int
+	// Chain bounds the records of one key a batch lines up, one after
+	// the other (config.HookChain); zero: 2.
+	Chain int
 	// Redactor bounds and redacts every error message written (required).
 	Redactor *envelope.Redactor
 	Compat   envelope.Compat
@@ -62,6 +69,9 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
+// maxBatch bounds the records handed at once.
+const maxBatch = 1024
+
 // New builds the machine of o: it checks the required parts and puts a
 // part that does nothing in the place of each optional one left out.
 func New(o Options) (*Machine, error) {
@@ -89,6 +99,14 @@ func New(o Options) (*Machine, error) {
 		m.admitter, m.rules = unchecked{}, noRules{}
 	case o.Hook != nil:
 		m.callHook = callerOf(o.Hook)
+		if o.Concurrency > 1 {
+			m.concurrency = o.Concurrency
+			m.batchSize = min(max(8*o.Concurrency, 64), maxBatch)
+			m.chain = o.Chain
+			if m.chain < 1 {
+				m.chain = 2
+			}
+		}
 	}
 	m.rules = orDefault[Rules](m.rules, noRules{})
 	m.outcomes = orDefault[Outcomes](m.outcomes, uncounted{})

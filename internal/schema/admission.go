@@ -68,6 +68,16 @@ type Admitter struct {
 	mu    sync.Mutex
 	cache map[int]*writer
 	order []int // insertion order, for eviction
+	// lookups are the cold lookups in flight: records of one new id that
+	// arrive at once (relay tries several records at once) share one.
+	lookups map[int]*lookup
+}
+
+// lookup is one cold lookup in flight; done closes when w and err are set.
+type lookup struct {
+	done chan struct{}
+	w    *writer
+	err  error
 }
 
 // writer is a cached, immutable verdict on one writer schema id.
@@ -168,16 +178,34 @@ func decode(s avro.Schema, body []byte) (map[string]any, error) {
 func (a *Admitter) writer(ctx context.Context, id int) (*writer, error) {
 	a.mu.Lock()
 	w, ok := a.cache[id]
-	a.mu.Unlock()
 	if ok {
+		a.mu.Unlock()
 		return w, nil
 	}
+	if l, ok := a.lookups[id]; ok {
+		a.mu.Unlock()
+		select {
+		case <-l.done:
+			return l.w, l.err
+		case <-ctx.Done():
+			return nil, registryFailure(id, ctx.Err())
+		}
+	}
+	l := &lookup{done: make(chan struct{})}
+	if a.lookups == nil {
+		a.lookups = map[int]*lookup{}
+	}
+	a.lookups[id] = l
+	a.mu.Unlock()
 	w, err := a.lookup(ctx, id)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.lookups, id)
+	l.w, l.err = w, err
+	close(l.done)
 	if err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if _, ok := a.cache[id]; !ok {
 		for len(a.order) >= a.set.CacheSize {
 			delete(a.cache, a.order[0])

@@ -91,6 +91,8 @@ type Loop struct {
 	// runCtx is Run's context, for the rebalance callback: librdkafka
 	// calls it from inside Poll, without a context of its own.
 	runCtx context.Context
+	// rebalances counts the rebalance callbacks, for pollBatch.
+	rebalances int
 
 	seq uint64    // transactions begun, for their commit spans
 	tr  *txnTrace // the open transaction's tracing; nil without a tracer
@@ -139,13 +141,13 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		l.obs.Alive()
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
-			l.handle(ctx, ev)
-		case kafka.Error:
-			if ev.IsFatal() {
-				l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, ev)
+			if bh, ok := l.handler.(BatchHandler); ok && bh.BatchSize() > 1 {
+				l.handleBatch(ctx, bh, l.pollBatch(ev, bh.BatchSize()))
 			} else {
-				l.log.Warn("consumer error", "err", ev, "code", ev.Code().String())
+				l.handle(ctx, ev)
 			}
+		case kafka.Error:
+			l.consumerError(ev)
 		}
 		if l.fatal == nil && l.open && l.due() {
 			l.end(ctx, "interval")
@@ -184,26 +186,45 @@ func (l *Loop) pollTimeout() int {
 	return int(min(max(d, time.Millisecond), idle) / time.Millisecond)
 }
 
-// handle runs one source record through the handler and adds its outputs
-// and offset to the open transaction.
-func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
+// consumerError stops relay on a fatal consumer error; other errors are
+// librdkafka's to recover from.
+func (l *Loop) consumerError(e kafka.Error) {
+	if e.IsFatal() {
+		l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, e)
+		return
+	}
+	l.log.Warn("consumer error", "err", e, "code", e.Code().String())
+}
+
+// admissible says whether m is to be handled, and gives its partition.
+func (l *Loop) admissible(m *kafka.Message) (tpKey, bool) {
 	if m.TopicPartition.Error != nil {
 		l.log.Warn("consumer message error", "err", m.TopicPartition.Error)
-		return
+		return tpKey{}, false
 	}
 	tp := keyOf(m.TopicPartition)
 	if !l.assigned[tp] {
 		// A message fetched before a revoke is stale: its partition has
 		// gone to another member and the offset must not be committed.
-		return
+		return tp, false
 	}
 	if _, waiting := l.paused[tp]; waiting {
 		// Fetched before the partition was paused and rewound to a
 		// record that is not due: it comes again after that record.
-		return
+		return tp, false
 	}
 	if st, ok := l.stalls[tp]; ok && st.held {
 		// Fetched before the partition was held back: it comes again.
+		return tp, false
+	}
+	return tp, true
+}
+
+// handle runs one source record through the handler and adds its outputs
+// and offset to the open transaction.
+func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
+	tp, ok := l.admissible(m)
+	if !ok {
 		return
 	}
 	// The partition is part of the transaction from here on, whatever

@@ -11,6 +11,7 @@ import (
 // must not commit offsets for partitions this member no longer owns, and
 // the next owner must see everything this member has committed.
 func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
+	l.rebalances++
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
 		// Assign here rather than leave it to the client, so the

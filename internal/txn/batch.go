@@ -1,0 +1,226 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
+)
+
+// BatchHandler is a Handler that handles several records at once, so that
+// their slow steps (a hook call) overlap instead of each record waiting
+// for the one before it. The loop hands it the records one poll brought,
+// and applies each result as it comes, in the open transaction.
+type BatchHandler interface {
+	Handler
+	// BatchSize is how many records the loop hands at once at most;
+	// below 2 the loop calls Handle, one record at a time.
+	BatchSize() int
+	// HandleBatch handles recs. It asks b.Start(i) before it starts
+	// record i, once per record and in the order of recs; a record
+	// refused is not handled. It gives each started record's result to
+	// b.Done, from the calling goroutine, with the meaning of Handle's
+	// results, in any order: the handler keeps the order its records
+	// need among themselves (a key's records, a partition's that may not
+	// be due). Once Done returns false it starts nothing more and gives
+	// no more results; it returns when nothing it started is running.
+	// Records started before ctx ends are finished: ctx ending only
+	// makes Start refuse the rest.
+	HandleBatch(ctx context.Context, recs []*Record, b Batch)
+}
+
+// Batch is the loop's side of HandleBatch.
+type Batch interface {
+	Start(i int) bool
+	Done(i int, outs []Output, err error) bool
+}
+
+// batch is one HandleBatch: which of its records were started and applied
+// (their outputs written, their offsets counted), and what, if anything,
+// must end the transaction once the handler returns.
+type batch struct {
+	l    *Loop
+	ctx  context.Context //nolint:containedctx // Run's, for Start to refuse records once it is done
+	recs []*Record
+	tps  []tpKey
+	// state of each record
+	started []bool
+	applied []bool
+	// stopped are the partitions one of whose records was not applied:
+	// none of their later records may be.
+	stopped map[tpKey]bool
+	ended   bool
+	// What ends the transaction after the batch.
+	handlerErr error
+	produceErr error
+}
+
+// pollBatch takes first and what else the consumer has at hand, up to
+// the batch size and the records the open transaction may still take. A
+// rebalance while polling ends the open transaction and may reset the
+// positions of every partition (relay uses the eager range assignor):
+// what was polled before it is dropped, to be fetched again from the
+// positions the rebalance set.
+func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
+	msgs := append(make([]*kafka.Message, 0, size), first)
+	if l.open {
+		size = min(size, max(l.set.MaxRecords-l.records, 1))
+	}
+	for len(msgs) < size && l.fatal == nil {
+		before := l.rebalances
+		ev := l.consumer.Poll(0)
+		if l.rebalances != before {
+			return nil
+		}
+		switch e := ev.(type) {
+		case *kafka.Message:
+			msgs = append(msgs, e)
+			continue
+		case kafka.Error:
+			l.consumerError(e)
+		}
+		break
+	}
+	return msgs
+}
+
+// handleBatch runs msgs through the BatchHandler and applies each result
+// as HandleBatch gives it; a failure ends the transaction afterwards, as
+// handle's would.
+func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.Message) {
+	b := &batch{l: l, ctx: ctx, stopped: map[tpKey]bool{}}
+	for _, m := range msgs {
+		tp, ok := l.admissible(m)
+		if !ok {
+			continue
+		}
+		// Every record handed over is in the transaction from here on
+		// (see handle): an abort must seek its partition back too,
+		// whether or not the handler starts it.
+		if _, seen := l.first[tp]; !seen {
+			l.first[tp] = int64(m.TopicPartition.Offset)
+		}
+		b.recs = append(b.recs, toRecord(m))
+		b.tps = append(b.tps, tp)
+	}
+	if len(b.recs) == 0 {
+		return
+	}
+	if !l.open {
+		if err := l.producer.BeginTransaction(); err != nil {
+			l.onTxnError(ctx, "begin", err)
+			return
+		}
+		l.open, l.started = true, time.Now()
+		l.traceBegin()
+	}
+	b.started, b.applied = make([]bool, len(b.recs)), make([]bool, len(b.recs))
+	bh.HandleBatch(l.handlerCtx(ctx), b.recs, b)
+	switch {
+	case l.fatal != nil:
+	case b.handlerErr != nil:
+		l.abort(ctx, "handler")
+	case b.produceErr != nil:
+		l.abortAfterProduce(ctx, b.produceErr)
+	case b.gap():
+		// Never expected: a record applied after an earlier one of its
+		// partition that was not. Committing would skip that one.
+		l.log.Error("batch applied a record past one of its partition that was not; aborting, the records stay in their sources")
+		l.abort(ctx, "batch")
+	}
+}
+
+// Start implements Batch: a record is started unless relay is stopping,
+// the transaction is ending, or its partition may not go on (it waits
+// for a record not yet due, or one of its records was not applied).
+func (b *batch) Start(i int) bool {
+	tp := b.tps[i]
+	if b.ended || b.l.fatal != nil || b.ctx.Err() != nil || b.stopped[tp] {
+		return false
+	}
+	if _, waiting := b.l.paused[tp]; waiting {
+		return false
+	}
+	b.started[i] = true
+	return true
+}
+
+// Done implements Batch: it applies record i's result in the open
+// transaction; false ends the batch.
+func (b *batch) Done(i int, outs []Output, err error) bool {
+	l, tp, rec := b.l, b.tps[i], b.recs[i]
+	l.obs.Alive()
+	switch {
+	case b.ended:
+		return false
+	case !b.started[i]:
+		b.handlerErr = errors.New("result of a record the handler was not allowed to start")
+		b.ended = true
+		return false
+	case b.stopped[tp]:
+		// Its partition already stopped before it: it must not be
+		// applied. (The handler keeps records that may stop their
+		// partition in order, so this is not expected.)
+		b.handlerErr = errors.New("result of a record past one of its partition that was not applied")
+		b.ended = true
+		return false
+	}
+	var notDue *NotDueError
+	if errors.As(err, &notDue) {
+		b.stopped[tp] = true
+		l.wait(tp, rec.Offset, notDue.Until)
+		return l.fatal == nil
+	}
+	if err != nil {
+		b.stopped[tp] = true
+		if b.ctx.Err() != nil {
+			l.log.Info("handler interrupted by shutdown; the record stays in its source",
+				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+			return true
+		}
+		l.log.Error("handler failed; aborting transaction, the record stays in its source",
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+		l.suspect(tp, err)
+		b.handlerErr, b.ended = err, true
+		return false
+	}
+	for k := range outs {
+		if err := l.produce(&outs[k]); err != nil {
+			l.log.Error("produce failed; aborting transaction, the record stays in its source",
+				"topic", outs[k].Topic, "partition", outs[k].Partition, "source_offset", rec.Offset, "err", err)
+			if kafkaerr.PartitionFault(err) {
+				l.suspect(tp, err)
+			}
+			b.produceErr, b.ended = err, true
+			return false
+		}
+		l.wrote(tp, &outs[k])
+	}
+	// Results come in any order: the offset to commit is past the
+	// furthest record applied, and gap (after the batch) checks that
+	// nothing before it was left out.
+	l.next[tp] = max(l.next[tp], rec.Offset+1)
+	l.records++
+	l.outputs += len(outs)
+	l.obs.Consumed(1)
+	b.applied[i] = true
+	return true
+}
+
+// gap says whether a record was applied past a record of its partition,
+// handed to the handler, that was not.
+func (b *batch) gap() bool {
+	missing := map[tpKey]bool{}
+	for i, tp := range b.tps {
+		switch {
+		case !b.applied[i]:
+			missing[tp] = true
+		case missing[tp]:
+			return true
+		}
+	}
+	return false
+}

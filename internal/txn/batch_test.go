@@ -1,0 +1,196 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// batchHandler is a BatchHandler whose HandleBatch is the test's.
+type batchHandler struct {
+	t       *testing.T
+	size    int
+	handle  func(recs []*Record, b Batch)
+	batches [][]int64 // partition*100+offset of each batch's records
+}
+
+func (h *batchHandler) Handle(context.Context, *Record) ([]Output, error) {
+	h.t.Fatal("Handle called on a batch handler")
+	return nil, nil
+}
+
+func (h *batchHandler) BatchSize() int { return h.size }
+
+func (h *batchHandler) HandleBatch(_ context.Context, recs []*Record, b Batch) {
+	var ids []int64
+	for _, r := range recs {
+		ids = append(ids, int64(r.Partition)*100+r.Offset)
+	}
+	h.batches = append(h.batches, ids)
+	h.handle(recs, b)
+}
+
+// Scripts end their batches with sleepEvent(0): a Poll that returns
+// nothing without ending the script, whose end stops the loop (and makes
+// Start refuse the rest of a batch).
+
+func out(r *Record) []Output { return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}} }
+
+// TestBatchHandlerFailureRewindsRecordsNeverStarted: a handler error on
+// the first record of a batch aborts; the rewind seeks back every
+// partition the batch held, also the one whose record was never started
+// (librdkafka's position is past it: without the seek the next commit
+// would skip it).
+func TestBatchHandlerFailureRewindsRecordsNeverStarted(t *testing.T) {
+	h := newHarness(t)
+	bh := &batchHandler{t: t, size: 10}
+	failed := false
+	bh.handle = func(recs []*Record, b Batch) {
+		if !failed {
+			failed = true
+			b.Start(0)
+			b.Done(0, nil, errors.New("cannot decide"))
+			return
+		}
+		for i, r := range recs {
+			if b.Start(i) {
+				b.Done(i, out(r), nil)
+			}
+		}
+	}
+	h.handler = bh
+	c := h.c
+	c.committed[0], c.committed[1] = 0, 0
+	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(1, 0), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	if h.prods[0].abortedTxns != 1 {
+		t.Fatalf("aborted %d, want 1", h.prods[0].abortedTxns)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 0, 1: 0}) {
+		t.Errorf("seeks %v, want partitions 0 and 1 back to 0", got)
+	}
+}
+
+// TestBatchResultsInAnyOrderCommitPastTheLast: results of one partition
+// given out of order still commit the offset after the furthest.
+func TestBatchResultsInAnyOrderCommitPastTheLast(t *testing.T) {
+	h := newHarness(t)
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		for i := range recs {
+			b.Start(i)
+		}
+		for i := len(recs) - 1; i >= 0; i-- {
+			b.Done(i, out(recs[i]), nil)
+		}
+	}}
+	h.handler = bh
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 4), c.msg(0, 5), c.msg(0, 6), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if len(bh.batches) != 1 || len(bh.batches[0]) != 3 {
+		t.Fatalf("batches %v, want one of three", bh.batches)
+	}
+	if len(p.sentOffsets) != 1 || offsetsOf(p.sentOffsets[0])[0] != 7 || len(p.produced) != 3 {
+		t.Fatalf("committed %v with %d outputs, want offset 7 with 3", p.sentOffsets, len(p.produced))
+	}
+}
+
+// TestBatchGapAborts: a record applied past one of its partition that was
+// not (here: not due) would be skipped by the commit: the loop aborts
+// instead, and nothing of the batch commits.
+func TestBatchGapAborts(t *testing.T) {
+	h := newHarness(t)
+	gave := false
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		if gave {
+			return
+		}
+		gave = true
+		b.Start(0)
+		b.Start(1)
+		b.Done(1, out(recs[1]), nil)
+		b.Done(0, nil, &NotDueError{Until: time.Now().Add(time.Hour)})
+	}}
+	h.handler = bh
+	c := h.c
+	c.committed[0] = 4
+	if err := h.run(c.assign(0), c.msg(0, 4), c.msg(0, 5), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if p.abortedTxns != 1 || p.committedTxns != 0 {
+		t.Fatalf("aborted %d committed %d, want the batch aborted", p.abortedTxns, p.committedTxns)
+	}
+	if !slices.Contains(h.obs.reasons, "batch") {
+		t.Errorf("abort reasons %v, want batch", h.obs.reasons)
+	}
+}
+
+// TestBatchDropsWhatWasPolledBeforeARebalance: a rebalance while a batch
+// is polled (relay's eager assignor revokes everything, and positions
+// restart from the committed offsets): each record is handled once, from
+// where the rebalance left it. (pollBatch stops at the revoke, so what it
+// polled before is also dropped as stale; its own drop is for a client
+// that would serve more than one rebalance event in one Poll.)
+func TestBatchDropsWhatWasPolledBeforeARebalance(t *testing.T) {
+	h := newHarness(t)
+	var handled []int64
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		for i, r := range recs {
+			if b.Start(i) {
+				handled = append(handled, r.Offset)
+				b.Done(i, out(r), nil)
+			}
+		}
+	}}
+	h.handler = bh
+	c := h.c
+	// librdkafka fetches offset 0 again after the assignment.
+	if err := h.run(c.assign(0), c.msg(0, 0), c.revoke(0), c.assign(0), c.msg(0, 0), c.msg(0, 1), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(handled, []int64{0, 1}) {
+		t.Fatalf("handled %v, want [0 1]", handled)
+	}
+}
+
+// TestBatchNotDueStopsItsPartitionOnly: a record not due pauses its
+// partition and seeks back to it; the loop refuses the records behind it
+// and takes another partition's.
+func TestBatchNotDueStopsItsPartitionOnly(t *testing.T) {
+	h := newHarness(t)
+	var refused []int
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		for i, r := range recs {
+			if !b.Start(i) {
+				refused = append(refused, i)
+				continue
+			}
+			if r.Partition == 0 && r.Offset == 6 {
+				b.Done(i, nil, &NotDueError{Until: time.Now().Add(time.Hour)})
+				continue
+			}
+			b.Done(i, out(r), nil)
+		}
+	}}
+	h.handler = bh
+	c := h.c
+	if err := h.run(c.assign(0, 1), c.msg(0, 5), c.msg(0, 6), c.msg(0, 7), c.msg(1, 3), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(refused, []int{2}) {
+		t.Errorf("refused %v, want [2] (offset 7, behind the record not due)", refused)
+	}
+	p := h.prods[0]
+	if got := offsetsOf(p.sentOffsets[0]); got[0] != 6 || got[1] != 4 {
+		t.Fatalf("committed %v, want partition 0 at 6 and 1 at 4", got)
+	}
+	if len(c.seeks) != 1 || c.seeks[0].Offset != 6 {
+		t.Fatalf("seeks %v, want one to offset 6", c.seeks)
+	}
+}
