@@ -102,6 +102,7 @@ func (a *admission) env(registry string) []string {
 type flakyHook struct {
 	pct   uint32
 	byKey bool
+	delay time.Duration // before every answer
 	mu    sync.Mutex
 	seen  map[string]bool
 	calls int
@@ -110,12 +111,12 @@ type flakyHook struct {
 	ln    net.Listener
 }
 
-func startFlakyHook(pct int, byKey bool) (*flakyHook, error) {
+func startFlakyHook(pct int, byKey bool, delay time.Duration) (*flakyHook, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	h := &flakyHook{pct: uint32(pct), byKey: byKey, seen: map[string]bool{}, ln: ln}
+	h := &flakyHook{pct: uint32(pct), byKey: byKey, delay: delay, seen: map[string]bool{}, ln: ln}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
@@ -144,6 +145,9 @@ func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fails++
 	}
 	h.mu.Unlock()
+	if h.delay > 0 {
+		time.Sleep(h.delay)
+	}
 	if fail {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return

@@ -25,7 +25,7 @@ func (b *bench) blockedKeys(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	h, err := startFlakyHook(100, true)
+	h, err := startFlakyHook(100, true, 0)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,8 @@ type options struct {
 	streamsJVM string
 	java       string
 	blocked    int
+	hookDelays []time.Duration // (e) and (f) once per delay
+	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
 }
 
 func main() {
@@ -53,6 +56,8 @@ func main() {
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
+	delays := flag.String("hook-delays", "0", "comma-separated pauses of the bench's hook before each answer: modes (e) and (f) run once per pause, e.g. 1ms,20ms")
+	flag.BoolVar(&o.hookSerial, "hook-serial", false, "also run (e) and (f) at RELAY_HOOK_CONCURRENCY=1, one record at a time, for the same-run ratio")
 	flag.StringVar(&o.otlp, "otlp", "http://127.0.0.1:4318", "OTLP/HTTP endpoint of the tracing modes (t1, t01: relay with tracing on, parent-based ratio 1.0 and 0.01); empty skips them")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.StringVar(&o.streams, "streams", "", "directory of the built Kafka Streams passthrough (scripts/tools/streams-bench.sh path): also run mode (k), Kafka Streams exactly_once_v2, beside relay (b); empty skips it")
@@ -63,6 +68,10 @@ func main() {
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if err := o.parseDelays(*delays); err != nil {
+		fmt.Fprintln(os.Stderr, "relay-bench:", err)
 		os.Exit(2)
 	}
 	if err := o.validate(); err != nil {
@@ -76,6 +85,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "relay-bench: FAILED:", err)
 		os.Exit(1)
 	}
+}
+
+// parseDelays reads -hook-delays.
+func (o *options) parseDelays(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 || d > 10*time.Second {
+			return fmt.Errorf("-hook-delays: %q is not a pause from 0 to 10s", f)
+		}
+		o.hookDelays = append(o.hookDelays, d)
+	}
+	return nil
 }
 
 func (o *options) validate() error {
@@ -177,17 +198,28 @@ func (b *bench) modes() []modeSpec {
 		}
 		return a.value, nil
 	}
+	// hooked runs a hook mode once per hook delay, and with -hook-serial
+	// once more per delay at concurrency 1.
+	hooked := func(name, label string, pct int, extra ...string) {
+		for _, d := range b.o.hookDelays {
+			suffix, lsuffix := "", ""
+			if d > 0 || len(b.o.hookDelays) > 1 {
+				suffix, lsuffix = "-"+d.String(), ", hook answers after "+d.String()
+			}
+			modes = append(modes, modeSpec{name: name + suffix, label: label + lsuffix, start: b.admissionStarter(pct, d, extra...), value: value})
+			if b.o.hookSerial {
+				modes = append(modes, modeSpec{name: name + suffix + "-serial", label: label + lsuffix + ", RELAY_HOOK_CONCURRENCY=1",
+					start: b.admissionStarter(pct, d, append(slices.Clone(extra), "RELAY_HOOK_CONCURRENCY=1")...), value: value})
+			}
+		}
+	}
 	if b.o.admission {
-		modes = append(modes,
-			modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1), value: value},
-			modeSpec{name: "e-transient", label: "(e) relay, admission + hook, 10% fail once", start: b.admissionStarter(10, "RELAY_ORDERING=unordered"), value: value},
-		)
+		modes = append(modes, modeSpec{name: "d-admission", label: "(d) relay, admission: decode + upcast + rules", start: b.admissionStarter(-1, 0), value: value})
+		hooked("e-transient", "(e) relay, admission + hook, 10% fail once", 10, "RELAY_ORDERING=unordered")
 	}
 	if b.o.keyModes {
-		modes = append(modes,
-			modeSpec{name: "f-key-ok", label: "(f) key ordering + hook, no failures", start: b.admissionStarter(0, "RELAY_ORDERING=key"), value: value},
-			modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, "RELAY_ORDERING=key"), value: value},
-		)
+		hooked("f-key-ok", "(f) key ordering + hook, no failures", 0, "RELAY_ORDERING=key")
+		modes = append(modes, modeSpec{name: "g-key-5pct", label: "(g) key ordering + hook, 5% of keys fail once", start: b.admissionStarter(5, 0, "RELAY_ORDERING=key"), value: value})
 	}
 	if b.o.otlp != "" {
 		modes = append(modes,

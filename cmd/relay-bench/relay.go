@@ -32,7 +32,7 @@ type relayProc struct {
 // hookFailPct >= 0 also with a hook that fails that share of records once.
 // The in-place retry is off (RELAY_BLOCKING_ATTEMPTS=0): failed records go
 // to a 1s tier at once, so the run measures the tier path, not sleeps.
-func (b *bench) admissionStarter(hookFailPct int, extra ...string) func(context.Context, topics) (passthrough, error) {
+func (b *bench) admissionStarter(hookFailPct int, delay time.Duration, extra ...string) func(context.Context, topics) (passthrough, error) {
 	return func(ctx context.Context, t topics) (passthrough, error) {
 		a, err := b.setupAdmission()
 		if err != nil {
@@ -45,7 +45,7 @@ func (b *bench) admissionStarter(hookFailPct int, extra ...string) func(context.
 			byKey = byKey || e == "RELAY_ORDERING=key"
 		}
 		if hookFailPct >= 0 {
-			if h, err = startFlakyHook(hookFailPct, byKey); err != nil {
+			if h, err = startFlakyHook(hookFailPct, byKey, delay); err != nil {
 				return nil, err
 			}
 			env = append(env, "RELAY_HOOK_URL="+h.url(), "RELAY_HOOK_TIMEOUT=1s",
