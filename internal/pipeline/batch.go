@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strconv"
 
 	"relay/internal/envelope"
@@ -80,6 +82,8 @@ type slot struct {
 	over    bool
 	st      *staged
 	res     tried
+	// panicked is the panic of its try, with the try's stack.
+	panicked string
 }
 
 func (s *scheduler) run() {
@@ -95,7 +99,8 @@ func (s *scheduler) run() {
 			}
 			if len(s.work) == 0 && len(s.ready) == 0 {
 				// Slots wait for names no running record will give
-				// back: not expected. The loop aborts what is left.
+				// back: not expected. The loop aborts, as it does for
+				// any started record left without a result.
 				s.m.log.Error("batch stalled", "admitted", s.admitted, "records", len(s.recs), "open", s.open)
 				s.stop()
 				break
@@ -105,6 +110,9 @@ func (s *scheduler) run() {
 		i := <-s.results
 		s.running--
 		sl := &s.slots[i]
+		if sl.panicked != "" {
+			panic("try of a record: " + sl.panicked)
+		}
 		if s.ended {
 			s.m.endAbandoned(sl.st)
 			continue
@@ -121,7 +129,11 @@ func (s *scheduler) run() {
 // admit asks the loop to start the next records, in order, while their
 // names have room.
 func (s *scheduler) admit() {
-	for s.admitted < len(s.recs) {
+	// At most chain waves of tries are admitted at once, so a batch of
+	// failing calls (a hook timing out) holds the transaction no longer
+	// than its budget counts: once the transaction is due, the loop
+	// refuses the rest of the batch.
+	for s.admitted < len(s.recs) && s.open < s.m.concurrency*s.m.chain {
 		i := s.admitted
 		sl := &s.slots[i]
 		if sl.part == "" {
@@ -188,8 +200,16 @@ func (s *scheduler) launch() {
 		s.running++
 		sl := &s.slots[i]
 		go func() {
+			defer func() {
+				// A panic in a try (rules, the decoder, the hook client)
+				// goes to the loop's goroutine, where relay's crash
+				// handling is.
+				if v := recover(); v != nil {
+					sl.panicked = fmt.Sprintf("%v\n%s", v, debug.Stack())
+				}
+				s.results <- i
+			}()
 			sl.res = s.m.try(sl.st.ctx, sl.st.p)
-			s.results <- i
 		}()
 	}
 }

@@ -186,6 +186,10 @@ func (a *Admitter) writer(ctx context.Context, id int) (*writer, error) {
 		a.mu.Unlock()
 		select {
 		case <-l.done:
+			if l.err != nil && ctx.Err() == nil && errors.Is(l.err, context.Canceled) {
+				// The first caller gave up, this one has not: ask again.
+				return a.writer(ctx, id)
+			}
 			return l.w, l.err
 		case <-ctx.Done():
 			return nil, registryFailure(id, ctx.Err())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +278,45 @@ func TestEncodeFromJSON(t *testing.T) {
 	}
 	if _, err := a.Encode(map[string]any{"id": "r", "amount": json.Number("1.5"), "currency": "X"}); err == nil || !strings.Contains(err.Error(), "amount") {
 		t.Fatalf("1.5 as a long: %v", err)
+	}
+}
+
+// TestColdLookupIsShared: records of a new writer id arriving at once (relay
+// tries several records at once) make one registry lookup, not one each;
+// the record whose lookup it is can give up without failing the others.
+func TestColdLookupIsShared(t *testing.T) {
+	e, a := setup(t, "2-3", 3)
+	in := encode(t, e.ids[1], v2, map[string]any{"id": "o1", "amount": int64(5)})
+	e.reg.mu.Lock()
+	e.reg.delay = 50 * time.Millisecond
+	e.reg.mu.Unlock()
+	before := e.reg.requests.Load()
+	first, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		ctx := context.Background()
+		if i == 0 {
+			ctx = first
+		}
+		wg.Go(func() {
+			_, errs[i] = a.Admit(ctx, in)
+		})
+		if i == 0 {
+			time.Sleep(10 * time.Millisecond) // the first one leads the lookup
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Errorf("record %d: %v", i+1, err)
+		}
+	}
+	// The leader's lookup was cancelled: one more lookup (two requests:
+	// versions, then the schema) served the other seven.
+	if got := e.reg.requests.Load() - before; got > 3 {
+		t.Errorf("%d registry requests for one cold id, want at most 3", got)
 	}
 }

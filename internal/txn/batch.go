@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -49,10 +50,14 @@ type batch struct {
 	// state of each record
 	started []bool
 	applied []bool
-	// stopped are the partitions one of whose records was not applied:
-	// none of their later records may be.
-	stopped map[tpKey]bool
-	ended   bool
+	// stopped are the partitions one of whose records was not applied,
+	// with its offset: none of their later records may be.
+	stopped map[tpKey]int64
+	// deferred are the partitions whose records the loop refused because
+	// the transaction is due, with the first one's offset: the partition
+	// is sought back to it after the batch.
+	deferred map[tpKey]int64
+	ended    bool
 	// What ends the transaction after the batch.
 	handlerErr error
 	produceErr error
@@ -91,7 +96,7 @@ func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
 // as HandleBatch gives it; a failure ends the transaction afterwards, as
 // handle's would.
 func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.Message) {
-	b := &batch{l: l, ctx: ctx, stopped: map[tpKey]bool{}}
+	b := &batch{l: l, ctx: ctx, stopped: map[tpKey]int64{}, deferred: map[tpKey]int64{}}
 	for _, m := range msgs {
 		tp, ok := l.admissible(m)
 		if !ok {
@@ -127,25 +132,70 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		l.abortAfterProduce(ctx, b.produceErr)
 	case b.gap():
 		// Never expected: a record applied after an earlier one of its
-		// partition that was not. Committing would skip that one.
-		l.log.Error("batch applied a record past one of its partition that was not; aborting, the records stay in their sources")
+		// partition that was not, or a started one left without a
+		// result. Committing would skip it.
+		l.log.Error("batch left a record of a partition behind; aborting, the records stay in their sources")
 		l.abort(ctx, "batch")
+	default:
+		b.seekDeferred()
+	}
+}
+
+// seekDeferred seeks each partition with deferred records back to the
+// first: they are fetched again for the next transaction.
+func (b *batch) seekDeferred() {
+	for tp, off := range b.deferred {
+		if _, waiting := b.l.paused[tp]; waiting {
+			continue // sought back to an earlier record already
+		}
+		if stop, ok := b.stopped[tp]; ok && stop <= off {
+			continue // not applied from an earlier record on: stopping or sought
+		}
+		if err := b.l.consumer.Seek(tp.at(off), 0); err != nil {
+			b.l.fatal = fmt.Errorf("%w: seek %s to %d: %w", ErrFatal, tp, off, err)
+			return
+		}
 	}
 }
 
 // Start implements Batch: a record is started unless relay is stopping,
 // the transaction is ending, or its partition may not go on (it waits
-// for a record not yet due, or one of its records was not applied).
+// for a record not yet due, or one of its records was not applied). Once
+// the transaction is due, the rest of the batch is deferred to the next:
+// a batch does not keep the transaction open past its budget.
 func (b *batch) Start(i int) bool {
-	tp := b.tps[i]
-	if b.ended || b.l.fatal != nil || b.ctx.Err() != nil || b.stopped[tp] {
+	tp, off := b.tps[i], b.recs[i].Offset
+	if b.ended || b.l.fatal != nil || b.ctx.Err() != nil || b.isStopped(tp, off) {
 		return false
 	}
 	if _, waiting := b.l.paused[tp]; waiting {
 		return false
 	}
+	if b.l.due() {
+		if _, ok := b.deferred[tp]; !ok {
+			b.deferred[tp] = off
+		}
+		return false
+	}
+	if _, ok := b.deferred[tp]; ok {
+		return false // never started past a deferred record
+	}
 	b.started[i] = true
 	return true
+}
+
+// isStopped says whether a record of tp at off comes after one that was
+// not applied.
+func (b *batch) isStopped(tp tpKey, off int64) bool {
+	stop, ok := b.stopped[tp]
+	return ok && off > stop
+}
+
+// stop notes that tp's record at off was not applied.
+func (b *batch) stop(tp tpKey, off int64) {
+	if stop, ok := b.stopped[tp]; !ok || off < stop {
+		b.stopped[tp] = off
+	}
 }
 
 // Done implements Batch: it applies record i's result in the open
@@ -156,11 +206,11 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 	switch {
 	case b.ended:
 		return false
-	case !b.started[i]:
-		b.handlerErr = errors.New("result of a record the handler was not allowed to start")
+	case !b.started[i] || b.applied[i]:
+		b.handlerErr = errors.New("result of a record the handler was not allowed to start, or a second one")
 		b.ended = true
 		return false
-	case b.stopped[tp]:
+	case b.isStopped(tp, rec.Offset):
 		// Its partition already stopped before it: it must not be
 		// applied. (The handler keeps records that may stop their
 		// partition in order, so this is not expected.)
@@ -170,12 +220,12 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 	}
 	var notDue *NotDueError
 	if errors.As(err, &notDue) {
-		b.stopped[tp] = true
+		b.stop(tp, rec.Offset)
 		l.wait(tp, rec.Offset, notDue.Until)
 		return l.fatal == nil
 	}
 	if err != nil {
-		b.stopped[tp] = true
+		b.stop(tp, rec.Offset)
 		if b.ctx.Err() != nil {
 			l.log.Info("handler interrupted by shutdown; the record stays in its source",
 				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
@@ -211,16 +261,32 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 }
 
 // gap says whether a record was applied past a record of its partition,
-// handed to the handler, that was not.
+// handed to the handler, that was not; or whether a started record was
+// left without a result, its partition neither stopped nor deferred at or
+// before it (the consumer's position is past it: a commit would skip it).
 func (b *batch) gap() bool {
 	missing := map[tpKey]bool{}
 	for i, tp := range b.tps {
 		switch {
 		case !b.applied[i]:
 			missing[tp] = true
+			if b.started[i] && !b.covered(tp, b.recs[i].Offset) {
+				return true
+			}
 		case missing[tp]:
 			return true
 		}
+	}
+	return false
+}
+
+// covered says whether tp is fetched again from off or before.
+func (b *batch) covered(tp tpKey, off int64) bool {
+	if stop, ok := b.stopped[tp]; ok && stop <= off {
+		return true
+	}
+	if d, ok := b.deferred[tp]; ok && d <= off {
+		return true
 	}
 	return false
 }

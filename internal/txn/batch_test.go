@@ -194,3 +194,71 @@ func TestBatchNotDueStopsItsPartitionOnly(t *testing.T) {
 		t.Fatalf("seeks %v, want one to offset 6", c.seeks)
 	}
 }
+
+// TestBatchRecordBeforeOneNotDueIsApplied: in a tier partition, a due
+// record's result may come after the result of the record behind it that
+// is not due: it is still applied, and the transaction commits up to the
+// one not due.
+func TestBatchRecordBeforeOneNotDueIsApplied(t *testing.T) {
+	h := newHarness(t)
+	gave := false
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		if gave {
+			return
+		}
+		gave = true
+		b.Start(0)
+		b.Start(1)
+		b.Done(1, nil, &NotDueError{Until: time.Now().Add(time.Hour)})
+		if !b.Done(0, out(recs[0]), nil) {
+			t.Error("the due record's result was refused")
+		}
+	}}
+	h.handler = bh
+	c := h.c
+	if err := h.run(c.assign(0), c.msg(0, 10), c.msg(0, 11), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if p.abortedTxns != 0 || len(p.sentOffsets) != 1 || offsetsOf(p.sentOffsets[0])[0] != 11 {
+		t.Fatalf("aborted %d, committed %v; want no abort and partition 0 at 11", p.abortedTxns, p.sentOffsets)
+	}
+}
+
+// TestBatchDefersWhatComesAfterTheTransactionIsDue: once the transaction
+// is due, the loop refuses the rest of the batch and seeks each partition
+// back to its first refused record; what was applied commits.
+func TestBatchDefersWhatComesAfterTheTransactionIsDue(t *testing.T) {
+	h := newHarness(t)
+	h.set.CommitInterval = 20 * time.Millisecond
+	first := true
+	var handled []int64
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		for i, r := range recs {
+			if first && i == 1 {
+				time.Sleep(30 * time.Millisecond) // the transaction is due now
+			}
+			if !b.Start(i) {
+				continue
+			}
+			handled = append(handled, int64(r.Partition)*100+r.Offset)
+			b.Done(i, out(r), nil)
+		}
+		first = false
+	}}
+	h.handler = bh
+	c := h.c
+	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(0, 1), c.msg(1, 0), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if len(p.sentOffsets) == 0 || offsetsOf(p.sentOffsets[0])[0] != 1 || len(p.sentOffsets[0]) != 1 {
+		t.Fatalf("first commit %v, want only partition 0 at 1", p.sentOffsets)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 1, 1: 0}) {
+		t.Errorf("seeks %v, want partition 0 back to 1 and 1 back to 0", got)
+	}
+	if !slices.Equal(handled, []int64{0}) {
+		t.Errorf("handled %v, want [0]", handled)
+	}
+}
