@@ -145,6 +145,27 @@ func memTotal() string {
 	return "?"
 }
 
+// printHooked sets the hook modes, (e) and (f) at each pause of the hook,
+// against admission alone (d): what the hook costs when relay calls it for
+// several records at once. (e)'s p99 may exceed (d)'s by its 1 s tier.
+func printHooked(rs []*result) {
+	var d *result
+	for _, r := range rs {
+		if short(r.label) == "(d)" {
+			d = r
+		}
+	}
+	if d == nil {
+		return
+	}
+	for _, r := range rs {
+		if l := short(r.label); l == "(e)" || l == "(f)" {
+			fmt.Printf("throughput ratio %s / (d) = %.3f  (steady: %.3f)  p99 %s against (d)'s %s  target >= 0.80  [%s]\n",
+				l, r.recPerSec()/d.recPerSec(), r.steady()/d.steady(), ms(r.lat.p99), ms(d.lat.p99), r.label)
+		}
+	}
+}
+
 // printRatios sets every mode against the first (the ceiling) and the
 // transactional modes against the idempotent baseline, all of this run.
 func printRatios(rs []*result) {
@@ -181,6 +202,7 @@ func printRatios(rs []*result) {
 				}
 			}
 		}
+		printHooked(rs)
 		printPeers(rs)
 		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
 		fmt.Println("compare ratios across machines, not absolute numbers.")

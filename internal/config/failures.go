@@ -49,20 +49,26 @@ const hookChain = 2
 
 // TransactionBudget is the longest a transaction can legitimately stay
 // open: the commit interval, the longest in-place retries of its last
-// records (a chain of one key's records in a batch), and one commit call.
+// records, and one commit call. With records handled in batches, a batch
+// that begins as the transaction is due still has a commit interval of
+// its own, and the tries it started then finish: two waves, since it has
+// at most chain × concurrency records started at once (or a chain of one
+// key's records, one after the other).
 func (c *Config) TransactionBudget() time.Duration {
-	return c.CommitInterval + time.Duration(c.HookChain())*c.InPlaceBound() + c.OpTimeout
+	n := time.Duration(c.HookChain())
+	intervals := min(n, 2)
+	return intervals*c.CommitInterval + n*c.InPlaceBound() + c.OpTimeout
 }
 
 // budgetTerms spells the budget out for messages, so the user sees which
 // setting makes it long.
 func (c *Config) budgetTerms() string {
-	chain := ""
+	interval, chain := "", ""
 	if n := c.HookChain(); n > 1 {
-		chain = fmt.Sprintf("%d records of one key in a batch (%s) × ", n, EnvHookConcurrency)
+		interval, chain = "2×", fmt.Sprintf("%d waves of a batch (%s) × ", n, EnvHookConcurrency)
 	}
-	return fmt.Sprintf("%s (%s) + %s(%d×(attempt %s + backoff %s) + first attempt %s) + %s (%s) = %s",
-		EnvCommitInterval, c.CommitInterval, chain, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
+	return fmt.Sprintf("%s%s (%s) + %s(%d×(attempt %s + backoff %s) + first attempt %s) + %s (%s) = %s",
+		interval, EnvCommitInterval, c.CommitInterval, chain, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
 		c.AttemptBound(), EnvOpTimeout, c.OpTimeout, c.TransactionBudget())
 }
 

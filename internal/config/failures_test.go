@@ -112,9 +112,9 @@ func TestDerivedTransactionTimeout(t *testing.T) {
 		// One record at a time: 100ms + 11×(1s+2s) + 10×200ms + 5s =
 		// 40.1s, + 30s → 71s.
 		{map[string]string{EnvBlockingAttempts: "10", EnvHookConcurrency: "1"}, 71 * time.Second},
-		// Records at once: two of one key can be tried one after the
-		// other in a batch: 100ms + 2×(11×(1s+2s) + 10×200ms) + 5s =
-		// 75.1s, + 30s → 106s.
+		// Records at once: a batch can run a commit interval past the
+		// transaction's and two waves of tries: 2×100ms + 2×(11×(1s+2s)
+		// + 10×200ms) + 5s = 75.2s, + 30s → 106s.
 		{map[string]string{EnvBlockingAttempts: "10"}, 106 * time.Second},
 		{map[string]string{EnvTransactionTimeout: "20000", EnvHookConcurrency: "1"}, 20 * time.Second},
 	} {

@@ -58,6 +58,7 @@ type batch struct {
 	// is sought back to it after the batch.
 	deferred map[tpKey]int64
 	ended    bool
+	begun    time.Time // when the handler got the batch
 	// What ends the transaction after the batch.
 	handlerErr error
 	produceErr error
@@ -123,6 +124,7 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		l.traceBegin()
 	}
 	b.started, b.applied = make([]bool, len(b.recs)), make([]bool, len(b.recs))
+	b.begun = time.Now()
 	bh.HandleBatch(l.handlerCtx(ctx), b.recs, b)
 	switch {
 	case l.fatal != nil:
@@ -161,8 +163,10 @@ func (b *batch) seekDeferred() {
 // Start implements Batch: a record is started unless relay is stopping,
 // the transaction is ending, or its partition may not go on (it waits
 // for a record not yet due, or one of its records was not applied). Once
-// the transaction is due, the rest of the batch is deferred to the next:
-// a batch does not keep the transaction open past its budget.
+// the transaction is due and the batch has had a commit interval of its
+// own (a transaction can be due as a batch begins), the rest of the batch
+// is deferred to the next transaction: a batch keeps the transaction open
+// at most two commit intervals and the tries it started.
 func (b *batch) Start(i int) bool {
 	tp, off := b.tps[i], b.recs[i].Offset
 	if b.ended || b.l.fatal != nil || b.ctx.Err() != nil || b.isStopped(tp, off) {
@@ -171,7 +175,7 @@ func (b *batch) Start(i int) bool {
 	if _, waiting := b.l.paused[tp]; waiting {
 		return false
 	}
-	if b.l.due() {
+	if b.l.due() && time.Since(b.begun) >= b.l.set.CommitInterval {
 		if _, ok := b.deferred[tp]; !ok {
 			b.deferred[tp] = off
 		}
