@@ -89,8 +89,16 @@ type slot struct {
 func (s *scheduler) run() {
 	for {
 		if !s.ended {
-			s.admit()
-			s.startWork()
+			// Records that end in prepare make room for more: admit
+			// and start until nothing changes.
+			for {
+				admitted, open := s.admitted, s.open
+				s.admit()
+				s.startWork()
+				if s.ended || s.admitted == admitted && s.open == open {
+					break
+				}
+			}
 			s.launch()
 		}
 		if s.running == 0 {

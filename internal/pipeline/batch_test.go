@@ -276,3 +276,27 @@ func (s *stopFirst) Done(i int, outs []txn.Output, err error) bool {
 	*s.first = i
 	return false
 }
+
+// TestBatchOneKeyWhoseFollowersEndInPrepare: one key's records, the first
+// failing at the hook: the others follow it without a try, each ending in
+// prepare. Ending there makes room for the rest of the batch, which must
+// still be admitted and handled (the key's queue holds two at once).
+func TestBatchOneKeyWhoseFollowersEndInPrepare(t *testing.T) {
+	h := newWatchHook(func(id string) bool { return id == "orders/0/0" }, time.Millisecond)
+	m := batchMachine(t, h, 4)
+	var recs []*txn.Record
+	for i := range 6 {
+		recs = append(recs, rec("orders", 0, int64(i), "A"))
+	}
+	c := newCollect()
+	m.HandleBatch(context.Background(), recs, c)
+	for i := range recs {
+		if c.errs[i] != nil || len(c.outs[i]) == 0 {
+			t.Fatalf("record %d: no result (%v)", i, c.errs[i])
+		}
+		code, _ := envelope.Lookup(c.outs[i][0].Headers, envelope.ErrorCode)
+		if want := map[bool]string{true: "HOOK_UNAVAILABLE", false: CodeKeyBlocked}[i == 0]; string(code) != want {
+			t.Errorf("record %d: code %q, want %q", i, code, want)
+		}
+	}
+}

@@ -126,6 +126,7 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 	b.started, b.applied = make([]bool, len(b.recs)), make([]bool, len(b.recs))
 	b.begun = time.Now()
 	bh.HandleBatch(l.handlerCtx(ctx), b.recs, b)
+	b.deferRest()
 	switch {
 	case l.fatal != nil:
 	case b.handlerErr != nil:
@@ -140,6 +141,21 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		l.abort(ctx, "batch")
 	default:
 		b.seekDeferred()
+	}
+}
+
+// deferRest defers every record the handler never asked to start (and
+// that no earlier record of its partition covers): it is fetched again,
+// like a record refused because the transaction was due.
+func (b *batch) deferRest() {
+	for i, tp := range b.tps {
+		off := b.recs[i].Offset
+		if b.applied[i] || b.started[i] || b.covered(tp, off) {
+			continue
+		}
+		if d, ok := b.deferred[tp]; !ok || off < d {
+			b.deferred[tp] = off
+		}
 	}
 }
 

@@ -262,3 +262,34 @@ func TestBatchDefersWhatComesAfterTheTransactionIsDue(t *testing.T) {
 		t.Errorf("handled %v, want [0]", handled)
 	}
 }
+
+// TestBatchRecordsNeverAskedAreSoughtBack: records the handler never asked
+// to start (it stopped early) are fetched again: their partitions are
+// sought back to the first of them, and the commit does not pass it.
+func TestBatchRecordsNeverAskedAreSoughtBack(t *testing.T) {
+	h := newHarness(t)
+	first := true
+	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		n := len(recs)
+		if first {
+			n, first = 1, false
+		}
+		for i := range n {
+			if b.Start(i) {
+				b.Done(i, out(recs[i]), nil)
+			}
+		}
+	}}
+	h.handler = bh
+	c := h.c
+	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(0, 1), c.msg(1, 0), sleepEvent(0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 1, 1: 0}) {
+		t.Errorf("seeks %v, want partition 0 back to 1 and 1 back to 0", got)
+	}
+	p := h.prods[0]
+	if len(p.sentOffsets) != 1 || !mapsEqual(offsetsOf(p.sentOffsets[0]), map[int32]int64{0: 1}) {
+		t.Errorf("committed %v, want only partition 0 at 1", p.sentOffsets)
+	}
+}
