@@ -49,7 +49,7 @@ func (m *Machine) HandleBatch(ctx context.Context, recs []*txn.Record, b txn.Bat
 	defer cancel()
 	s := &scheduler{
 		m: m, ctx: wctx, cancel: cancel, recs: recs, b: b, slots: make([]slot, len(recs)),
-		queues: map[string][]int{}, halted: map[string]bool{}, results: make(chan int, len(recs)),
+		queues: map[string][]int{}, halted: map[string]int64{}, results: make(chan int, len(recs)),
 	}
 	s.run()
 }
@@ -69,7 +69,7 @@ type scheduler struct {
 	work     []int // slots that may be able to start
 	ready    []int // prepared slots waiting for a try
 	running  int
-	halted   map[string]bool // partitions one of whose records ended in an error
+	halted   map[string]int64 // partitions one of whose records ended in an error, at its offset
 	ended    bool
 	results  chan int // tried slots
 }
@@ -181,10 +181,10 @@ func (s *scheduler) startWork() {
 		if sl.started || sl.over || !s.heads(i) {
 			continue
 		}
-		if s.halted[sl.part] {
+		if h, ok := s.halted[sl.part]; ok && s.recs[i].Offset > h {
 			// An earlier record of its partition ended in an error (not
-			// due yet, or a shutdown): the loop stopped the partition,
-			// and the record comes again.
+			// due yet, or a shutdown): the loop stopped the partition
+			// there, and the record comes again.
 			s.over(i)
 			continue
 		}
@@ -237,7 +237,10 @@ func (s *scheduler) heads(i int) bool {
 func (s *scheduler) end(i int, outs []txn.Output, err error) {
 	outs, err = s.m.finish(s.recs[i], outs, err)
 	if err != nil {
-		s.halted[s.slots[i].part] = true
+		part, off := s.slots[i].part, s.recs[i].Offset
+		if h, ok := s.halted[part]; !ok || off < h {
+			s.halted[part] = off
+		}
 	}
 	s.over(i)
 	if !s.b.Done(i, outs, err) {

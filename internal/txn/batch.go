@@ -97,6 +97,9 @@ func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
 // as HandleBatch gives it; a failure ends the transaction afterwards, as
 // handle's would.
 func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.Message) {
+	if l.fatal != nil {
+		return // polling met a fatal error: relay stops, nothing commits
+	}
 	b := &batch{l: l, ctx: ctx, stopped: map[tpKey]int64{}, deferred: map[tpKey]int64{}}
 	for _, m := range msgs {
 		tp, ok := l.admissible(m)
