@@ -59,10 +59,36 @@ type batch struct {
 	deferred map[tpKey]int64
 	ended    bool
 	begun    time.Time // when the handler got the batch
+	// dueDeferred says records were deferred because the transaction
+	// was due.
+	dueDeferred bool
 	// What ends the transaction after the batch.
 	handlerErr error
 	produceErr error
 }
+
+// batched handles first and what else is at hand as one batch. The
+// batch's size adapts: a batch that had to defer records because the
+// transaction was due (its records' calls are slow) makes the next one
+// half as large, so slow calls do not make every batch seek back; a batch
+// that was full and did not makes the next a quarter larger, up to the
+// handler's size.
+func (l *Loop) batched(ctx context.Context, bh BatchHandler, first *kafka.Message) {
+	size := bh.BatchSize()
+	if l.batchCap == 0 || l.batchCap > size {
+		l.batchCap = size
+	}
+	msgs := l.pollBatch(first, l.batchCap)
+	switch deferred := l.handleBatch(ctx, bh, msgs); {
+	case deferred:
+		l.batchCap = max(l.batchCap/2, minBatch)
+	case len(msgs) >= l.batchCap:
+		l.batchCap = min(l.batchCap+max(l.batchCap/4, 1), size)
+	}
+}
+
+// minBatch is the smallest size batched makes a batch.
+const minBatch = 16
 
 // pollBatch takes first and what else the consumer has at hand, up to
 // the batch size and the records the open transaction may still take. A
@@ -95,10 +121,11 @@ func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
 
 // handleBatch runs msgs through the BatchHandler and applies each result
 // as HandleBatch gives it; a failure ends the transaction afterwards, as
-// handle's would.
-func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.Message) {
+// handle's would. deferred says whether records were left for the next
+// transaction because this one was due.
+func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.Message) (deferred bool) {
 	if l.fatal != nil {
-		return // polling met a fatal error: relay stops, nothing commits
+		return false // polling met a fatal error: relay stops, nothing commits
 	}
 	b := &batch{l: l, ctx: ctx, stopped: map[tpKey]int64{}, deferred: map[tpKey]int64{}}
 	for _, m := range msgs {
@@ -116,12 +143,12 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		b.tps = append(b.tps, tp)
 	}
 	if len(b.recs) == 0 {
-		return
+		return false
 	}
 	if !l.open {
 		if err := l.producer.BeginTransaction(); err != nil {
 			l.onTxnError(ctx, "begin", err)
-			return
+			return false
 		}
 		l.open, l.started = true, time.Now()
 		l.traceBegin()
@@ -144,7 +171,9 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		l.abort(ctx, "batch")
 	default:
 		b.seekDeferred()
+		return b.dueDeferred
 	}
+	return false
 }
 
 // deferRest defers every record the handler never asked to start (and
@@ -198,6 +227,7 @@ func (b *batch) Start(i int) bool {
 		if _, ok := b.deferred[tp]; !ok {
 			b.deferred[tp] = off
 		}
+		b.dueDeferred = true
 		return false
 	}
 	if _, ok := b.deferred[tp]; ok {

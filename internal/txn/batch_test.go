@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // batchHandler is a BatchHandler whose HandleBatch is the test's.
@@ -291,5 +293,42 @@ func TestBatchRecordsNeverAskedAreSoughtBack(t *testing.T) {
 	p := h.prods[0]
 	if len(p.sentOffsets) != 1 || !mapsEqual(offsetsOf(p.sentOffsets[0]), map[int32]int64{0: 1}) {
 		t.Errorf("committed %v, want only partition 0 at 1", p.sentOffsets)
+	}
+}
+
+// TestBatchSizeAdapts: a batch that defers records because its
+// transaction was due makes the next one half as large (down to a floor);
+// full batches that defer nothing make the next larger again.
+func TestBatchSizeAdapts(t *testing.T) {
+	h := newHarness(t)
+	h.set.CommitInterval = 10 * time.Millisecond
+	slow := 3
+	bh := &batchHandler{t: t, size: 64}
+	bh.handle = func(recs []*Record, b Batch) {
+		for i, r := range recs {
+			if i == 1 && slow > 0 {
+				time.Sleep(15 * time.Millisecond) // the transaction is due
+			}
+			if b.Start(i) {
+				b.Done(i, out(r), nil)
+			}
+		}
+		slow--
+	}
+	h.handler = bh
+	c := h.c
+	script := []kafka.Event{c.assign(0)}
+	for i := range 400 {
+		script = append(script, c.msg(0, int64(i)))
+	}
+	if err := h.run(append(script, sleepEvent(0))...); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for _, b := range bh.batches {
+		sizes = append(sizes, len(b))
+	}
+	if len(sizes) < 5 || !slices.Equal(sizes[:5], []int{64, 32, 16, 16, 20}) {
+		t.Fatalf("batch sizes %v, want 64 32 16 (slow) then 16 20 ... (fast)", sizes)
 	}
 }

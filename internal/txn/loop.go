@@ -93,6 +93,8 @@ type Loop struct {
 	runCtx context.Context
 	// rebalances counts the rebalance callbacks, for pollBatch.
 	rebalances int
+	// batchCap is the size of the next batch (see batched).
+	batchCap int
 
 	seq uint64    // transactions begun, for their commit spans
 	tr  *txnTrace // the open transaction's tracing; nil without a tracer
@@ -142,7 +144,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
 			if bh, ok := l.handler.(BatchHandler); ok && bh.BatchSize() > 1 {
-				l.handleBatch(ctx, bh, l.pollBatch(ev, bh.BatchSize()))
+				l.batched(ctx, bh, ev)
 			} else {
 				l.handle(ctx, ev)
 			}
