@@ -96,7 +96,7 @@ func (c *collect) Done(i int, outs []txn.Output, err error) bool {
 	return true
 }
 
-func batchMachine(t *testing.T, h Hook, concurrency int) *Machine {
+func batchMachine(t testing.TB, h Hook, concurrency int) *Machine {
 	t.Helper()
 	m, err := New(Options{
 		Table: NewTable([]Routes{{Source: "orders", Output: "orders.valid", Quarantine: "orders.quarantine", Rejected: "orders.rejected",
