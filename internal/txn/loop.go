@@ -244,23 +244,8 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	}
 	rec := toRecord(m)
 	outs, err := l.handler.Handle(l.handlerCtx(ctx), rec)
-	var notDue *NotDueError
-	if errors.As(err, &notDue) {
-		l.wait(tp, rec.Offset, notDue.Until)
-		return
-	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// Shutting down: the handler gave up on the record, which
-			// stays in its source; what was handled before it commits.
-			l.log.Info("handler interrupted by shutdown; the record stays in its source",
-				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
-			return
-		}
-		l.log.Error("handler failed; aborting transaction, the record stays in its source",
-			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
-		l.suspect(tp, err)
-		l.abort(ctx, "handler")
+		l.handlerFailed(ctx, tp, rec, err)
 		return
 	}
 	for i := range outs {
@@ -283,6 +268,29 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	l.records++
 	l.outputs += len(outs)
 	l.obs.Consumed(1)
+}
+
+// handlerFailed is what becomes of the open transaction when the handler
+// gives no outputs for rec: a record not due makes its partition wait; a
+// shutdown leaves the record in its source; any other error aborts. (Apart
+// from handle, so that a record that passes pays for none of it.)
+func (l *Loop) handlerFailed(ctx context.Context, tp tpKey, rec *Record, err error) {
+	var notDue *NotDueError
+	if errors.As(err, &notDue) {
+		l.wait(tp, rec.Offset, notDue.Until)
+		return
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the handler gave up on the record, which
+		// stays in its source; what was handled before it commits.
+		l.log.Info("handler interrupted by shutdown; the record stays in its source",
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+		return
+	}
+	l.log.Error("handler failed; aborting transaction, the record stays in its source",
+		"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+	l.suspect(tp, err)
+	l.abort(ctx, "handler")
 }
 
 // end commits the open transaction: send offsets, then commit. On failure it
@@ -317,7 +325,9 @@ func (l *Loop) end(ctx context.Context, why string) {
 	if tl, ok := l.handler.(TxnListener); ok {
 		tl.OnCommit()
 	}
-	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	if l.log.Enabled(ctx, slog.LevelDebug) { // else its arguments are built for nothing
+		l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	}
 	l.traceEnd(TxnCommitted, len(offsets))
 	l.unstall()
 	_ = l.deliveries.take() // reports of transactions aborted before
