@@ -128,10 +128,8 @@ func (l *Loop) produce(o *Output) error {
 		msg.TopicPartition.Partition = kafka.PartitionAny
 	}
 	if len(o.Headers) > 0 {
-		msg.Headers = make([]kafka.Header, len(o.Headers))
-		for i, h := range o.Headers {
-			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
-		}
+		// The client copies them (and key and value) before it returns.
+		msg.Headers = o.Headers
 	}
 	// The deadline starts at the first full queue: a produce that goes
 	// through at once, nearly every one, reads no clock.
