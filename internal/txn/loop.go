@@ -63,6 +63,7 @@ type Loop struct {
 	// State of the open transaction.
 	open     bool
 	started  time.Time
+	openFor  time.Duration // how long it was open when due last looked
 	records  int
 	outputs  int
 	next     map[tpKey]int64 // next offset to commit
@@ -171,17 +172,28 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	return l.fatal
 }
 
+// due says whether the open transaction is to end: it is full, or has
+// been open for CommitInterval. It keeps how long it has been open for
+// the next poll's timeout, so that a round of the loop reads the clock
+// once.
 func (l *Loop) due() bool {
-	return l.records >= l.set.MaxRecords || time.Since(l.started) >= l.set.CommitInterval
+	if l.records >= l.set.MaxRecords {
+		return true
+	}
+	l.openFor = time.Since(l.started)
+	return l.openFor >= l.set.CommitInterval
 }
 
 // pollTimeout is the time left until the open transaction is due, so a quiet
-// partition does not keep a transaction open past the commit interval.
+// partition does not keep a transaction open past the commit interval. It
+// counts from due's reading at the end of the round before (every round
+// that leaves a transaction open ends with due): the rest of that round
+// takes far less than the millisecond a timeout is counted in.
 func (l *Loop) pollTimeout() int {
 	const idle = 100 * time.Millisecond
 	d := idle
 	if l.open {
-		d = l.set.CommitInterval - time.Since(l.started)
+		d = l.set.CommitInterval - l.openFor
 	}
 	return int(min(max(d, time.Millisecond), idle) / time.Millisecond)
 }
