@@ -51,5 +51,13 @@ const Prefix = "relay."
 // a record's first failure uses the same format, so duplicates are
 // recognisable by equality.
 func ID(topic string, partition int32, offset int64) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10) + "/" + strconv.FormatInt(offset, 10)
+	// Built in a buffer on the stack, so that the string is the one
+	// allocation (formatted numbers each took one of their own).
+	var buf [128]byte
+	b := append(buf[:0], topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, offset, 10)
+	return string(b)
 }

@@ -14,14 +14,29 @@ import (
 )
 
 // BenchmarkHandle measures one record's way through the machine: a source
-// record that passes (the common case), a tier record that passes (its
-// envelope is read), and a source record that is quarantined at once.
+// record that passes (the common case, also at a far offset), a tier
+// record that passes (its envelope is read), and a source record that is
+// quarantined at once.
 func BenchmarkHandle(b *testing.B) {
 	ctx := context.Background()
 	b.Run("processed", func(b *testing.B) {
 		now := t0
 		m, _ := newMachine(nil, &now)
 		rec := source(7)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Handle(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("processed-far", func(b *testing.B) {
+		// The same at an offset and partition of a long-lived topic,
+		// whose identity has numbers of many digits.
+		now := t0
+		m, _ := newMachine(nil, &now)
+		rec := source(884193001)
+		rec.Partition = 112
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := m.Handle(ctx, rec); err != nil {

@@ -58,18 +58,19 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	provider *sdkmetric.MeterProvider
 
-	consumed, committed, outputs, txns, aborted, outcomes, replays metric.Int64Counter
-	latency, endedDuration                                         metric.Float64Histogram
-	endedAttempts                                                  metric.Int64Histogram
-	assigned, stalled                                              atomic.Int64
-	alive, liveBound                                               atomic.Int64 // unix nanoseconds; a duration
-	ready                                                          atomic.Bool
-	quarantine                                                     atomic.Pointer[QuarantineSource]
-	lag                                                            atomic.Pointer[LagSource]
-	spansDropped                                                   atomic.Pointer[func() int64]
-	pointsDropped                                                  atomic.Int64
-	codes                                                          *codeLabels
-	now                                                            func() time.Time
+	committed, outputs, txns, aborted, outcomes, replays metric.Int64Counter
+	latency, endedDuration                               metric.Float64Histogram
+	endedAttempts                                        metric.Int64Histogram
+	assigned, stalled                                    atomic.Int64
+	consumed                                             atomic.Int64 // relay.records.consumed, read when collected
+	alive, liveBound                                     atomic.Int64 // unix nanoseconds; a duration
+	ready                                                atomic.Bool
+	quarantine                                           atomic.Pointer[QuarantineSource]
+	lag                                                  atomic.Pointer[LagSource]
+	spansDropped                                         atomic.Pointer[func() int64]
+	pointsDropped                                        atomic.Int64
+	codes                                                *codeLabels
+	now                                                  func() time.Time
 }
 
 // New builds the instruments and a Prometheus registry that exports them,
@@ -139,7 +140,6 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 		c, err = meter.Int64Counter(name, describe(name))
 		return c
 	}
-	m.consumed = counter(MetricRecordsConsumed)
 	m.committed = counter(MetricRecordsCommitted)
 	m.outputs = counter(MetricOutputsCommitted)
 	m.txns = counter(MetricTxnCommitted)
@@ -164,7 +164,8 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 	return m.gauges(meter)
 }
 
-// gauges registers the observable gauges.
+// gauges registers the observable instruments: the gauges, and the
+// records-consumed counter, which Consumed keeps in an atomic number.
 func (m *Metrics) gauges(meter metric.Meter) error {
 	var err error
 	if err = buildInfo(meter); err != nil {
@@ -177,6 +178,13 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.quarantineGauges(meter); err != nil {
+		return err
+	}
+	if _, err = meter.Int64ObservableCounter(MetricRecordsConsumed, describe(MetricRecordsConsumed),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(m.consumed.Load())
+			return nil
+		})); err != nil {
 		return err
 	}
 	if _, err = meter.Int64ObservableGauge(MetricStalledPartitions,
@@ -265,8 +273,9 @@ func (m *Metrics) Assigned(n int) { m.assigned.Store(int64(n)) }
 // Stalled implements txn.Observer.
 func (m *Metrics) Stalled(n int) { m.stalled.Store(int64(n)) }
 
-// Consumed implements txn.Observer.
-func (m *Metrics) Consumed(n int) { m.consumed.Add(context.Background(), int64(n)) }
+// Consumed implements txn.Observer. The loop calls it for every record,
+// so it only adds to a number, which the counter reads when collected.
+func (m *Metrics) Consumed(n int) { m.consumed.Add(int64(n)) }
 
 // Committed implements txn.Observer.
 func (m *Metrics) Committed(records, outputs int, latency time.Duration) {

@@ -63,6 +63,7 @@ type Loop struct {
 	// State of the open transaction.
 	open     bool
 	started  time.Time
+	openFor  time.Duration // how long it was open when due last looked
 	records  int
 	outputs  int
 	next     map[tpKey]int64 // next offset to commit
@@ -173,17 +174,28 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	return l.fatal
 }
 
+// due says whether the open transaction is to end: it is full, or has
+// been open for CommitInterval. It keeps how long it has been open for
+// the next poll's timeout, so that a round of the loop reads the clock
+// once.
 func (l *Loop) due() bool {
-	return l.records >= l.set.MaxRecords || time.Since(l.started) >= l.set.CommitInterval
+	if l.records >= l.set.MaxRecords {
+		return true
+	}
+	l.openFor = time.Since(l.started)
+	return l.openFor >= l.set.CommitInterval
 }
 
 // pollTimeout is the time left until the open transaction is due, so a quiet
-// partition does not keep a transaction open past the commit interval.
+// partition does not keep a transaction open past the commit interval. It
+// counts from due's reading at the end of the round before (every round
+// that leaves a transaction open ends with due): the rest of that round
+// takes far less than the millisecond a timeout is counted in.
 func (l *Loop) pollTimeout() int {
 	const idle = 100 * time.Millisecond
 	d := idle
 	if l.open {
-		d = l.set.CommitInterval - time.Since(l.started)
+		d = l.set.CommitInterval - l.openFor
 	}
 	return int(min(max(d, time.Millisecond), idle) / time.Millisecond)
 }
@@ -246,23 +258,8 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	}
 	rec := toRecord(m)
 	outs, err := l.handler.Handle(l.handlerCtx(ctx), rec)
-	var notDue *NotDueError
-	if errors.As(err, &notDue) {
-		l.wait(tp, rec.Offset, notDue.Until)
-		return
-	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// Shutting down: the handler gave up on the record, which
-			// stays in its source; what was handled before it commits.
-			l.log.Info("handler interrupted by shutdown; the record stays in its source",
-				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
-			return
-		}
-		l.log.Error("handler failed; aborting transaction, the record stays in its source",
-			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
-		l.suspect(tp, err)
-		l.abort(ctx, "handler")
+		l.handlerFailed(ctx, tp, rec, err)
 		return
 	}
 	for i := range outs {
@@ -285,6 +282,29 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	l.records++
 	l.outputs += len(outs)
 	l.obs.Consumed(1)
+}
+
+// handlerFailed is what becomes of the open transaction when the handler
+// gives no outputs for rec: a record not due makes its partition wait; a
+// shutdown leaves the record in its source; any other error aborts. (Apart
+// from handle, so that a record that passes pays for none of it.)
+func (l *Loop) handlerFailed(ctx context.Context, tp tpKey, rec *Record, err error) {
+	var notDue *NotDueError
+	if errors.As(err, &notDue) {
+		l.wait(tp, rec.Offset, notDue.Until)
+		return
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the handler gave up on the record, which
+		// stays in its source; what was handled before it commits.
+		l.log.Info("handler interrupted by shutdown; the record stays in its source",
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+		return
+	}
+	l.log.Error("handler failed; aborting transaction, the record stays in its source",
+		"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
+	l.suspect(tp, err)
+	l.abort(ctx, "handler")
 }
 
 // end commits the open transaction: send offsets, then commit. On failure it
@@ -319,7 +339,9 @@ func (l *Loop) end(ctx context.Context, why string) {
 	if tl, ok := l.handler.(TxnListener); ok {
 		tl.OnCommit()
 	}
-	l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	if l.log.Enabled(ctx, slog.LevelDebug) { // else its arguments are built for nothing
+		l.log.Debug("transaction committed", "records", l.records, "partitions", len(offsets), "why", why)
+	}
 	l.traceEnd(TxnCommitted, len(offsets))
 	l.unstall()
 	_ = l.deliveries.take() // reports of transactions aborted before

@@ -31,6 +31,8 @@ func topicOf(tp kafka.TopicPartition) string {
 	return *tp.Topic
 }
 
+// toRecord is m as the handler sees it. The record shares m's headers:
+// the loop does not use m's after.
 func toRecord(m *kafka.Message) *Record {
 	r := &Record{
 		Topic:     topicOf(m.TopicPartition),
@@ -41,10 +43,7 @@ func toRecord(m *kafka.Message) *Record {
 		Timestamp: m.Timestamp,
 	}
 	if len(m.Headers) > 0 {
-		r.Headers = make([]Header, len(m.Headers))
-		for i, h := range m.Headers {
-			r.Headers[i] = Header{Key: h.Key, Value: h.Value}
-		}
+		r.Headers = m.Headers
 	}
 	return r
 }

@@ -114,7 +114,7 @@ func (l *Loop) close() error {
 }
 
 // produce enqueues one output. A full local queue is waited out, within
-// OpTimeout, by trying again at each delivery report: each frees room. Past
+// OpTimeout of finding it full, by trying again at each delivery report: each frees room. Past
 // OpTimeout the error is returned and the caller aborts the transaction,
 // as for any failed produce; the record stays in its source.
 func (l *Loop) produce(o *Output) error {
@@ -128,16 +128,19 @@ func (l *Loop) produce(o *Output) error {
 		msg.TopicPartition.Partition = kafka.PartitionAny
 	}
 	if len(o.Headers) > 0 {
-		msg.Headers = make([]kafka.Header, len(o.Headers))
-		for i, h := range o.Headers {
-			msg.Headers[i] = kafka.Header{Key: h.Key, Value: h.Value}
-		}
+		// The client copies them (and key and value) before it returns.
+		msg.Headers = o.Headers
 	}
-	deadline := time.Now().Add(l.set.OpTimeout)
+	// The deadline starts at the first full queue: a produce that goes
+	// through at once, nearly every one, reads no clock.
+	var deadline time.Time
 	for {
 		err := l.producer.Produce(msg, nil)
 		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) {
 			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(l.set.OpTimeout)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {

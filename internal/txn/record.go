@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
-// Header is a record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+// Header is a record header. It is the client's own type, so that the
+// headers of a record and of an output go between relay and the client as
+// they are, without a copy per record.
+type Header = kafka.Header
 
 // Record is one consumed source record, as the Handler sees it.
 type Record struct {
