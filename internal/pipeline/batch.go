@@ -119,7 +119,10 @@ func (s *scheduler) run() {
 		s.running--
 		sl := &s.slots[i]
 		if sl.panicked != "" {
-			panic("try of a record: " + sl.panicked)
+			// Re-raised on the loop's goroutine, which relay's crash
+			// handling covers (exit 1, "a bug"), with the try's stack.
+			panic("try of a record: " + sl.panicked) //nolint:forbidigo // a try's panic belongs to the loop's goroutine
+
 		}
 		if s.ended {
 			s.m.endAbandoned(sl.st)
