@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +21,80 @@ import (
 // that a replacement record is written in the canonical schema, and that
 // every call for a record carries the same Idempotency-Key.
 func TestHookOutcomes(t *testing.T) {
+	t.Run("one record per request", func(t *testing.T) { testHookOutcomes(t, 1) })
+	t.Run("batch protocol", func(t *testing.T) { testHookOutcomes(t, 4) })
+}
+
+// hookAnswer is what the test's hook answers for one record.
+type hookAnswer struct {
+	status     int
+	body       map[string]any
+	retryAfter int
+}
+
+// testHookOutcomes runs every hook answer through relay, with batch
+// records per request (1: the per-record protocol, its answers as HTTP
+// statuses; above 1: the batch protocol, the same answers as results).
+func testHookOutcomes(t *testing.T, batch int) {
 	o := registerOrders(t)
 	var mu sync.Mutex
 	calls := map[string][]string{} // order id → idempotency keys seen
+	batches := 0
+	decideFor := func(messageID, idemKey string, record map[string]any) hookAnswer {
+		id, _ := record["id"].(string)
+		mu.Lock()
+		calls[id] = append(calls[id], idemKey)
+		n := len(calls[id])
+		mu.Unlock()
+		if idemKey != messageID {
+			return hookAnswer{status: http.StatusBadRequest}
+		}
+		switch {
+		case id == "ok":
+			return hookAnswer{status: http.StatusNoContent}
+		case id == "replace":
+			return hookAnswer{status: http.StatusOK, body: map[string]any{"record": map[string]any{"id": "replaced", "amount": 99, "currency": "CHF"}}}
+		case id == "reject":
+			return hookAnswer{status: http.StatusUnprocessableEntity, body: map[string]any{"code": "unknown_tenant"}}
+		case id == "bad":
+			return hookAnswer{status: http.StatusBadRequest}
+		case id == "teapot":
+			return hookAnswer{status: http.StatusTeapot}
+		case id == "busy" && n <= 2:
+			return hookAnswer{status: http.StatusTooManyRequests}
+		case id == "down" && n <= 3:
+			return hookAnswer{status: http.StatusServiceUnavailable}
+		default:
+			return hookAnswer{status: http.StatusOK}
+		}
+	}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Relay-Hook-Batch") != "" {
+			var req struct {
+				Records []struct {
+					MessageID string         `json:"messageId"`
+					Record    map[string]any `json:"record"`
+				} `json:"records"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			batches++
+			mu.Unlock()
+			results := []map[string]any{}
+			for _, rec := range req.Records {
+				a := decideFor(rec.MessageID, rec.MessageID, rec.Record)
+				res := map[string]any{"messageId": rec.MessageID, "status": a.status}
+				for k, v := range a.body {
+					res[k] = v
+				}
+				results = append(results, res)
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
+			return
+		}
 		var req struct {
 			MessageID string         `json:"messageId"`
 			Record    map[string]any `json:"record"`
@@ -32,36 +103,17 @@ func TestHookOutcomes(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		id, _ := req.Record["id"].(string)
-		mu.Lock()
-		calls[id] = append(calls[id], r.Header.Get("Idempotency-Key"))
-		n := len(calls[id])
-		mu.Unlock()
-		if r.Header.Get("Idempotency-Key") != req.MessageID {
-			http.Error(w, "key differs from messageId", http.StatusBadRequest)
+		a := decideFor(req.MessageID, r.Header.Get("Idempotency-Key"), req.Record)
+		if a.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "0")
+		}
+		if a.body != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(a.status)
+			_ = json.NewEncoder(w).Encode(a.body)
 			return
 		}
-		switch {
-		case id == "ok":
-			w.WriteHeader(http.StatusNoContent)
-		case id == "replace":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"record":{"id":"replaced","amount":99,"currency":"CHF"}}`))
-		case id == "reject":
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = w.Write([]byte(`{"code":"unknown_tenant"}`))
-		case id == "bad":
-			w.WriteHeader(http.StatusBadRequest)
-		case id == "teapot":
-			w.WriteHeader(http.StatusTeapot)
-		case id == "busy" && n <= 2:
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusTooManyRequests)
-		case id == "down" && n <= 3:
-			w.WriteHeader(http.StatusServiceUnavailable)
-		default:
-			w.WriteHeader(http.StatusOK)
-		}
+		w.WriteHeader(a.status)
 	}))
 	defer hook.Close()
 	s := newScenario(t, 2, append(o.env(registryURL),
@@ -69,7 +121,7 @@ func TestHookOutcomes(t *testing.T) {
 		"RELAY_BLOCKING_ATTEMPTS", "2", "RELAY_BLOCKING_BACKOFF", "50ms", "RELAY_RETRY_TIERS", "1s",
 		// The harness's 10 s is below this budget with records tried at
 		// once (two waves of in-place retries: 11.4 s).
-		"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "15000")...)
+		"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "15000", "RELAY_HOOK_BATCH", strconv.Itoa(batch))...)
 	value := func(id string) []byte {
 		return o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"})
 	}
@@ -121,5 +173,8 @@ func TestHookOutcomes(t *testing.T) {
 	if len(calls["down"]) != 4 || len(calls["busy"]) != 3 {
 		t.Errorf("calls: down %d (want 4: three failures, in place and from the tier, then success), busy %d (want 3)",
 			len(calls["down"]), len(calls["busy"]))
+	}
+	if (batches > 0) != (batch > 1) {
+		t.Errorf("%d batch requests with RELAY_HOOK_BATCH=%d", batches, batch)
 	}
 }

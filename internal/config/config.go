@@ -53,6 +53,7 @@ type Config struct {
 	HookURL              string
 	HookTimeout          time.Duration
 	HookConcurrency      int
+	HookBatch            int
 	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
 	TraceURL            string
 	RedactPattern       *regexp.Regexp
@@ -203,6 +204,7 @@ func (p *parser) readChecks(c *Config) {
 	c.HookURL = p.raw(EnvHookURL)
 	c.HookTimeout = p.duration(EnvHookTimeout)
 	c.HookConcurrency = p.intRange(EnvHookConcurrency, 1, maxHookConcurrency)
+	c.HookBatch = p.intRange(EnvHookBatch, 1, maxHookConcurrency)
 	c.TraceURL = p.raw(EnvTraceURL)
 	checkTraceURL(p, c.TraceURL)
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {

@@ -47,6 +47,7 @@ const (
 	EnvHookURL              = "RELAY_HOOK_URL"
 	EnvHookTimeout          = "RELAY_HOOK_TIMEOUT"
 	EnvHookConcurrency      = "RELAY_HOOK_CONCURRENCY"
+	EnvHookBatch            = "RELAY_HOOK_BATCH"
 	EnvRedactPattern        = "RELAY_REDACT_PATTERN"
 	EnvErrorMessageMax      = "RELAY_ERROR_MESSAGE_MAX"
 	EnvCompatHeaders        = "RELAY_COMPAT_HEADERS"
@@ -125,6 +126,7 @@ var Vars = []Var{
 	{Name: EnvHookURL, Help: "optional HTTP hook called for every admitted record (needs a registry)"},
 	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
 	{Name: EnvHookConcurrency, Default: "32", Help: "hook calls in flight at once, each for a different key (1: one record at a time; at most 1024)"},
+	{Name: EnvHookBatch, Default: "1", Help: "records per hook request at most: above 1, relay speaks the hook's batch protocol (one POST with many records, one result per record); 1: one request per record"},
 	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
 	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of `relay.error.message` at most (64..4096)"},
 	{Name: EnvCompatHeaders, Help: "also write compatibility headers: `spring` (`kafka_dlt-*`), `connect` (`__connect.errors.*`), or both comma-separated"},

@@ -55,7 +55,11 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Rules = rs
 	}
 	if cfg.HookURL != "" {
-		o.Hook = hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider())
+		client := hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider())
+		o.Hook = client
+		if cfg.HookBatch > 1 {
+			o.Hook = hook.NewBatcher(client, cfg.HookBatch, cfg.HookConcurrency)
+		}
 		o.Concurrency, o.Chain = cfg.HookConcurrency, cfg.HookChain()
 	}
 	if cfg.Ordering == "key" {

@@ -30,6 +30,10 @@ type Request struct {
 	Offset    int64          `json:"offset"`
 	Key       *string        `json:"key"`
 	Record    map[string]any `json:"record"`
+	// The record's trace context, in the batch protocol only (a call
+	// for one record carries it as headers).
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // Client calls one hook endpoint.
@@ -37,6 +41,7 @@ type Client struct {
 	url     string
 	timeout time.Duration
 	http    *http.Client
+	plain   *http.Client // without tracing, for batches
 }
 
 // New builds a client for url; timeout bounds each call, and concurrency
@@ -49,13 +54,14 @@ func New(url string, timeout time.Duration, concurrency int, tp trace.TracerProv
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = max(concurrency, 2)
 	base.MaxIdleConns = max(base.MaxIdleConns, base.MaxIdleConnsPerHost)
-	c := &http.Client{Timeout: timeout, Transport: base}
+	plain := &http.Client{Timeout: timeout, Transport: base}
+	c := plain
 	if tp != nil {
-		c.Transport = otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
+		c = &http.Client{Timeout: timeout, Transport: otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
 			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))}
 	}
-	return &Client{url: url, timeout: timeout, http: c}
+	return &Client{url: url, timeout: timeout, http: c, plain: plain}
 }
 
 // Call sends req. It returns the replacement record when the hook gives
@@ -83,7 +89,14 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	if err != nil {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
-	switch st := resp.StatusCode; {
+	return decide(resp.StatusCode, answer, resp.Header.Get("Retry-After"))
+}
+
+// decide maps the hook's answer for one record (status, body, the
+// Retry-After value) to its outcome: the replacement record, nil to
+// process the record as is, or a *tiers.Error.
+func decide(st int, answer []byte, retry string) (map[string]any, error) {
+	switch {
 	case st == http.StatusOK || st == http.StatusNoContent:
 		if len(bytes.TrimSpace(answer)) == 0 {
 			return nil, nil
@@ -108,7 +121,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	case st == http.StatusBadRequest:
 		return nil, tiers.Failf(tiers.CauseHookInvalidInput, "hook answered 400")
 	case st == http.StatusTooManyRequests:
-		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()), Err: errors.New("hook answered 429")}
+		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(retry, time.Now()), Err: errors.New("hook answered 429")}
 	case st >= 500:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d", st)
 	default:
