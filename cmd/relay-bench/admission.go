@@ -123,28 +123,18 @@ func startFlakyHook(pct int, byKey bool, delay time.Duration) (*flakyHook, error
 }
 
 func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get("Idempotency-Key")
-	chooser := id
+	if r.Header.Get("Relay-Hook-Batch") != "" {
+		h.serveBatch(w, r)
+		return
+	}
+	var req struct {
+		Key string `json:"key"`
+	}
 	if h.byKey {
-		var req struct {
-			Key string `json:"key"`
-		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		chooser = req.Key
 	}
 	_, _ = io.Copy(io.Discard, r.Body)
-	f := fnv.New32a()
-	_, _ = f.Write([]byte(chooser))
-	h.mu.Lock()
-	h.calls++
-	// By id: each chosen record fails its first call. By key: each chosen
-	// key fails once, on the first call for any of its records.
-	fail := f.Sum32()%100 < h.pct && !h.seen[chooser]
-	if fail {
-		h.seen[chooser] = true
-		h.fails++
-	}
-	h.mu.Unlock()
+	fail := h.fails1(r.Header.Get("Idempotency-Key"), req.Key)
 	if h.delay > 0 {
 		time.Sleep(h.delay)
 	}
@@ -153,6 +143,55 @@ func (h *flakyHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveBatch answers the batch protocol: one result per record, as the
+// per-record answer would be, after one pause for the whole batch.
+func (h *flakyHook) serveBatch(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Records []struct {
+			MessageID string `json:"messageId"`
+			Key       string `json:"key"`
+		} `json:"records"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	results := make([]map[string]any, len(req.Records))
+	for i, rec := range req.Records {
+		st := http.StatusNoContent
+		if h.fails1(rec.MessageID, rec.Key) {
+			st = http.StatusServiceUnavailable
+		}
+		results[i] = map[string]any{"messageId": rec.MessageID, "status": st}
+	}
+	if h.delay > 0 {
+		time.Sleep(h.delay)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
+}
+
+// fails1 says whether the call for the record with this id and key fails:
+// by id, each chosen record fails its first call; by key, each chosen key
+// fails once, on the first call for any of its records.
+func (h *flakyHook) fails1(id, key string) bool {
+	chooser := id
+	if h.byKey {
+		chooser = key
+	}
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(chooser))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls++
+	fail := f.Sum32()%100 < h.pct && !h.seen[chooser]
+	if fail {
+		h.seen[chooser] = true
+		h.fails++
+	}
+	return fail
 }
 
 func (h *flakyHook) url() string { return "http://" + h.ln.Addr().String() + "/hook" }

@@ -41,6 +41,7 @@ type options struct {
 	blocked    int
 	hookDelays []time.Duration // (e) and (f) once per delay
 	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
+	hookEnv    string          // and again with this env (e.g. the batch protocol)
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
 	delays := flag.String("hook-delays", "0", "comma-separated pauses of the bench's hook before each answer: modes (e) and (f) run once per pause, e.g. 1ms,20ms")
 	flag.BoolVar(&o.hookSerial, "hook-serial", false, "also run (e) and (f) at RELAY_HOOK_CONCURRENCY=1, one record at a time, for the same-run ratio")
+	flag.StringVar(&o.hookEnv, "hook-env", "", "also run (e) and (f) with this extra relay env, e.g. RELAY_HOOK_BATCH=64,RELAY_HOOK_CONCURRENCY=256 (the bench's hook speaks the batch protocol)")
 	flag.StringVar(&o.otlp, "otlp", "http://127.0.0.1:4318", "OTLP/HTTP endpoint of the tracing modes (t1, t01: relay with tracing on, parent-based ratio 1.0 and 0.01); empty skips them")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on each phase of each mode (an overrun is an error)")
 	flag.StringVar(&o.streams, "streams", "", "directory of the built Kafka Streams passthrough (scripts/tools/streams-bench.sh path): also run mode (k), Kafka Streams exactly_once_v2, beside relay (b); empty skips it")
@@ -68,6 +70,10 @@ func main() {
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if _, err := parseEnv(o.hookEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "relay-bench: -hook-env:", err)
 		os.Exit(2)
 	}
 	if err := o.parseDelays(*delays); err != nil {
@@ -207,6 +213,10 @@ func (b *bench) modes() []modeSpec {
 				suffix, lsuffix = "-"+d.String(), ", hook answers after "+d.String()
 			}
 			modes = append(modes, modeSpec{name: name + suffix, label: label + lsuffix, start: b.admissionStarter(pct, d, extra...), value: value})
+			if extra2, _ := parseEnv(b.o.hookEnv); extra2 != nil {
+				modes = append(modes, modeSpec{name: name + suffix + "-env", label: label + lsuffix + ", " + strings.Join(extra2, " "),
+					start: b.admissionStarter(pct, d, append(slices.Clone(extra), extra2...)...), value: value})
+			}
 			if b.o.hookSerial {
 				modes = append(modes, modeSpec{name: name + suffix + "-serial", label: label + lsuffix + ", RELAY_HOOK_CONCURRENCY=1",
 					start: b.admissionStarter(pct, d, append(slices.Clone(extra), "RELAY_HOOK_CONCURRENCY=1")...), value: value})
