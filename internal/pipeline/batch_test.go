@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,4 +300,26 @@ func TestBatchOneKeyWhoseFollowersEndInPrepare(t *testing.T) {
 			t.Errorf("record %d: code %q, want %q", i, code, want)
 		}
 	}
+}
+
+// panicHook panics in its call.
+type panicHook struct{}
+
+func (panicHook) Call(context.Context, *hook.Request) (map[string]any, error) {
+	panic("hook client bug")
+}
+
+// TestBatchTryPanicReachesTheLoop: a panic in a try (on its own
+// goroutine) is raised again on the goroutine that called HandleBatch,
+// where relay's crash handling is, with the try's own stack.
+func TestBatchTryPanicReachesTheLoop(t *testing.T) {
+	m := batchMachine(t, panicHook{}, 4)
+	defer func() {
+		v := recover()
+		if s, ok := v.(string); !ok || !strings.Contains(s, "hook client bug") || !strings.Contains(s, "panicHook") {
+			t.Fatalf("recovered %v, want the try's panic with its stack", v)
+		}
+	}()
+	m.HandleBatch(context.Background(), []*txn.Record{rec("orders", 0, 1, "a"), rec("orders", 0, 2, "b")}, newCollect())
+	t.Fatal("HandleBatch returned")
 }
