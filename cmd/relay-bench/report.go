@@ -99,7 +99,7 @@ func printReport(o options, rs []*result) {
 	fmt.Println("steady rec/s: backlog / (wall - startup), startup = until the first record is in the output.")
 	fmt.Println("avg commit: relay_commit_duration sum/count (send offsets + commit, per transaction, whole run).")
 	fmt.Println("peak RSS: VmHWM of the passthrough's process before it is stopped; +X for the in-process baselines: this process's peak during the mode above its RSS at the start.")
-	fmt.Println("CPU µs/rec: the passthrough process's user + system CPU (/proc/<pid>/stat) until the backlog was through, per backlog record (in-process modes: -).")
+	fmt.Println("CPU µs/rec: the passthrough process's user + system CPU (/proc/<pid>/stat) until the backlog was through, per backlog record; in-process modes: this process's CPU during the phase (the passthrough and its own offset checks).")
 	fmt.Printf("latency: %d rec/s for %ds, receive time - CreateTime at a read_committed reader.\n", o.latRate, o.latSeconds)
 	printRatios(rs)
 }
@@ -143,6 +143,23 @@ func memTotal() string {
 		}
 	}
 	return "?"
+}
+
+// printCPU sets relay's CPU per record in (b) against the baseline's (a):
+// what relay adds per record over a passthrough without transactions.
+func printCPU(rs []*result) {
+	var a, b *result
+	for _, r := range rs {
+		switch short(r.label) {
+		case "(a)":
+			a = r
+		case "(b)":
+			b = r
+		}
+	}
+	if a != nil && b != nil && a.cpu > 0 && b.cpu > 0 {
+		fmt.Printf("CPU per record (b) / (a) = %.2f  (%.1f against %.1f µs)  target <= 1.5\n", b.cpuPerRecord()/a.cpuPerRecord(), b.cpuPerRecord(), a.cpuPerRecord())
+	}
 }
 
 // printHooked sets the hook modes, (e) and (f) at each pause of the hook,
@@ -202,6 +219,7 @@ func printRatios(rs []*result) {
 				}
 			}
 		}
+		printCPU(rs)
 		printHooked(rs)
 		printPeers(rs)
 		fmt.Println("same-run ratio: both modes ran back to back in this process, on this machine and broker;")
