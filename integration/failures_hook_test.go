@@ -119,9 +119,7 @@ func testHookOutcomes(t *testing.T, batch int) {
 	s := newScenario(t, 2, append(o.env(registryURL),
 		"RELAY_HOOK_URL", hook.URL+"/orders", "RELAY_HOOK_TIMEOUT", "500ms", "RELAY_SCHEMA_TIMEOUT", "500ms",
 		"RELAY_BLOCKING_ATTEMPTS", "2", "RELAY_BLOCKING_BACKOFF", "50ms", "RELAY_RETRY_TIERS", "1s",
-		// The harness's 10 s is below this budget with records tried at
-		// once (two waves of in-place retries: 11.4 s).
-		"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "15000", "RELAY_HOOK_BATCH", strconv.Itoa(batch))...)
+		"RELAY_HOOK_BATCH", strconv.Itoa(batch))...)
 	value := func(id string) []byte {
 		return o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"})
 	}

@@ -15,7 +15,8 @@ func (c *Config) Accepted() Versions {
 }
 
 // AttemptBound is the longest one attempt at a record can take: a registry
-// lookup and a hook call, when they are configured.
+// lookup and a hook call, when they are configured. Under the batch
+// protocol a call can wait for a request in flight before its own.
 func (c *Config) AttemptBound() time.Duration {
 	var d time.Duration
 	if c.SchemaRegistryURL != "" {
@@ -23,6 +24,9 @@ func (c *Config) AttemptBound() time.Duration {
 	}
 	if c.HookURL != "" {
 		d += c.HookTimeout
+		if c.HookBatch > 1 {
+			d += c.HookTimeout
+		}
 	}
 	return d
 }
@@ -33,42 +37,33 @@ func (c *Config) InPlaceBound() time.Duration {
 	return (b+1)*c.AttemptBound() + b*c.BlockingBackoff
 }
 
-// HookChain is how many records of one key can be tried one after the
-// other in one batch of records (see RELAY_HOOK_CONCURRENCY): a batch
-// waits for its longest chain. Without a hook, or at a concurrency of
-// one, records are handled one at a time: 1.
-func (c *Config) HookChain() int {
-	if c.HookURL == "" || c.HookConcurrency < 2 {
-		return 1
-	}
-	return hookChain
-}
-
-// hookChain bounds the records of one key a batch lines up.
-const hookChain = 2
+// batching says whether records are handed to the hook several at once
+// (RELAY_HOOK_CONCURRENCY above 1 with a hook).
+func (c *Config) batching() bool { return c.HookURL != "" && c.HookConcurrency > 1 }
 
 // TransactionBudget is the longest a transaction can legitimately stay
-// open: the commit interval, the longest in-place retries of its last
-// records, and one commit call. With records handled in batches, a batch
+// open: the commit interval, the longest in-place retry of its last
+// record, and one commit call. With records handled in batches, a batch
 // that begins as the transaction is due still has a commit interval of
-// its own, and the tries it started then finish: two waves, since it has
-// at most chain × concurrency records started at once (or a chain of one
-// key's records, one after the other).
+// its own before the rest is deferred; what it has open then (at most one
+// try per slot, none waiting for another) ends within one in-place bound.
 func (c *Config) TransactionBudget() time.Duration {
-	n := time.Duration(c.HookChain())
-	intervals := min(n, 2)
-	return intervals*c.CommitInterval + n*c.InPlaceBound() + c.OpTimeout
+	intervals := time.Duration(1)
+	if c.batching() {
+		intervals = 2
+	}
+	return intervals*c.CommitInterval + c.InPlaceBound() + c.OpTimeout
 }
 
 // budgetTerms spells the budget out for messages, so the user sees which
 // setting makes it long.
 func (c *Config) budgetTerms() string {
-	interval, chain := "", ""
-	if n := c.HookChain(); n > 1 {
-		interval, chain = "2×", fmt.Sprintf("%d waves of a batch (%s) × ", n, EnvHookConcurrency)
+	interval := ""
+	if c.batching() {
+		interval = "2×"
 	}
-	return fmt.Sprintf("%s%s (%s) + %s(%d×(attempt %s + backoff %s) + first attempt %s) + %s (%s) = %s",
-		interval, EnvCommitInterval, c.CommitInterval, chain, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
+	return fmt.Sprintf("%s%s (%s) + %d×(attempt %s + backoff %s) + first attempt %s + %s (%s) = %s",
+		interval, EnvCommitInterval, c.CommitInterval, c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff,
 		c.AttemptBound(), EnvOpTimeout, c.OpTimeout, c.TransactionBudget())
 }
 

@@ -113,9 +113,12 @@ func TestDerivedTransactionTimeout(t *testing.T) {
 		// 40.1s, + 30s → 71s.
 		{map[string]string{EnvBlockingAttempts: "10", EnvHookConcurrency: "1"}, 71 * time.Second},
 		// Records at once: a batch can run a commit interval past the
-		// transaction's and two waves of tries: 2×100ms + 2×(11×(1s+2s)
-		// + 10×200ms) + 5s = 75.2s, + 30s → 106s.
-		{map[string]string{EnvBlockingAttempts: "10"}, 106 * time.Second},
+		// transaction's: 2×100ms + 11×(1s+2s) + 10×200ms + 5s = 40.2s,
+		// + 30s → 71s; under the batch protocol a call can also wait
+		// for a request in flight: 2×100ms + 11×(1s+2×2s) + 10×200ms +
+		// 5s = 62.2s, + 30s → 93s.
+		{map[string]string{EnvBlockingAttempts: "10"}, 71 * time.Second},
+		{map[string]string{EnvBlockingAttempts: "10", EnvHookBatch: "8"}, 93 * time.Second},
 		{map[string]string{EnvTransactionTimeout: "20000", EnvHookConcurrency: "1"}, 20 * time.Second},
 	} {
 		env := with(reg)

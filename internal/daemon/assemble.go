@@ -60,7 +60,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		if cfg.HookBatch > 1 {
 			o.Hook = hook.NewBatcher(client, cfg.HookBatch, cfg.HookConcurrency)
 		}
-		o.Concurrency, o.Chain = cfg.HookConcurrency, cfg.HookChain()
+		o.Concurrency = cfg.HookConcurrency
 	}
 	if cfg.Ordering == "key" {
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}

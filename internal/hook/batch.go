@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -27,17 +29,21 @@ import (
 //
 // A result's status means what the status of a call for the record alone
 // means, with the same fields: "record" with 200, "code" with 422, and
-// "retryAfter" (whole seconds) with 429. A record's messageId is its
+// "retryAfter" (seconds) with 429. A record's messageId is its
 // idempotency key; it carries its trace context as "traceparent" and
-// "tracestate". An answer other than 200 counts for every record of the
-// batch: 429 as rate limited, anything else as the hook unavailable (a
-// hook that does not speak the batch protocol must not quarantine
-// records). An answer relay cannot read counts as an unexpected answer
-// for every record; a result whose messageId is not its record's, for
-// that record.
+// "tracestate". What goes wrong with the batch as a whole is never the
+// records' fault (a hook that does not speak the batch protocol must not
+// get records quarantined): an answer other than 200 counts for every
+// record as the hook unavailable, 429 as rate limited; an answer relay
+// cannot read, or with the wrong number of results, as the hook
+// unavailable. A result relay cannot read, or whose messageId is not its
+// record's, counts as an unexpected answer for that record.
 
 // BatchHeader names the number of records in a batch request.
 const BatchHeader = "Relay-Hook-Batch"
+
+// maxBatchBody bounds what relay reads of a batch answer.
+const maxBatchBody = 64 << 20
 
 // Batcher sends the calls made at once in batches of at most max records,
 // with at most senders requests in flight. It is safe for concurrent use
@@ -90,9 +96,24 @@ func (b *Batcher) Call(ctx context.Context, req *Request) (map[string]any, error
 	case res := <-p.done:
 		return res.rec, res.err
 	case <-ctx.Done():
-		// The batch goes on for the others; this record stays where it
-		// is, and its next call carries the same idempotency key.
+		// The record stays where it is, and its next call carries the
+		// same idempotency key. Not sent yet, it is not sent at all:
+		// a late copy could reach the hook after that next call.
+		b.withdraw(p)
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, ctx.Err())
+	}
+}
+
+// withdraw takes p out of the calls waiting for a request, if it is
+// still there.
+func (b *Batcher) withdraw(p *pending) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, q := range b.waiting {
+		if q == p {
+			b.waiting = append(b.waiting[:i:i], b.waiting[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -156,9 +177,9 @@ func (c *Client) callBatch(batch []*pending) []result {
 // batchResult is one record's result in a batch answer; raw is the whole
 // entry, read by decide as the body of a call for the record alone.
 type batchResult struct {
-	MessageID  string `json:"messageId"`
-	Status     int    `json:"status"`
-	RetryAfter int    `json:"retryAfter"`
+	MessageID  string  `json:"messageId"`
+	Status     int     `json:"status"`
+	RetryAfter float64 `json:"retryAfter"`
 	raw        json.RawMessage
 }
 
@@ -171,7 +192,7 @@ func (r *batchResult) decide(id string) (map[string]any, error) {
 	}
 	retry := ""
 	if r.RetryAfter > 0 {
-		retry = strconv.Itoa(r.RetryAfter)
+		retry = strconv.Itoa(int(math.Ceil(r.RetryAfter)))
 	}
 	return decide(r.Status, r.raw, retry)
 }
@@ -194,13 +215,14 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody*int64(max(n, 1))))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, min(maxBody*int64(max(n, 1)), maxBatchBody)))
 	if err != nil {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
 	switch st := resp.StatusCode; {
 	case st == http.StatusTooManyRequests:
-		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, Err: errors.New("hook answered 429 to a batch")}
+		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
+			Err: errors.New("hook answered 429 to a batch")}
 	case st != http.StatusOK:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d to a batch of %d records", st, n)
 	}
@@ -208,10 +230,10 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 		Results []json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(answer, &out); err != nil {
-		return nil, tiers.Failf(tiers.CauseHookUnexpected, "batch answer is not JSON: %v", err)
+		return nil, tiers.Failf(tiers.CauseHookUnavailable, "batch answer is not JSON: %v", err)
 	}
 	if len(out.Results) != n {
-		return nil, tiers.Failf(tiers.CauseHookUnexpected, "batch answer has %d results for %d records", len(out.Results), n)
+		return nil, tiers.Failf(tiers.CauseHookUnavailable, "batch answer has %d results for %d records", len(out.Results), n)
 	}
 	results := make([]batchResult, n)
 	for i, raw := range out.Results {

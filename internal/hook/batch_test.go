@@ -39,6 +39,10 @@ func (s *batchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "wrong "+BatchHeader, http.StatusBadRequest)
 		return
 	}
+	if s.status < 0 {
+		w.WriteHeader(-s.status)
+		return
+	}
 	if s.status != 0 {
 		w.WriteHeader(s.status)
 		return
@@ -150,10 +154,11 @@ func TestBatchProtocolGivesEachRecordItsResult(t *testing.T) {
 	}
 }
 
-// TestBatchAnswersForTheWholeBatch: a non-200 answer counts for every
-// record: 429 as rate limited, another (a hook without the batch
-// protocol) as unavailable, never as the records' fault; an answer with
-// the wrong number of results as unexpected.
+// TestBatchAnswersForTheWholeBatch: what goes wrong with a batch as a
+// whole counts for every record, never as the records' fault: a non-200
+// answer as unavailable (429: rate limited), and an answer relay cannot
+// read or with the wrong number of results (a hook without the batch
+// protocol) as unavailable.
 func TestBatchAnswersForTheWholeBatch(t *testing.T) {
 	for _, tc := range []struct {
 		s    *batchServer
@@ -162,7 +167,8 @@ func TestBatchAnswersForTheWholeBatch(t *testing.T) {
 		{&batchServer{status: http.StatusNotFound}, tiers.CauseHookUnavailable},
 		{&batchServer{status: http.StatusBadRequest}, tiers.CauseHookUnavailable},
 		{&batchServer{status: http.StatusTooManyRequests}, tiers.CauseHookRateLimited},
-		{&batchServer{trim: true, answer: func(id string) map[string]any { return map[string]any{"status": 204} }}, tiers.CauseHookUnexpected},
+		{&batchServer{trim: true, answer: func(id string) map[string]any { return map[string]any{"status": 204} }}, tiers.CauseHookUnavailable},
+		{&batchServer{status: -200}, tiers.CauseHookUnavailable}, // 200 with no body: a hook without the protocol
 	} {
 		srv := httptest.NewServer(tc.s)
 		b := NewBatcher(New(srv.URL, time.Second, 4, nil), 4, 4)
@@ -200,5 +206,62 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	_, err := b.Call(ctx, &Request{MessageID: "a"})
 	if causeOf(err) != tiers.CauseHookUnavailable || time.Since(start) > 2*time.Second {
 		t.Fatalf("%v after %s, want unavailable at its deadline", err, time.Since(start))
+	}
+}
+
+// TestBatchCallWithdrawnBeforeItIsSent: a call whose context ends while it
+// waits for a request in flight is not sent at all (a late copy could
+// reach the hook after the record's next call).
+func TestBatchCallWithdrawnBeforeItIsSent(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Records []Request `json:"records"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		for _, rec := range req.Records {
+			seen = append(seen, rec.MessageID)
+		}
+		mu.Unlock()
+		<-release
+		results := make([]map[string]any, len(req.Records))
+		for i := range results {
+			results[i] = map[string]any{"status": 204}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
+	}))
+	defer srv.Close()
+	b := NewBatcher(New(srv.URL, 5*time.Second, 1, nil), 4, 1) // one request in flight at most
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Call(context.Background(), &Request{MessageID: "a"})
+		first <- err
+	}()
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Call(ctx, &Request{MessageID: "b"}); causeOf(err) != tiers.CauseHookUnavailable {
+		t.Fatalf("b: %v, want unavailable at its deadline", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Fatalf("the hook saw %v, want only a (b was withdrawn)", seen)
 	}
 }

@@ -140,21 +140,21 @@ func (s *scheduler) run() {
 // admit asks the loop to start the next records, in order, while their
 // names have room.
 func (s *scheduler) admit() {
-	// At most chain waves of tries are admitted at once, so a batch of
-	// failing calls (a hook timing out) holds the transaction no longer
-	// than its budget counts: once the transaction is due, the loop
-	// refuses the rest of the batch.
-	for s.admitted < len(s.recs) && s.open < s.m.concurrency*s.m.chain {
+	// At most one wave of tries is open at once: as many records as may
+	// be tried at once, none waiting for another's name (a key, a failure
+	// id, a partition under partition ordering). So once the transaction
+	// is due and the loop refuses the rest of the batch, what is open
+	// ends within one try's bound (in-place retries included), as the
+	// transaction budget counts. A record whose name is taken waits to be
+	// admitted, and the records behind it with it.
+	for s.admitted < len(s.recs) && s.open < s.m.concurrency {
 		i := s.admitted
 		sl := &s.slots[i]
 		if sl.part == "" {
 			sl.part, sl.hold, sl.lane = s.m.orderOf(s.recs[i])
 		}
 		for _, name := range sl.hold {
-			// A batch of one hot key must not line up a chain of
-			// tries longer than the transaction's budget allows for
-			// (Options.Chain); the rest of the batch waits for room.
-			if len(s.queues[name]) >= s.m.chain {
+			if len(s.queues[name]) > 0 {
 				return
 			}
 		}

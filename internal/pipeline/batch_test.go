@@ -323,3 +323,62 @@ func TestBatchTryPanicReachesTheLoop(t *testing.T) {
 	m.HandleBatch(context.Background(), []*txn.Record{rec("orders", 0, 1, "a"), rec("orders", 0, 2, "b")}, newCollect())
 	t.Fatal("HandleBatch returned")
 }
+
+// waveCollect is a txn.Batch that checks, at each start, what the
+// transaction budget counts on: at most the concurrency of records are
+// open, and none of them waits for another's key.
+type waveCollect struct {
+	t     *testing.T
+	recs  []*txn.Record
+	conc  int
+	open  map[int]bool
+	keys  map[string]int
+	most  int
+	ended int
+}
+
+func (w *waveCollect) Start(i int) bool {
+	k := fmt.Sprintf("%d|%s", w.recs[i].Partition, w.recs[i].Key)
+	if w.keys[k] > 0 {
+		w.t.Errorf("record %d started while another of its key is open", i)
+	}
+	w.keys[k]++
+	w.open[i] = true
+	w.most = max(w.most, len(w.open))
+	if len(w.open) > w.conc {
+		w.t.Errorf("%d records open, concurrency %d", len(w.open), w.conc)
+	}
+	return true
+}
+
+func (w *waveCollect) Done(i int, _ []txn.Output, err error) bool {
+	if err != nil {
+		w.t.Errorf("record %d: %v", i, err)
+	}
+	delete(w.open, i)
+	w.keys[fmt.Sprintf("%d|%s", w.recs[i].Partition, w.recs[i].Key)]--
+	w.ended++
+	return true
+}
+
+// TestBatchKeepsOneWaveOpen: over hot and cold keys, a batch never has
+// more records open than it may try at once, nor one waiting for another's
+// key: once the transaction is due, what is open ends within one try.
+func TestBatchKeepsOneWaveOpen(t *testing.T) {
+	const conc = 4
+	h := newWatchHook(byHash(30), time.Millisecond)
+	m := batchMachine(t, h, conc)
+	var recs []*txn.Record
+	for i := range 200 {
+		key := fmt.Sprintf("k%d", i%9)
+		if i%3 == 0 {
+			key = "hot"
+		}
+		recs = append(recs, rec("orders", int32(i%2), int64(i), key))
+	}
+	w := &waveCollect{t: t, recs: recs, conc: conc, open: map[int]bool{}, keys: map[string]int{}}
+	m.HandleBatch(context.Background(), recs, w)
+	if w.ended != len(recs) || w.most < 2 {
+		t.Fatalf("%d of %d records ended, at most %d open at once", w.ended, len(recs), w.most)
+	}
+}

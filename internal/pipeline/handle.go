@@ -41,7 +41,6 @@ type Machine struct {
 	tracer      trace.Tracer // nil: no spans
 	concurrency int          // tries at once in a batch
 	batchSize   int          // records the loop hands at once; 0: one at a time
-	chain       int          // records of one name a batch lines up at once
 	spans       *spanOpts    // the process spans' options and names
 
 	pending  pending        // what the open transaction will have done

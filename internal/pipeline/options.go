@@ -31,9 +31,6 @@ type Options struct {
 	// (RELAY_HOOK_CONCURRENCY); with a Hook and more than one, the loop
 	// hands records in batches (see HandleBatch). Zero: one.
 	Concurrency int
-	// Chain bounds the records of one key a batch lines up, one after
-	// the other (config.HookChain); zero: 2.
-	Chain int
 	// Redactor bounds and redacts every error message written (required).
 	Redactor *envelope.Redactor
 	Compat   envelope.Compat
@@ -102,10 +99,6 @@ func New(o Options) (*Machine, error) {
 		if o.Concurrency > 1 {
 			m.concurrency = o.Concurrency
 			m.batchSize = min(max(8*o.Concurrency, 64), maxBatch)
-			m.chain = o.Chain
-			if m.chain < 1 {
-				m.chain = 2
-			}
 		}
 	}
 	m.rules = orDefault[Rules](m.rules, noRules{})

@@ -97,10 +97,8 @@ const minBatch = 16
 // what was polled before it is dropped, to be fetched again from the
 // positions the rebalance set.
 func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
+	size = min(size, max(l.set.MaxRecords-l.records, 1))
 	msgs := append(make([]*kafka.Message, 0, size), first)
-	if l.open {
-		size = min(size, max(l.set.MaxRecords-l.records, 1))
-	}
 	for len(msgs) < size && l.fatal == nil {
 		before := l.rebalances
 		ev := l.consumer.Poll(0)

@@ -3,6 +3,8 @@ package txn
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -330,5 +332,43 @@ func TestBatchSizeAdapts(t *testing.T) {
 	}
 	if len(sizes) < 5 || !slices.Equal(sizes[:5], []int{64, 32, 16, 16, 20}) {
 		t.Fatalf("batch sizes %v, want 64 32 16 (slow) then 16 20 ... (fast)", sizes)
+	}
+}
+
+// closingConsumer serves a revoke from Close, as confluent-kafka-go's
+// Consumer.Close does (it polls until closed, and the rebalance callback
+// runs).
+type closingConsumer struct{ *fakeConsumer }
+
+func (c closingConsumer) Close() error {
+	_ = c.cb(nil, c.revoke(0))
+	return c.fakeConsumer.Close()
+}
+
+// TestBatchPanicDoesNotCommit: a panic in the middle of a batch (offset
+// 5 applied, offset 4 never) unwinds through the consumer's close, which
+// serves a revoke; the revoke must not commit the open transaction, which
+// would put the offset past a record that never reached a state.
+func TestBatchPanicDoesNotCommit(t *testing.T) {
+	h := newHarness(t)
+	h.handler = &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
+		b.Start(0)
+		b.Start(1)
+		b.Done(1, out(recs[1]), nil)
+		panic("a try panicked")
+	}}
+	c := h.c
+	c.script = []kafka.Event{c.assign(0), c.msg(0, 4), c.msg(0, 5)}
+	func() {
+		defer func() {
+			if v := recover(); v != "a try panicked" {
+				t.Errorf("recovered %v, want the handler's panic", v)
+			}
+		}()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		_ = New(h.set, closingConsumer{c}, func() (Producer, error) { return h.prods[0], nil }, h.handler, log, h.obs).Run(t.Context())
+	}()
+	if p := h.prods[0]; p.committedTxns != 0 || len(p.sentOffsets) != 0 {
+		t.Fatalf("committed %d transactions, offsets %v, after a panic", p.committedTxns, p.sentOffsets)
 	}
 }

@@ -124,6 +124,17 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	defer func() {
 		err = errors.Join(err, l.close())
 	}()
+	// A panic (relay's crash handling reports it) must not let the
+	// consumer's close commit: closing serves the revoke, and the revoke
+	// commits the open transaction, whose batch may have applied records
+	// past one that was never handled. Deferred after close, this runs
+	// before it.
+	defer func() {
+		if v := recover(); v != nil {
+			l.fatal = fmt.Errorf("%w: panic: %v", ErrFatal, v)
+			panic(v) //nolint:forbidigo // re-raised for the crash handler, after marking the loop fatal
+		}
+	}()
 	l.runCtx = ctx
 	if err := l.startProducer(ctx); err != nil {
 		if ctx.Err() != nil {
