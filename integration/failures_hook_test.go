@@ -27,9 +27,8 @@ func TestHookOutcomes(t *testing.T) {
 
 // hookAnswer is what the test's hook answers for one record.
 type hookAnswer struct {
-	status     int
-	body       map[string]any
-	retryAfter int
+	status int
+	body   map[string]any
 }
 
 // testHookOutcomes runs every hook answer through relay, with batch
