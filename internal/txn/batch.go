@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
-	"relay/internal/kafkaerr"
 )
 
 // BatchHandler is a Handler that handles several records at once, so that
@@ -288,17 +286,9 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 		b.handlerErr, b.ended = err, true
 		return false
 	}
-	for k := range outs {
-		if err := l.produce(&outs[k]); err != nil {
-			l.log.Error("produce failed; aborting transaction, the record stays in its source",
-				"topic", outs[k].Topic, "partition", outs[k].Partition, "source_offset", rec.Offset, "err", err)
-			if kafkaerr.PartitionFault(err) {
-				l.suspect(tp, err)
-			}
-			b.produceErr, b.ended = err, true
-			return false
-		}
-		l.wrote(tp, &outs[k])
+	if err := l.produceAll(tp, rec, outs); err != nil {
+		b.produceErr, b.ended = err, true
+		return false
 	}
 	// Results come in any order: the offset to commit is past the
 	// furthest record applied, and gap (after the batch) checks that

@@ -40,6 +40,18 @@ func (h *batchHandler) HandleBatch(_ context.Context, recs []*Record, b Batch) {
 // nothing without ending the script, whose end stops the loop (and makes
 // Start refuse the rest of a batch).
 
+// firstBatchOnly runs f for the first batch; later batches (the records
+// fetched again) are left alone.
+func firstBatchOnly(f func(recs []*Record, b Batch)) func(recs []*Record, b Batch) {
+	done := false
+	return func(recs []*Record, b Batch) {
+		if !done {
+			done = true
+			f(recs, b)
+		}
+	}
+}
+
 func out(r *Record) []Output { return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}} }
 
 // TestBatchHandlerFailureRewindsRecordsNeverStarted: a handler error on
@@ -109,17 +121,12 @@ func TestBatchResultsInAnyOrderCommitPastTheLast(t *testing.T) {
 // instead, and nothing of the batch commits.
 func TestBatchGapAborts(t *testing.T) {
 	h := newHarness(t)
-	gave := false
-	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
-		if gave {
-			return
-		}
-		gave = true
+	bh := &batchHandler{t: t, size: 10, handle: firstBatchOnly(func(recs []*Record, b Batch) {
 		b.Start(0)
 		b.Start(1)
 		b.Done(1, out(recs[1]), nil)
 		b.Done(0, nil, &NotDueError{Until: time.Now().Add(time.Hour)})
-	}}
+	})}
 	h.handler = bh
 	c := h.c
 	c.committed[0] = 4
@@ -205,19 +212,14 @@ func TestBatchNotDueStopsItsPartitionOnly(t *testing.T) {
 // one not due.
 func TestBatchRecordBeforeOneNotDueIsApplied(t *testing.T) {
 	h := newHarness(t)
-	gave := false
-	bh := &batchHandler{t: t, size: 10, handle: func(recs []*Record, b Batch) {
-		if gave {
-			return
-		}
-		gave = true
+	bh := &batchHandler{t: t, size: 10, handle: firstBatchOnly(func(recs []*Record, b Batch) {
 		b.Start(0)
 		b.Start(1)
 		b.Done(1, nil, &NotDueError{Until: time.Now().Add(time.Hour)})
 		if !b.Done(0, out(recs[0]), nil) {
 			t.Error("the due record's result was refused")
 		}
-	}}
+	})}
 	h.handler = bh
 	c := h.c
 	if err := h.run(c.assign(0), c.msg(0, 10), c.msg(0, 11), sleepEvent(0)); err != nil {

@@ -273,21 +273,9 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		l.handlerFailed(ctx, tp, rec, err)
 		return
 	}
-	for i := range outs {
-		if err := l.produce(&outs[i]); err != nil {
-			l.log.Error("produce failed; aborting transaction, the record stays in its source",
-				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
-			if kafkaerr.PartitionFault(err) {
-				// The output itself cannot be written. (Other errors are
-				// no partition's fault: _STATE says an earlier delivery
-				// failed, and its report names the partition; a full
-				// queue is the brokers being slow.)
-				l.suspect(tp, err)
-			}
-			l.abortAfterProduce(ctx, err)
-			return
-		}
-		l.wrote(tp, &outs[i])
+	if err := l.produceAll(tp, rec, outs); err != nil {
+		l.abortAfterProduce(ctx, err)
+		return
 	}
 	l.next[tp] = int64(m.TopicPartition.Offset) + 1
 	l.records++
@@ -316,6 +304,27 @@ func (l *Loop) handlerFailed(ctx context.Context, tp tpKey, rec *Record, err err
 		"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
 	l.suspect(tp, err)
 	l.abort(ctx, "handler")
+}
+
+// produceAll writes rec's outputs in the open transaction. On a failure
+// it says so and returns the error: the transaction must be aborted.
+func (l *Loop) produceAll(tp tpKey, rec *Record, outs []Output) error {
+	for i := range outs {
+		if err := l.produce(&outs[i]); err != nil {
+			l.log.Error("produce failed; aborting transaction, the record stays in its source",
+				"topic", outs[i].Topic, "partition", outs[i].Partition, "source_offset", rec.Offset, "err", err)
+			if kafkaerr.PartitionFault(err) {
+				// The output itself cannot be written. (Other errors are
+				// no partition's fault: _STATE says an earlier delivery
+				// failed, and its report names the partition; a full
+				// queue is the brokers being slow.)
+				l.suspect(tp, err)
+			}
+			return err
+		}
+		l.wrote(tp, &outs[i])
+	}
+	return nil
 }
 
 // end commits the open transaction: send offsets, then commit. On failure it
