@@ -15,4 +15,9 @@ go build -o bin/relay-bench ./cmd/relay-bench
 # Mode (k), Kafka Streams beside relay: built once by Maven (cached under
 # .cache/bench/streams); -streams= after it on the command line skips it.
 streams="$(scripts/tools/streams-bench.sh path)"
-exec bin/relay-bench -streams "$streams" "$@"
+# Every figure of the performance table in one run: the hook modes at a
+# hook answering after 1 ms and after 20 ms, also through the batch
+# protocol, and the tier traffic of key ordering (mode (h)). Flags given
+# to this script come after these, and win.
+exec bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
+  -hook-env RELAY_HOOK_BATCH=64,RELAY_HOOK_CONCURRENCY=256 -key-hops 6000 -key-hops-rate 300 "$@"

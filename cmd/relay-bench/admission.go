@@ -104,7 +104,8 @@ type flakyHook struct {
 	byKey bool
 	delay time.Duration // before every answer
 	mu    sync.Mutex
-	seen  map[string]bool
+	seen  map[string]int
+	times int // failed calls of a chosen id or key, then it passes
 	calls int
 	fails int
 	srv   *http.Server
@@ -116,7 +117,7 @@ func startFlakyHook(pct int, byKey bool, delay time.Duration) (*flakyHook, error
 	if err != nil {
 		return nil, err
 	}
-	h := &flakyHook{pct: uint32(pct), byKey: byKey, delay: delay, seen: map[string]bool{}, ln: ln}
+	h := &flakyHook{pct: uint32(pct), byKey: byKey, delay: delay, seen: map[string]int{}, times: 1, ln: ln}
 	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = h.srv.Serve(ln) }()
 	return h, nil
@@ -174,8 +175,9 @@ func (h *flakyHook) serveBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 // fails1 says whether the call for the record with this id and key fails:
-// by id, each chosen record fails its first call; by key, each chosen key
-// fails once, on the first call for any of its records.
+// by id, each chosen record fails its first calls (times of them); by
+// key, each chosen key fails as often, on the first calls for any of its
+// records.
 func (h *flakyHook) fails1(id, key string) bool {
 	chooser := id
 	if h.byKey {
@@ -186,9 +188,9 @@ func (h *flakyHook) fails1(id, key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls++
-	fail := f.Sum32()%100 < h.pct && !h.seen[chooser]
+	fail := f.Sum32()%100 < h.pct && h.seen[chooser] < h.times
 	if fail {
-		h.seen[chooser] = true
+		h.seen[chooser]++
 		h.fails++
 	}
 	return fail

@@ -32,6 +32,8 @@ type options struct {
 	registry   string
 	admission  bool
 	keyModes   bool
+	keyHops    int
+	hopsRate   int
 	otlp       string
 	timeout    time.Duration
 	keepTopics bool
@@ -57,6 +59,8 @@ func main() {
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
+	flag.IntVar(&o.keyHops, "key-hops", 0, "records of the key-hops mode (h): key ordering, 3% of the records failing twice at the hook, 200 keys, fed at -key-hops-rate; it prints tier records per source record. 0 skips it")
+	flag.IntVar(&o.hopsRate, "key-hops-rate", 300, "records/s fed in the key-hops mode")
 	delays := flag.String("hook-delays", "0", "comma-separated pauses of the bench's hook before each answer: modes (e) and (f) run once per pause, e.g. 1ms,20ms")
 	flag.BoolVar(&o.hookSerial, "hook-serial", false, "also run (e) and (f) at RELAY_HOOK_CONCURRENCY=1, one record at a time, for the same-run ratio")
 	flag.StringVar(&o.hookEnv, "hook-env", "", "also run (e) and (f) with this extra relay env, e.g. RELAY_HOOK_BATCH=64,RELAY_HOOK_CONCURRENCY=256 (the bench's hook speaks the batch protocol)")
@@ -110,6 +114,9 @@ func (o *options) validate() error {
 	if o.records <= 0 {
 		errs = append(errs, errors.New("-records must be > 0"))
 	}
+	if o.keyHops < 0 || o.hopsRate <= 0 {
+		errs = append(errs, errors.New("-key-hops must be >= 0 and -key-hops-rate > 0"))
+	}
 	if o.size <= 0 {
 		errs = append(errs, errors.New("-size must be > 0"))
 	}
@@ -162,6 +169,11 @@ func run(ctx context.Context, o options) (err error) {
 		return b.blockedKeys(ctx, o.blocked)
 	}
 
+	if o.keyHops > 0 {
+		if err := b.keyHops(ctx); err != nil {
+			return fmt.Errorf("h-key-hops: %w", err)
+		}
+	}
 	modes := b.modes()
 	var results []*result
 	for _, m := range modes {
