@@ -31,7 +31,11 @@ import (
 //     stops its partition, so the partition's records start in order.
 //
 // A source record's partition is not held under key and unordered
-// ordering: records of other keys pass a slow one.
+// ordering: records of other keys pass a slow one. A record whose held
+// name is taken is not admitted yet, and the records behind it wait with
+// it: a batch has at most Concurrency records open, none waiting for
+// another's name (see admit), so what is open when the transaction is
+// due ends within one record's bound.
 
 // errBatchEnded ends the spans of records the loop no longer wants.
 var errBatchEnded = errors.New("the transaction ended before the record was settled")
