@@ -125,7 +125,7 @@ var Vars = []Var{
 	{Name: EnvRulesFile, Help: "YAML file of CEL business rules (needs a registry: rules read the decoded record)"},
 	{Name: EnvHookURL, Help: "optional HTTP hook called for every admitted record (needs a registry)"},
 	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
-	{Name: EnvHookConcurrency, Default: "32", Help: "hook calls in flight at once, each for a different key (1: one record at a time; at most 1024)"},
+	{Name: EnvHookConcurrency, Default: "32", Help: "hook calls in flight at once (under key ordering never two of one key; 1: one record at a time; at most 1024)"},
 	{Name: EnvHookBatch, Default: "1", Help: "records per hook request at most: above 1, relay speaks the hook's batch protocol (one POST with many records, one result per record); 1: one request per record"},
 	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
 	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of `relay.error.message` at most (64..4096)"},
