@@ -104,6 +104,17 @@ func printReport(o options, rs []*result) {
 	printRatios(rs)
 }
 
+// mode is the last result of the mode named name ("(b)"), or nil.
+func mode(rs []*result, name string) *result {
+	var found *result
+	for _, r := range rs {
+		if short(r.label) == name {
+			found = r
+		}
+	}
+	return found
+}
+
 func short(label string) string {
 	if i := strings.Index(label, " "); i > 0 {
 		return label[:i]
@@ -148,15 +159,7 @@ func memTotal() string {
 // printCPU sets relay's CPU per record in (b) against the baseline's (a):
 // what relay adds per record over a passthrough without transactions.
 func printCPU(rs []*result) {
-	var a, b *result
-	for _, r := range rs {
-		switch short(r.label) {
-		case "(a)":
-			a = r
-		case "(b)":
-			b = r
-		}
-	}
+	a, b := mode(rs, "(a)"), mode(rs, "(b)")
 	if a != nil && b != nil && a.cpu > 0 && b.cpu > 0 {
 		fmt.Printf("CPU per record (b) / (a) = %.2f  (%.1f against %.1f µs)  target <= 1.5\n", b.cpuPerRecord()/a.cpuPerRecord(), b.cpuPerRecord(), a.cpuPerRecord())
 	}
@@ -166,12 +169,7 @@ func printCPU(rs []*result) {
 // against admission alone (d): what the hook costs when relay calls it for
 // several records at once. (e)'s p99 may exceed (d)'s by its 1 s tier.
 func printHooked(rs []*result) {
-	var d *result
-	for _, r := range rs {
-		if short(r.label) == "(d)" {
-			d = r
-		}
-	}
+	d := mode(rs, "(d)")
 	if d == nil {
 		return
 	}

@@ -170,15 +170,7 @@ func (o *options) checkStreams() error {
 // printPeers sets relay (b) beside Kafka Streams (k), when both ran, with
 // the targets: throughput >= 2x, peak RSS <= 0.25x.
 func printPeers(rs []*result) {
-	var b, k *result
-	for _, r := range rs {
-		switch short(r.label) {
-		case "(b)":
-			b = r
-		case "(k)":
-			k = r
-		}
-	}
+	b, k := mode(rs, "(b)"), mode(rs, "(k)")
 	if b == nil || k == nil {
 		return
 	}

@@ -40,9 +40,18 @@ import (
 // errBatchEnded ends the spans of records the loop no longer wants.
 var errBatchEnded = errors.New("the transaction ended before the record was settled")
 
+// maxBatch bounds the records handed at once.
+const maxBatch = 1024
+
 // BatchSize implements txn.BatchHandler: with a hook and a concurrency
-// above one, the loop hands records in batches of this size.
-func (m *Machine) BatchSize() int { return m.batchSize }
+// above one, the loop hands records in batches of eight times the
+// concurrency (64 to maxBatch); else one at a time (0).
+func (m *Machine) BatchSize() int {
+	if m.concurrency < 2 {
+		return 0
+	}
+	return min(max(8*m.concurrency, 64), maxBatch)
+}
 
 // HandleBatch implements txn.BatchHandler.
 func (m *Machine) HandleBatch(ctx context.Context, recs []*txn.Record, b txn.Batch) {

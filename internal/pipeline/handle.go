@@ -39,8 +39,7 @@ type Machine struct {
 	discards    Discards
 	loadState   StateLoader
 	tracer      trace.Tracer // nil: no spans
-	concurrency int          // tries at once in a batch
-	batchSize   int          // records the loop hands at once; 0: one at a time
+	concurrency int          // tries at once in a batch; 0: one record at a time
 	spans       *spanOpts    // the process spans' options and names
 
 	pending  pending        // what the open transaction will have done

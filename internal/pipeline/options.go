@@ -66,9 +66,6 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
-// maxBatch bounds the records handed at once.
-const maxBatch = 1024
-
 // New builds the machine of o: it checks the required parts and puts a
 // part that does nothing in the place of each optional one left out.
 func New(o Options) (*Machine, error) {
@@ -98,7 +95,6 @@ func New(o Options) (*Machine, error) {
 		m.callHook = callerOf(o.Hook)
 		if o.Concurrency > 1 {
 			m.concurrency = o.Concurrency
-			m.batchSize = min(max(8*o.Concurrency, 64), maxBatch)
 		}
 	}
 	m.rules = orDefault[Rules](m.rules, noRules{})

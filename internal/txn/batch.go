@@ -129,25 +129,18 @@ func (l *Loop) handleBatch(ctx context.Context, bh BatchHandler, msgs []*kafka.M
 		if !ok {
 			continue
 		}
-		// Every record handed over is in the transaction from here on
-		// (see handle): an abort must seek its partition back too,
-		// whether or not the handler starts it.
-		if _, seen := l.first[tp]; !seen {
-			l.first[tp] = int64(m.TopicPartition.Offset)
-		}
+		// Every record handed over is in the transaction from here on:
+		// an abort must seek its partition back too, whether or not
+		// the handler starts it.
+		l.include(tp, int64(m.TopicPartition.Offset))
 		b.recs = append(b.recs, toRecord(m))
 		b.tps = append(b.tps, tp)
 	}
 	if len(b.recs) == 0 {
 		return false
 	}
-	if !l.open {
-		if err := l.producer.BeginTransaction(); err != nil {
-			l.onTxnError(ctx, "begin", err)
-			return false
-		}
-		l.open, l.started = true, time.Now()
-		l.traceBegin()
+	if !l.begin(ctx) {
+		return false
 	}
 	b.started, b.applied = make([]bool, len(b.recs)), make([]bool, len(b.recs))
 	b.begun = time.Now()
@@ -267,36 +260,21 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 		b.ended = true
 		return false
 	}
-	var notDue *NotDueError
-	if errors.As(err, &notDue) {
-		b.stop(tp, rec.Offset)
-		l.wait(tp, rec.Offset, notDue.Until)
-		return l.fatal == nil
-	}
 	if err != nil {
 		b.stop(tp, rec.Offset)
-		if b.ctx.Err() != nil {
-			l.log.Info("handler interrupted by shutdown; the record stays in its source",
-				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
-			return true
+		if l.handlerFailed(b.ctx, tp, rec, err) {
+			b.handlerErr, b.ended = err, true
+			return false
 		}
-		l.log.Error("handler failed; aborting transaction, the record stays in its source",
-			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
-		l.suspect(tp, err)
-		b.handlerErr, b.ended = err, true
-		return false
+		return l.fatal == nil
 	}
 	if err := l.produceAll(tp, rec, outs); err != nil {
 		b.produceErr, b.ended = err, true
 		return false
 	}
-	// Results come in any order: the offset to commit is past the
-	// furthest record applied, and gap (after the batch) checks that
-	// nothing before it was left out.
-	l.next[tp] = max(l.next[tp], rec.Offset+1)
-	l.records++
-	l.outputs += len(outs)
-	l.obs.Consumed(1)
+	// Results come in any order: gap (after the batch) checks that
+	// nothing before the furthest applied was left out.
+	l.applied(tp, rec.Offset, len(outs))
 	b.applied[i] = true
 	return true
 }

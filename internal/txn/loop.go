@@ -252,58 +252,82 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	if !ok {
 		return
 	}
-	// The partition is part of the transaction from here on, whatever
-	// happens to this record: librdkafka's position is already past it,
-	// so if begin, the handler or a produce fails below, the rewind must
-	// seek this partition back too, or the next commit skips the record.
-	if _, seen := l.first[tp]; !seen {
-		l.first[tp] = int64(m.TopicPartition.Offset)
-	}
-	if !l.open {
-		if err := l.producer.BeginTransaction(); err != nil {
-			l.onTxnError(ctx, "begin", err)
-			return
-		}
-		l.open, l.started = true, time.Now()
-		l.traceBegin()
+	l.include(tp, int64(m.TopicPartition.Offset))
+	if !l.begin(ctx) {
+		return
 	}
 	rec := toRecord(m)
 	outs, err := l.handler.Handle(l.handlerCtx(ctx), rec)
 	if err != nil {
-		l.handlerFailed(ctx, tp, rec, err)
+		if l.handlerFailed(ctx, tp, rec, err) {
+			l.abort(ctx, "handler")
+		}
 		return
 	}
 	if err := l.produceAll(tp, rec, outs); err != nil {
 		l.abortAfterProduce(ctx, err)
 		return
 	}
-	l.next[tp] = int64(m.TopicPartition.Offset) + 1
+	l.applied(tp, rec.Offset, len(outs))
+}
+
+// include makes tp part of the open transaction from offset on, whatever
+// happens to that record: librdkafka's position is already past it, so if
+// begin, the handler or a produce fails, the rewind must seek tp back too,
+// or the next commit skips the record.
+func (l *Loop) include(tp tpKey, offset int64) {
+	if _, seen := l.first[tp]; !seen {
+		l.first[tp] = offset
+	}
+}
+
+// begin opens a transaction unless one is open; false: it could not, and
+// the failure has been dealt with.
+func (l *Loop) begin(ctx context.Context) bool {
+	if l.open {
+		return true
+	}
+	if err := l.producer.BeginTransaction(); err != nil {
+		l.onTxnError(ctx, "begin", err)
+		return false
+	}
+	l.open, l.started = true, time.Now()
+	l.traceBegin()
+	return true
+}
+
+// applied counts a record whose outputs are written in the open
+// transaction: its offset commits with it. (Records of a batch are
+// applied in any order: the offset is past the furthest.)
+func (l *Loop) applied(tp tpKey, offset int64, outputs int) {
+	l.next[tp] = max(l.next[tp], offset+1)
 	l.records++
-	l.outputs += len(outs)
+	l.outputs += outputs
 	l.obs.Consumed(1)
 }
 
-// handlerFailed is what becomes of the open transaction when the handler
-// gives no outputs for rec: a record not due makes its partition wait; a
-// shutdown leaves the record in its source; any other error aborts. (Apart
-// from handle, so that a record that passes pays for none of it.)
-func (l *Loop) handlerFailed(ctx context.Context, tp tpKey, rec *Record, err error) {
+// handlerFailed deals with a handler that gave no outputs for rec: a
+// record not due makes its partition wait; a shutdown leaves the record
+// in its source. abort says any other error: the transaction must be
+// aborted. (Apart from handle, so that a record that passes pays for
+// none of it.)
+func (l *Loop) handlerFailed(ctx context.Context, tp tpKey, rec *Record, err error) (abort bool) {
 	var notDue *NotDueError
 	if errors.As(err, &notDue) {
 		l.wait(tp, rec.Offset, notDue.Until)
-		return
+		return false
 	}
 	if ctx.Err() != nil {
 		// Shutting down: the handler gave up on the record, which
 		// stays in its source; what was handled before it commits.
 		l.log.Info("handler interrupted by shutdown; the record stays in its source",
 			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
-		return
+		return false
 	}
 	l.log.Error("handler failed; aborting transaction, the record stays in its source",
 		"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", err)
 	l.suspect(tp, err)
-	l.abort(ctx, "handler")
+	return true
 }
 
 // produceAll writes rec's outputs in the open transaction. On a failure
