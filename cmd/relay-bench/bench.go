@@ -17,14 +17,17 @@ import (
 
 // bench owns the clients shared by every mode and what has to be cleaned up.
 type bench struct {
-	o      options
-	runID  string
-	admin  *kafka.AdminClient
-	meta   *kafka.Consumer // watermark queries only; never subscribes
-	value  []byte
-	topics []string
-	groups []string
-	adm    *admission // set up by the first admission mode
+	o     options
+	runID string
+	admin *kafka.AdminClient
+	meta  *kafka.Consumer // watermark queries only; never subscribes
+	// offsets holds a read_committed consumer per group, for the group's
+	// committed offsets; none of them subscribes.
+	offsets map[string]*kafka.Consumer
+	value   []byte
+	topics  []string
+	groups  []string
+	adm     *admission // set up by the first admission mode
 }
 
 // passthrough is one system under test, started on a preloaded source.
@@ -55,7 +58,7 @@ type topics struct {
 }
 
 func newBench(o options) (*bench, error) {
-	b := &bench{o: o, runID: strconv.FormatInt(time.Now().UnixNano()/1e6, 36)}
+	b := &bench{o: o, runID: strconv.FormatInt(time.Now().UnixNano()/1e6, 36), offsets: map[string]*kafka.Consumer{}}
 	var err error
 	if b.admin, err = kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": o.bootstrap}); err != nil {
 		return nil, err
@@ -99,6 +102,9 @@ func (b *bench) cleanup() error {
 		}
 	}
 	_ = b.meta.Close()
+	for _, c := range b.offsets {
+		_ = c.Close()
+	}
 	b.admin.Close()
 	return errors.Join(errs...)
 }
