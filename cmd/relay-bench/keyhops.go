@@ -65,11 +65,11 @@ func (b *bench) keyHops(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("   fed in %.1fs, all terminal after %.1fs\n", feed.Seconds(), time.Since(start).Seconds())
-	byCode, n, err := b.countTier(ctx, t.src+".retry."+hopsTierName)
+	tc, err := b.countTier(ctx, t.src+".retry."+hopsTierName)
 	if err != nil {
 		return err
 	}
-	printHops(byCode, n, b.o.keyHops)
+	printHops(tc, b.o.keyHops)
 	return nil
 }
 
@@ -116,13 +116,23 @@ func waitDone(ctx context.Context, pt passthrough, bound time.Duration) error {
 	}
 }
 
+// tierCount is what a tier topic received: its records by
+// relay.error.code, and how often each source record (its source
+// partition and offset) was written there behind a blocked key.
+type tierCount struct {
+	records int
+	byCode  map[string]int
+	blocked map[string]int // source partition@offset → KEY_BLOCKED writes
+}
+
 // countTier reads a tier topic to its end (committed records) and counts
-// its records by relay.error.code.
-func (b *bench) countTier(ctx context.Context, topic string) (map[string]int, int, error) {
+// its records.
+func (b *bench) countTier(ctx context.Context, topic string) (tierCount, error) {
+	tc := tierCount{byCode: map[string]int{}, blocked: map[string]int{}}
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": b.o.bootstrap, "group.id": "relay-bench-count",
 		"enable.auto.commit": false, "isolation.level": "read_committed", "enable.partition.eof": true})
 	if err != nil {
-		return nil, 0, err
+		return tc, err
 	}
 	defer func() { _ = c.Close() }()
 	tps := make([]kafka.TopicPartition, b.o.partitions)
@@ -130,44 +140,71 @@ func (b *bench) countTier(ctx context.Context, topic string) (map[string]int, in
 		tps[p] = kafka.TopicPartition{Topic: &topic, Partition: int32(p), Offset: kafka.OffsetBeginning}
 	}
 	if err := c.Assign(tps); err != nil {
-		return nil, 0, err
+		return tc, err
 	}
-	byCode, n, eof := map[string]int{}, 0, map[int32]bool{}
+	eof := map[int32]bool{}
 	deadline := time.Now().Add(b.o.timeout)
 	for len(eof) < len(tps) && ctx.Err() == nil && time.Now().Before(deadline) {
 		switch e := c.Poll(200).(type) {
 		case *kafka.Message:
+			var code, part, off string
 			for _, h := range e.Headers {
-				if h.Key == "relay.error.code" {
-					byCode[string(h.Value)]++
+				switch h.Key {
+				case "relay.error.code":
+					code = string(h.Value)
+				case "relay.source.partition":
+					part = string(h.Value)
+				case "relay.source.offset":
+					off = string(h.Value)
 				}
 			}
-			n++
+			id := part + "@" + off
+			tc.byCode[code]++
+			if code == "KEY_BLOCKED" {
+				tc.blocked[id]++
+			}
+			tc.records++
 		case kafka.PartitionEOF:
 			eof[e.Partition] = true
 		}
 	}
 	if len(eof) < len(tps) {
-		return nil, 0, fmt.Errorf("%s not read to its end", topic)
+		return tc, fmt.Errorf("%s not read to its end", topic)
 	}
-	return byCode, n, nil
+	return tc, nil
 }
 
-func printHops(byCode map[string]int, n, records int) {
-	codes := make([]string, 0, len(byCode))
-	for c := range byCode {
+// printHops prints tier records per source record against the target,
+// and how the KEY_BLOCKED share splits: how many distinct followers went
+// through the tier, how many times each did on average and at most, and
+// how many followers each genuine failure took with it.
+func printHops(tc tierCount, records int) {
+	codes := make([]string, 0, len(tc.byCode))
+	for c := range tc.byCode {
 		codes = append(codes, c)
 	}
 	sort.Strings(codes)
 	parts := make([]string, len(codes))
 	for i, c := range codes {
-		parts[i] = fmt.Sprintf("%s=%d (%.3f)", c, byCode[c], float64(byCode[c])/float64(records))
+		parts[i] = fmt.Sprintf("%s=%d (%.3f)", c, tc.byCode[c], float64(tc.byCode[c])/float64(records))
 	}
-	ratio := float64(n) / float64(records)
+	ratio := float64(tc.records) / float64(records)
 	verdict := "met"
 	if ratio > hopsTarget {
 		verdict = "NOT met"
 	}
 	fmt.Printf("   tier records: %d = %.3f per source record [%s]; target <= %.2f %s\n",
-		n, ratio, strings.Join(parts, " "), hopsTarget, verdict)
+		tc.records, ratio, strings.Join(parts, " "), hopsTarget, verdict)
+	writes, most := 0, 0
+	for _, n := range tc.blocked {
+		writes += n
+		most = max(most, n)
+	}
+	genuine := tc.records - writes
+	if len(tc.blocked) == 0 || genuine == 0 {
+		return
+	}
+	fmt.Printf("   followers: %d distinct (%.3f of the source records), %.2f tier writes each (at most %d); %.1f per genuine failure (%d)\n",
+		len(tc.blocked), float64(len(tc.blocked))/float64(records), float64(writes)/float64(len(tc.blocked)), most,
+		float64(writes)/float64(genuine), genuine)
 }

@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&o.relayBin, "relay", "bin/relay", "path to the relay binary")
 	flag.IntVar(&o.latRate, "latency-rate", 5000, "records/s produced in the latency phase")
 	flag.IntVar(&o.latSeconds, "latency-seconds", 10, "duration of the latency phase in seconds")
-	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms")
+	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms (also MALLOC_ARENA_MAX, GOGC, GOMEMLIMIT)")
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
@@ -147,8 +147,8 @@ func parseEnv(s string) ([]string, error) {
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, "RELAY_") && k != "MALLOC_ARENA_MAX" {
-			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value (or MALLOC_ARENA_MAX=n)", kv)
+		if !ok || !strings.HasPrefix(k, "RELAY_") && k != "MALLOC_ARENA_MAX" && k != "GOGC" && k != "GOMEMLIMIT" {
+			return nil, fmt.Errorf("-relay-env: %q is not RELAY_NAME=value (or MALLOC_ARENA_MAX, GOGC, GOMEMLIMIT)", kv)
 		}
 		out = append(out, kv)
 	}
