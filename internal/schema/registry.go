@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/riferrei/srclient"
@@ -41,9 +40,25 @@ type Registry interface {
 // Client talks to a Confluent-compatible registry through srclient, with
 // srclient's own cache off (admission keeps a bounded one). Every call
 // carries its caller's context: srclient builds requests without one, so
-// the transport adds it; calls are serialised to make that safe.
+// each of the client's connections has a transport that adds the context
+// of the one call it carries at a time. Up to MaxCalls calls run at once,
+// each on a connection of its own; a call waits for a free one within its
+// context.
 type Client struct {
-	mu  sync.Mutex
+	idle chan *conn // the connections not carrying a call
+	all  []*conn
+}
+
+// MaxCalls bounds the registry calls of one client in flight at once.
+// Cold lookups are rare (once per schema id and process; admission
+// shares one lookup among the records waiting for the same id), so a
+// handful is enough for a burst of new ids without a storm on the
+// registry.
+const MaxCalls = 8
+
+// conn is one srclient client, with the transport that carries its call's
+// context. Owned by one call at a time.
+type conn struct {
 	rt  *ctxTransport
 	src *srclient.SchemaRegistryClient
 }
@@ -52,28 +67,36 @@ type Client struct {
 // /apis/ccompat/v7 base). timeout bounds each HTTP exchange as a backstop to
 // the callers' deadlines.
 func NewClient(url string, timeout time.Duration) *Client {
-	rt := &ctxTransport{base: http.DefaultTransport}
-	src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"),
-		srclient.WithClient(&http.Client{Transport: rt, Timeout: timeout}))
-	src.CachingEnabled(false)
-	src.CodecCreationEnabled(false)
-	return &Client{rt: rt, src: src}
+	c := &Client{idle: make(chan *conn, MaxCalls)}
+	for range MaxCalls {
+		rt := &ctxTransport{base: http.DefaultTransport}
+		src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"),
+			srclient.WithClient(&http.Client{Transport: rt, Timeout: timeout}))
+		src.CachingEnabled(false)
+		src.CodecCreationEnabled(false)
+		cn := &conn{rt: rt, src: src}
+		c.all = append(c.all, cn)
+		c.idle <- cn
+	}
+	return c
 }
 
 // SetCredentials sets basic auth (user and password) or, with an empty
-// user, a bearer token.
+// user, a bearer token. Call it before the first call.
 func (c *Client) SetCredentials(user, secret string) {
-	if user == "" {
-		c.src.SetBearerToken(secret)
-		return
+	for _, cn := range c.all {
+		if user == "" {
+			cn.src.SetBearerToken(secret)
+			continue
+		}
+		cn.src.SetCredentials(user, secret)
 	}
-	c.src.SetCredentials(user, secret)
 }
 
 // ctxTransport gives each request the context of the call in progress.
 type ctxTransport struct {
 	base http.RoundTripper
-	ctx  context.Context // guarded by Client.mu
+	ctx  context.Context // set by the call that owns the conn
 }
 
 func (t *ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -83,22 +106,28 @@ func (t *ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-func (c *Client) call(ctx context.Context, what string, f func() error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rt.ctx = ctx
-	defer func() { c.rt.ctx = nil }()
+// call runs f on a free connection, with ctx on its requests.
+func (c *Client) call(ctx context.Context, what string, f func(src *srclient.SchemaRegistryClient) error) error {
+	var cn *conn
+	select {
+	case cn = <-c.idle:
+	case <-ctx.Done():
+		return &UnavailableError{fmt.Errorf("%s: %w", what, ctx.Err())}
+	}
+	defer func() { c.idle <- cn }()
 	if err := ctx.Err(); err != nil {
 		return &UnavailableError{fmt.Errorf("%s: %w", what, err)}
 	}
-	return typed(what, f())
+	cn.rt.ctx = ctx
+	defer func() { cn.rt.ctx = nil }()
+	return typed(what, f(cn.src))
 }
 
 // Schema implements Registry.
 func (c *Client) Schema(ctx context.Context, id int) (string, error) {
 	var s *srclient.Schema
-	err := c.call(ctx, "schema "+strconv.Itoa(id), func() (err error) {
-		s, err = c.src.GetSchema(id)
+	err := c.call(ctx, "schema "+strconv.Itoa(id), func(src *srclient.SchemaRegistryClient) (err error) {
+		s, err = src.GetSchema(id)
 		return err
 	})
 	if err != nil {
@@ -110,8 +139,8 @@ func (c *Client) Schema(ctx context.Context, id int) (string, error) {
 // Versions implements Registry.
 func (c *Client) Versions(ctx context.Context, id int) ([]SubjectVersion, error) {
 	var resp srclient.SubjectVersionResponse
-	err := c.call(ctx, "versions of schema "+strconv.Itoa(id), func() (err error) {
-		resp, err = c.src.GetSubjectVersionsById(id)
+	err := c.call(ctx, "versions of schema "+strconv.Itoa(id), func(src *srclient.SchemaRegistryClient) (err error) {
+		resp, err = src.GetSubjectVersionsById(id)
 		return err
 	})
 	if err != nil {
@@ -127,8 +156,8 @@ func (c *Client) Versions(ctx context.Context, id int) ([]SubjectVersion, error)
 // ByVersion returns the id and text of a subject's version (start-up only).
 func (c *Client) ByVersion(ctx context.Context, subject string, version int) (int, string, error) {
 	var s *srclient.Schema
-	err := c.call(ctx, fmt.Sprintf("subject %s version %d", subject, version), func() (err error) {
-		s, err = c.src.GetSchemaByVersion(subject, version)
+	err := c.call(ctx, fmt.Sprintf("subject %s version %d", subject, version), func(src *srclient.SchemaRegistryClient) (err error) {
+		s, err = src.GetSchemaByVersion(subject, version)
 		return err
 	})
 	if err != nil {
@@ -140,8 +169,8 @@ func (c *Client) ByVersion(ctx context.Context, subject string, version int) (in
 // SubjectVersions lists a subject's versions (start-up only).
 func (c *Client) SubjectVersions(ctx context.Context, subject string) ([]int, error) {
 	var vs []int
-	err := c.call(ctx, "versions of subject "+subject, func() (err error) {
-		vs, err = c.src.GetSchemaVersions(subject)
+	err := c.call(ctx, "versions of subject "+subject, func(src *srclient.SchemaRegistryClient) (err error) {
+		vs, err = src.GetSchemaVersions(subject)
 		return err
 	})
 	return vs, err
