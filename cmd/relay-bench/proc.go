@@ -47,7 +47,11 @@ func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
 	for p := range t.end {
 		tps = append(tps, kafka.TopicPartition{Topic: &src, Partition: p})
 	}
-	res, err := c.Committed(tps, 10000)
+	wait := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		wait = max(min(wait, time.Until(d)), time.Millisecond)
+	}
+	res, err := c.Committed(tps, int(wait/time.Millisecond))
 	if err != nil {
 		// Transient (e.g. coordinator loading): ask again.
 		return false, nil //nolint:nilerr // asked again by the caller

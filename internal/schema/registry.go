@@ -40,10 +40,11 @@ type Registry interface {
 // Client talks to a Confluent-compatible registry through srclient, with
 // srclient's own cache off (admission keeps a bounded one). Every call
 // carries its caller's context: srclient builds requests without one, so
-// each of the client's connections has a transport that adds the context
-// of the one call it carries at a time. Up to MaxCalls calls run at once,
-// each on a connection of its own; a call waits for a free one within its
-// context.
+// the client keeps MaxCalls srclient clients ("conns"), each with a
+// transport that adds the context of the one call it carries at a time.
+// Up to MaxCalls calls run at once; a call waits for a free conn within
+// its context. The conns share one HTTP transport that keeps up to
+// MaxCalls idle connections to the registry.
 type Client struct {
 	idle chan *conn // the connections not carrying a call
 	all  []*conn
@@ -57,7 +58,7 @@ type Client struct {
 const MaxCalls = 8
 
 // conn is one srclient client, with the transport that carries its call's
-// context. Owned by one call at a time.
+// context. Lent to one call at a time.
 type conn struct {
 	rt  *ctxTransport
 	src *srclient.SchemaRegistryClient
@@ -68,8 +69,10 @@ type conn struct {
 // the callers' deadlines.
 func NewClient(url string, timeout time.Duration) *Client {
 	c := &Client{idle: make(chan *conn, MaxCalls)}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = MaxCalls
 	for range MaxCalls {
-		rt := &ctxTransport{base: http.DefaultTransport}
+		rt := &ctxTransport{base: base}
 		src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"),
 			srclient.WithClient(&http.Client{Transport: rt, Timeout: timeout}))
 		src.CachingEnabled(false)

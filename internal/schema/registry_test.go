@@ -105,8 +105,12 @@ func TestRegistryCallsAreBounded(t *testing.T) {
 			}
 		})
 	}
-	for b.current() < MaxCalls {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); b.current() < MaxCalls; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(b.release)
+			wg.Wait()
+			t.Fatalf("only %d calls reached the registry, want %d", b.current(), MaxCalls)
+		}
 	}
 	// Give the four extra calls the chance to go out, were they not held.
 	time.Sleep(50 * time.Millisecond)
