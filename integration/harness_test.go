@@ -380,9 +380,9 @@ func plainConsumer(t *testing.T) *kafka.Consumer {
 }
 
 // committed returns the group's committed offsets for topic, as a
-// read_committed consumer of the group sees them (stable offsets only: an
-// offset in an open transaction is waited for). The consumer never joins
-// the group.
+// read_committed consumer of the group sees them: stable offsets only, and
+// a partition whose offsets are in an open transaction reads as none
+// (kafka.OffsetInvalid). The consumer never joins the group.
 //
 // It is not asked through the admin client on purpose: librdkafka
 // (2.11) handles an OffsetFetch answer of NOT_COORDINATOR, which a broker
