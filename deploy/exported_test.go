@@ -81,6 +81,7 @@ func exercise(m *telemetry.Metrics) {
 	m.Consumed(1)
 	m.Committed(1, 1, 5*time.Millisecond)
 	m.Aborted("handler")
+	m.Wedged("send offsets")
 	m.Outcome(ledger.OutcomeQuarantined, "SCHEMA_UNSUPPORTED", 1)
 	m.Ended(ledger.OutcomeProcessed, 2, time.Second)
 	m.Replayed("failed-again", 1)

@@ -293,6 +293,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
+		WedgeAfter:      txn.WedgeAfter(cfg.OpTimeout),
 		Tracer:          d.traces.Tracer("relay/internal/txn"),
 	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)
 

@@ -21,6 +21,7 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	m.Consumed(1)
 	m.Committed(1, 1, time.Millisecond)
 	m.Aborted("handler")
+	m.Wedged("send offsets")
 	m.Outcome("processed", "", 1)
 	m.Ended("processed", 2, time.Second)
 	m.Replayed("resolved", 1)

@@ -59,6 +59,8 @@ type Metrics struct {
 	provider *sdkmetric.MeterProvider
 
 	committed, outputs, txns, aborted, outcomes, replays metric.Int64Counter
+	wedges                                               metric.Int64Counter
+	wedgedOpen                                           atomic.Int64
 	latency, endedDuration                               metric.Float64Histogram
 	endedAttempts                                        metric.Int64Histogram
 	assigned, stalled                                    atomic.Int64
@@ -178,6 +180,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.quarantineGauges(meter); err != nil {
+		return err
+	}
+	if err = m.wedgeInstruments(meter); err != nil {
 		return err
 	}
 	if _, err = meter.Int64ObservableCounter(MetricRecordsConsumed, describe(MetricRecordsConsumed),

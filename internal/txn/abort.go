@@ -17,6 +17,10 @@ import (
 
 // onTxnError acts on a failed transactional call.
 func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
+	if isWedged(err) {
+		l.onWedged(ctx, op)
+		return
+	}
 	switch kafkaerr.Classify(err) {
 	case kafkaerr.Fatal:
 		l.onFatal(ctx, op, err)
@@ -67,8 +71,18 @@ func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 		// saw this transaction and answers INVALID_TXN_STATE, which
 		// librdkafka makes fatal. Flushing waits for the registration,
 		// as a commit does.
-		l.producer.Flush(int(l.set.OpTimeout / time.Millisecond))
-		err := l.retry(ctx, l.producer.AbortTransaction)
+		h := l.producer
+		err := l.producerCall(h, "flush", func() error {
+			h.Flush(int(l.set.OpTimeout / time.Millisecond))
+			return nil
+		})
+		if err == nil {
+			err = l.retry(ctx, "abort", func(c context.Context) error { return h.AbortTransaction(c) })
+		}
+		if isWedged(err) {
+			l.onWedged(ctx, why)
+			return
+		}
 		switch kafkaerr.Classify(err) {
 		case kafkaerr.None:
 			l.traceEnd(TxnAborted, len(l.first))

@@ -170,6 +170,21 @@ type fakeProducer struct {
 	inTxn                      bool
 	committedTxns, abortedTxns int
 	closed                     bool
+	// wedge makes the call it names ("init", "begin", "send", "commit",
+	// "abort", "flush") block until the channel is closed, as librdkafka
+	// calls that ignore their timeout do; onInit runs at InitTransactions.
+	wedge  map[string]chan struct{}
+	onInit func()
+}
+
+// block waits while the call is wedged.
+func (p *fakeProducer) block(name string) {
+	p.mu.Lock()
+	ch := p.wedge[name]
+	p.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 func newFakeProducer() *fakeProducer { return &fakeProducer{events: make(chan kafka.Event)} }
@@ -191,11 +206,16 @@ func (p *fakeProducer) call(name string) {
 
 func (p *fakeProducer) InitTransactions(context.Context) error {
 	p.call("init")
+	if p.onInit != nil {
+		p.onInit()
+	}
+	p.block("init")
 	return pop(&p.initErrs)
 }
 
 func (p *fakeProducer) BeginTransaction() error {
 	p.call("begin")
+	p.block("begin")
 	if err := pop(&p.beginErrs); err != nil {
 		return err
 	}
@@ -217,10 +237,11 @@ func (p *fakeProducer) Produce(m *kafka.Message, _ chan kafka.Event) error {
 	return nil
 }
 
-func (p *fakeProducer) Flush(int) int { p.call("flush"); return 0 }
+func (p *fakeProducer) Flush(int) int { p.call("flush"); p.block("flush"); return 0 }
 
 func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.TopicPartition, _ *kafka.ConsumerGroupMetadata) error {
 	p.call("send")
+	p.block("send")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := pop(&p.sendErrs); err != nil {
@@ -232,6 +253,7 @@ func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.
 
 func (p *fakeProducer) CommitTransaction(context.Context) error {
 	p.call("commit")
+	p.block("commit")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := pop(&p.commitErrs); err != nil {
@@ -244,6 +266,7 @@ func (p *fakeProducer) CommitTransaction(context.Context) error {
 
 func (p *fakeProducer) AbortTransaction(context.Context) error {
 	p.call("abort")
+	p.block("abort")
 	if err := pop(&p.abortErrs); err != nil {
 		return err
 	}
@@ -256,6 +279,8 @@ func (p *fakeProducer) Purge(int) error          { return nil }
 func (p *fakeProducer) Events() chan kafka.Event { return p.events }
 
 func (p *fakeProducer) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.closed {
 		p.closed = true
 		close(p.events)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -23,7 +24,8 @@ import (
 	"relay/internal/retry"
 )
 
-// Settings bound the loop. Every field must be set (see config.Config).
+// Settings bound the loop. Every field must be set (see config.Config),
+// but for those that say what their zero value does.
 type Settings struct {
 	Topics         []string
 	CommitInterval time.Duration // longest a transaction stays open
@@ -34,10 +36,19 @@ type Settings struct {
 	// TxnTimeout is the producer's transaction.timeout.ms: a fence of a
 	// transaction older than this is the coordinator's, not a zombie's.
 	TxnTimeout time.Duration
+	// WedgeAfter is how long a blocking librdkafka call may take before
+	// the watchdog calls it wedged (see watchdog.go): well past the
+	// call's own timeout. Zero: WedgeAfter(OpTimeout).
+	WedgeAfter time.Duration
 	// Tracer, when set, makes a commit span of every transaction (see
 	// trace.go); it is the one optional field.
 	Tracer trace.Tracer
 }
+
+// WedgeAfter is the watchdog's bound for calls with a timeout of op: twice
+// the call's own timeout and 5 s more, so a loaded machine is not taken
+// for a hang.
+func WedgeAfter(op time.Duration) time.Duration { return 2*op + 5*time.Second }
 
 // opAttempts is how often a retriable transactional call is made before its
 // outcome counts as unknown.
@@ -49,12 +60,18 @@ type Loop struct {
 	set         Settings
 	consumer    Consumer
 	newProducer ProducerFactory
-	producer    Producer
+	producer    *handle // nil once abandoned, until the next is made
 	handler     Handler
 	log         *slog.Logger
 	obs         Observer
 
-	drain sync.WaitGroup // the goroutine reading producer.Events()
+	// The watchdog's state (see watchdog.go): the reapers of wedged
+	// producers, how many of those are still open, the times of recent
+	// wedges, and whether a consumer call wedged.
+	reapers        sync.WaitGroup
+	wedgedOpen     atomic.Int64
+	wedges         []time.Time
+	consumerWedged bool
 	// room is signalled at each delivery report, for a produce waiting
 	// on a full queue (see waitRoom); roomTimer bounds that wait.
 	room      chan struct{}
@@ -107,6 +124,9 @@ type Loop struct {
 func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logger, obs Observer) *Loop {
 	if obs == nil {
 		obs = NopObserver{}
+	}
+	if set.WedgeAfter <= 0 {
+		set.WedgeAfter = WedgeAfter(set.OpTimeout)
 	}
 	return &Loop{
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
@@ -287,7 +307,8 @@ func (l *Loop) begin(ctx context.Context) bool {
 	if l.open {
 		return true
 	}
-	if err := l.producer.BeginTransaction(); err != nil {
+	h := l.producer
+	if err := l.producerCall(h, "begin", func() error { return h.BeginTransaction() }); err != nil {
 		l.onTxnError(ctx, "begin", err)
 		return false
 	}
@@ -363,17 +384,18 @@ func (l *Loop) end(ctx context.Context, why string) {
 		offsets = append(offsets, k.at(off))
 	}
 	var err error
+	h := l.producer
 	if len(offsets) > 0 {
 		var cgm *kafka.ConsumerGroupMetadata
 		cgm, err = l.consumer.GetConsumerGroupMetadata()
 		if err == nil {
-			err = l.retry(ctx, func(c context.Context) error {
-				return l.producer.SendOffsetsToTransaction(c, offsets, cgm)
+			err = l.retry(ctx, "send offsets", func(c context.Context) error {
+				return h.SendOffsetsToTransaction(c, offsets, cgm)
 			})
 		}
 	}
 	if err == nil {
-		err = l.retry(ctx, l.producer.CommitTransaction)
+		err = l.retry(ctx, "commit", func(c context.Context) error { return h.CommitTransaction(c) })
 	}
 	if err != nil {
 		l.onTxnError(ctx, "commit ("+why+")", err)

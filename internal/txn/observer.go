@@ -20,6 +20,13 @@ type Observer interface {
 	// Stalled reports how many source partitions are held back because
 	// their records cannot be written (see stall.go).
 	Stalled(partitions int)
+	// Wedged reports a librdkafka call (call names it) that did not
+	// return within its bound (see watchdog.go).
+	Wedged(call string)
+	// Abandoned reports a change in the number of abandoned producers
+	// still open: +1 when one is abandoned, -1 when its call returned and
+	// it was closed. The -1 comes from another goroutine than the loop's.
+	Abandoned(delta int)
 	// Alive reports that the loop makes progress: it goes round, or it
 	// waits between tries of a call through an outage. A liveness probe
 	// tells a stuck loop from a waiting one by it. Called often: cheap.
@@ -35,4 +42,6 @@ func (NopObserver) Consumed(int)                      {}
 func (NopObserver) Committed(int, int, time.Duration) {}
 func (NopObserver) Aborted(string)                    {}
 func (NopObserver) Stalled(int)                       {}
+func (NopObserver) Wedged(string)                     {}
+func (NopObserver) Abandoned(int)                     {}
 func (NopObserver) Alive()                            {}

@@ -28,7 +28,10 @@ func (l *Loop) rewind(ctx context.Context) {
 	// it waits for them; consuming on would commit past lost records.
 	var committed []kafka.TopicPartition
 	err := l.persist(ctx, "fetch committed offsets", func() (err error) {
-		committed, err = l.consumer.Committed(parts, int(l.set.OpTimeout/time.Millisecond))
+		err = l.consumerCall("committed", l.set.WedgeAfter, func() (err error) {
+			committed, err = l.consumer.Committed(parts, int(l.set.OpTimeout/time.Millisecond))
+			return err
+		})
 		if err != nil {
 			return err
 		}

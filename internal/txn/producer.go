@@ -14,28 +14,46 @@ import (
 )
 
 func (l *Loop) startProducer(ctx context.Context) error {
+	for {
+		h, err := l.initProducer(ctx)
+		if err == nil {
+			l.producer = h
+			return nil
+		}
+		// An InitTransactions that wedged has its producer abandoned
+		// already: the next one fences it, unless that was one wedge
+		// too many.
+		if !isWedged(err) || l.fatal != nil {
+			if l.fatal != nil {
+				return l.fatal
+			}
+			return err
+		}
+	}
+}
+
+// initProducer makes a producer and initialises its transactions.
+func (l *Loop) initProducer(ctx context.Context) (*handle, error) {
 	p, err := l.newProducer()
 	if err != nil {
-		return fmt.Errorf("%w: create producer: %w", ErrFatal, err)
+		return nil, fmt.Errorf("%w: create producer: %w", ErrFatal, err)
 	}
-	l.drain.Add(1)
-	go l.drainEvents(p.Events())
+	h := &handle{Producer: p, drained: make(chan struct{})}
+	go l.drainEvents(h)
 	// After a crash or during a broker outage the coordinator may be
 	// unavailable or still completing the previous epoch: wait for it, as
 	// long as the error is not fatal. Nothing is consumed meanwhile.
 	err = l.persist(ctx, "init transactions", func() error {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
-		defer cancel()
-		return p.InitTransactions(c)
+		return l.producerCall(h, "init transactions", func() error {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+			defer cancel()
+			return h.InitTransactions(c)
+		})
 	})
-	if err != nil {
-		_ = p.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
-		p.Close()
-		l.drain.Wait()
-		return err
+	if err != nil && !isWedged(err) {
+		l.dispose(h)
 	}
-	l.producer = p
-	return nil
+	return h, err
 }
 
 // persist makes a call again, with backoff, until it succeeds, fails
@@ -47,7 +65,7 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		switch {
 		case err == nil:
 			return struct{}{}, nil
-		case errors.Is(err, ErrFatal):
+		case errors.Is(err, ErrFatal), isWedged(err):
 			return struct{}{}, backoff.Permanent(err)
 		case kafkaerr.Classify(err) == kafkaerr.Fatal:
 			return struct{}{}, backoff.Permanent(fmt.Errorf("%w: %s: %w", ErrFatal, op, err))
@@ -67,10 +85,11 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 }
 
 // drainEvents logs client errors (and failed deliveries, should reports be
-// on). It ends when the producer is closed.
-func (l *Loop) drainEvents(ch chan kafka.Event) {
-	defer l.drain.Done()
-	for ev := range ch {
+// on). It ends when the producer is closed. The reports of an abandoned
+// producer (see watchdog.go) concern no transaction of the loop's.
+func (l *Loop) drainEvents(h *handle) {
+	defer close(h.drained)
+	for ev := range h.Events() {
 		switch e := ev.(type) {
 		case *kafka.Message:
 			select { // room in the queue for a produce waiting on it
@@ -81,32 +100,45 @@ func (l *Loop) drainEvents(ch chan kafka.Event) {
 			// none); only failures matter, and of those only the first
 			// of each partition is worth a log line: when a transaction
 			// turns abortable every queued record fails with it.
-			if e.TopicPartition.Error != nil && l.deliveries.add(e.TopicPartition) {
+			if e.TopicPartition.Error != nil && !h.abandoned.Load() && l.deliveries.add(e.TopicPartition) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
 			}
 		case kafka.Error:
-			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal())
+			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal(), "abandoned", h.abandoned.Load())
 		}
 	}
 }
 
+// closeProducer closes the loop's producer, under the watchdog: a Close
+// that does not return leaves the producer to a reaper.
 func (l *Loop) closeProducer() {
 	if l.producer == nil {
 		return
 	}
-	// Purge so Close does not wait for messages of a transaction that is
-	// being given up anyway.
-	_ = l.producer.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
-	l.producer.Close()
-	l.drain.Wait()
+	l.dispose(l.producer)
 	l.producer = nil
+}
+
+// dispose closes h. Purge first, so Close does not wait for messages of a
+// transaction that is being given up anyway.
+func (l *Loop) dispose(h *handle) {
+	_ = l.producerCall(h, opClose, func() error {
+		_ = h.Purge(kafka.PurgeQueue | kafka.PurgeInFlight | kafka.PurgeNonBlocking)
+		h.Close()
+		<-h.drained
+		return nil
+	})
 }
 
 // close ends both clients; the consumer first, so the group hears of our
 // leaving while the producer's last transaction is already settled.
 func (l *Loop) close() error {
-	err := l.consumer.Close()
+	var err error
+	if !l.consumerWedged {
+		err = l.consumerCall("close", l.set.ShutdownTimeout, l.consumer.Close)
+	}
 	l.closeProducer()
+	l.waitReapers(l.set.ShutdownTimeout)
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
 	}
@@ -173,17 +205,20 @@ func (l *Loop) waitRoom(d time.Duration) {
 	l.roomTimer.Stop()
 }
 
-// retry makes a transactional call, each attempt with its own deadline,
-// again while librdkafka says the error is retriable.
-func (l *Loop) retry(ctx context.Context, call func(context.Context) error) error {
+// retry makes a transactional call (op) into the producer, each attempt
+// with its own deadline and under the watchdog, again while librdkafka
+// says the error is retriable.
+func (l *Loop) retry(ctx context.Context, op string, call func(context.Context) error) error {
 	var err error
 	for range opAttempts {
 		l.obs.Alive() // each try is a stretch of its own for the liveness bound
 		// A call in flight is not cut short by shutdown: a commit that
 		// is about to succeed should. Each call has its own deadline.
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
-		err = call(c)
-		cancel()
+		err = l.producerCall(l.producer, op, func() error {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
+			defer cancel()
+			return call(c)
+		})
 		if kafkaerr.Classify(err) != kafkaerr.Retriable || ctx.Err() != nil {
 			return err
 		}
