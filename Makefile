@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test unit integration bench up down lint rules build fuzz deps
+.PHONY: demo test unit integration bench up down cluster lint rules build fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -47,12 +47,21 @@ bench:
 deps:
 	scripts/install.sh
 
-## up / down: the local single-node Kafka (KRaft) and Apicurio Registry
+## up / down: the local single-node Kafka (KRaft) and Apicurio Registry;
+## down also stops the cluster below, and PURGE=1 deletes both brokers' data
 up: deps
 	scripts/stack/up.sh
 
 down:
 	scripts/stack/down.sh $(if $(PURGE),--purge,)
+
+## cluster: a three-node KRaft cluster beside the single broker (bootstrap
+## 127.0.0.1:9192,9193,9194; RF 3, min.insync.replicas 2) for replication
+## and failover tests; scripts/stack/cluster.sh stops, kills and restarts its nodes
+cluster: deps
+	scripts/stack/cluster.sh install
+	scripts/stack/cluster.sh start
+	scripts/stack/cluster.sh wait
 
 ## build: bin/relay, its version and commit from git (relay version)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared settings and helpers for the local stack scripts (kafka.sh,
-# registry.sh, jaeger.sh, up.sh, down.sh). Sourced, never executed directly.
+# cluster.sh, registry.sh, jaeger.sh, up.sh, down.sh). Sourced, never
+# executed directly.
 
 # Everything the stack downloads or writes lives outside the source tree
 # proper, in RELAY_STACK_DIR (default <repo>/.cache), so `git clean` or a
@@ -11,6 +12,11 @@ STACK_REPO_DIR="$(cd "$STACK_SCRIPT_DIR/../.." && pwd)"
 RELAY_STACK_DIR="${RELAY_STACK_DIR:-$STACK_REPO_DIR/.cache}"
 RELAY_STACK_KAFKA_PORT="${RELAY_STACK_KAFKA_PORT:-9092}"
 RELAY_STACK_CONTROLLER_PORT="${RELAY_STACK_CONTROLLER_PORT:-9093}"
+# The three-node cluster (cluster.sh): node N listens on BASE+N-1, so the
+# defaults are brokers 9192-9194 and controllers 9292-9294. Both ranges are
+# below the ephemeral range, so a restarted node always gets its port back.
+RELAY_STACK_CLUSTER_BROKER_PORT_BASE="${RELAY_STACK_CLUSTER_BROKER_PORT_BASE:-9192}"
+RELAY_STACK_CLUSTER_CONTROLLER_PORT_BASE="${RELAY_STACK_CLUSTER_CONTROLLER_PORT_BASE:-9292}"
 RELAY_STACK_REGISTRY_PORT="${RELAY_STACK_REGISTRY_PORT:-8081}"
 # Apicurio (Quarkus) always opens a management interface (health/metrics);
 # it is fixed at build time, so we can only move it, not turn it off.
