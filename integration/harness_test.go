@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,9 @@ import (
 
 var (
 	bootstrap = envOr("RELAY_TEST_BOOTSTRAP", "127.0.0.1:9092")
+	// replication is the replication factor of the topics tests create:
+	// 1 on the single broker, 3 on the three-broker cluster (cluster_test.go).
+	replication = envOr("RELAY_TEST_REPLICATION_FACTOR", "1")
 	relayBin  string // built once in TestMain
 	repoRoot  string
 )
@@ -43,7 +47,7 @@ func TestMain(m *testing.M) {
 func testMain(m *testing.M) int {
 	wd, _ := os.Getwd()
 	repoRoot = filepath.Dir(wd)
-	conn, err := net.DialTimeout("tcp", bootstrap, 2*time.Second)
+	conn, err := net.DialTimeout("tcp", strings.Split(bootstrap, ",")[0], 2*time.Second)
 	if err != nil {
 		if os.Getenv("RELAY_TEST_REQUIRE_BROKER") == "1" {
 			fmt.Fprintf(os.Stderr, "integration: no broker at %s (%v); start it with scripts/stack/up.sh\n", bootstrap, err)
@@ -77,6 +81,14 @@ func uniq(t *testing.T, what string) string {
 	return fmt.Sprintf("it-%s-%s-%d", strings.ToLower(name), what, time.Now().UnixNano()%1e9)
 }
 
+func replicationFactor() int {
+	n, err := strconv.Atoi(replication)
+	if err != nil || n < 1 {
+		panic("RELAY_TEST_REPLICATION_FACTOR is not a positive number: " + replication)
+	}
+	return n
+}
+
 func admin(t *testing.T) *kafka.AdminClient {
 	t.Helper()
 	a, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": bootstrap})
@@ -93,7 +105,7 @@ func createTopics(t *testing.T, partitions int, names ...string) {
 	defer cancel()
 	specs := make([]kafka.TopicSpecification, len(names))
 	for i, n := range names {
-		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
+		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: partitions, ReplicationFactor: replicationFactor()}
 	}
 	a := admin(t)
 	res, err := a.CreateTopics(ctx, specs, kafka.SetAdminOperationTimeout(30*time.Second))
@@ -625,7 +637,7 @@ func newScenarioOn(t *testing.T, in, group string, partitions int, extra ...stri
 // as an operator would, and waits until the broker shows them.
 func applyTopics(t *testing.T, partitions int, env map[string]string, names ...string) {
 	t.Helper()
-	cmd := exec.Command(relayBin, "topics", "apply", "--replication-factor", "1")
+	cmd := exec.Command(relayBin, "topics", "apply", "--replication-factor", replication)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RELAY_KAFKA_BOOTSTRAP_SERVERS=" + bootstrap}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

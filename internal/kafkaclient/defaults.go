@@ -24,7 +24,8 @@ const (
 	kindProducer = "producer"
 )
 
-// defaults bound what relay's clients hold in memory. Every consumer
+// defaults name relay's clients to the brokers, and bound what they hold
+// in memory. Every consumer
 // (the loop's and the readers of the state topic) prefetches at most
 // queued.max.messages.kbytes, plus one fetch in flight: librdkafka derives
 // fetch.max.bytes from it (the smaller of 50 MB and the queue, never below
@@ -33,6 +34,10 @@ const (
 // are sent while they are open, not at commit, so the queue needs room for
 // what is in flight, not for a whole transaction.
 var defaults = []Default{
+	{Property: "client.id", Value: "relay-consumer", Client: kindConsumer,
+		Why: "librdkafka: rdkafka. Names relay's consumers in the brokers' request logs, metrics and quotas, apart from its producers"},
+	{Property: "client.id", Value: "relay-producer", Client: kindProducer,
+		Why: "librdkafka: rdkafka. Names relay's producers in the brokers' request logs, metrics and quotas, apart from its consumers"},
 	{Property: "queued.max.messages.kbytes", Value: "2048", Client: kindConsumer,
 		Why: "librdkafka: 65536 (64 MiB). The prefetch queue of all partitions together; librdkafka lowers fetch.max.bytes to it (not below message.max.bytes), and one fetch may arrive over it, so the consumer holds about twice this"},
 	{Property: "queued.min.messages", Value: "10000", Client: kindConsumer,

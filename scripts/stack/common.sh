@@ -12,6 +12,12 @@ STACK_REPO_DIR="$(cd "$STACK_SCRIPT_DIR/../.." && pwd)"
 RELAY_STACK_DIR="${RELAY_STACK_DIR:-$STACK_REPO_DIR/.cache}"
 RELAY_STACK_KAFKA_PORT="${RELAY_STACK_KAFKA_PORT:-9092}"
 RELAY_STACK_CONTROLLER_PORT="${RELAY_STACK_CONTROLLER_PORT:-9093}"
+# A second client listener of the single broker that advertises another
+# port, where integration tests put a proxy that sees every request (and
+# can withhold answers): clients bootstrapped through the proxy are sent
+# back to it by the broker's metadata.
+RELAY_STACK_KAFKA_PROXIED_PORT="${RELAY_STACK_KAFKA_PROXIED_PORT:-9095}"
+RELAY_STACK_KAFKA_PROXY_PORT="${RELAY_STACK_KAFKA_PROXY_PORT:-9096}"
 # The three-node cluster (cluster.sh): node N listens on BASE+N-1, so the
 # defaults are brokers 9192-9194 and controllers 9292-9294. Both ranges are
 # below the ephemeral range, so a restarted node always gets its port back.

@@ -76,11 +76,12 @@ write_config() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$RELAY_STACK_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,CONTROLLER://127.0.0.1:$RELAY_STACK_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT
+listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,CONTROLLER://127.0.0.1:$RELAY_STACK_CONTROLLER_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXIED_PORT
+# PROXIED advertises the port of a test proxy in front of it (see common.sh).
+advertised.listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXY_PORT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
 log.dirs=$KAFKA_DATA
 
 # Topics must be created explicitly, as in production.
@@ -131,7 +132,7 @@ cmd_start() {
   fi
   rm -f "$(pid_file kafka)"
   local port
-  for port in "$RELAY_STACK_KAFKA_PORT" "$RELAY_STACK_CONTROLLER_PORT"; do
+  for port in "$RELAY_STACK_KAFKA_PORT" "$RELAY_STACK_CONTROLLER_PORT" "$RELAY_STACK_KAFKA_PROXIED_PORT"; do
     if port_in_use "$port"; then
       die "port 127.0.0.1:$port is already in use by another process (not our kafka); stop it or set RELAY_STACK_KAFKA_PORT / RELAY_STACK_CONTROLLER_PORT. $(describe_port "$port")"
     fi

@@ -1,0 +1,241 @@
+package integration
+
+// The three-broker cluster's tests (scripts/stack/cluster.sh: KRaft,
+// replication factor 3, min.insync.replicas 2). They run in a pass of
+// their own, with the harness pointed at the cluster:
+//
+//	RELAY_TEST_CLUSTER=1 RELAY_TEST_BOOTSTRAP=$(scripts/stack/cluster.sh bootstrap) \
+//	RELAY_TEST_REPLICATION_FACTOR=3 go test -run '^TestCluster' ./integration/
+//
+// make test runs that pass after the single-broker one; elsewhere these
+// tests skip.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+var onCluster = os.Getenv("RELAY_TEST_CLUSTER") == "1"
+
+func needCluster(t *testing.T) {
+	t.Helper()
+	if !onCluster {
+		t.Skip("needs the three-broker cluster: RELAY_TEST_CLUSTER=1 (see cluster_test.go)")
+	}
+}
+
+// cluster runs scripts/stack/cluster.sh with args.
+func cluster(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(repoRoot, "scripts", "stack", "cluster.sh"), args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// nodePid is the process of cluster node n, from the script's pid file.
+func nodePid(t *testing.T, n int32) int {
+	t.Helper()
+	dir := envOr("RELAY_STACK_DIR", filepath.Join(repoRoot, ".cache"))
+	b, err := os.ReadFile(filepath.Join(dir, "run", fmt.Sprintf("cluster-%d.pid", n)))
+	if err != nil {
+		t.Fatalf("cluster node %d: %v", n, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("cluster node %d pid: %v", n, err)
+	}
+	return pid
+}
+
+// freeze stops cluster node n with SIGSTOP — a broker that holds its
+// connections open and answers nothing, as in a long pause — until the
+// returned function (also run at cleanup) thaws it.
+func freeze(t *testing.T, n int32) (thaw func()) {
+	t.Helper()
+	pid := nodePid(t, n)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("freeze node %d: %v", n, err)
+	}
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// coordinator is the broker coordinating group, once the group exists.
+func coordinator(t *testing.T, group string) int32 {
+	t.Helper()
+	a := admin(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := a.DescribeConsumerGroups(ctx, []string{group})
+		cancel()
+		if err == nil && len(res.ConsumerGroupDescriptions) == 1 {
+			d := res.ConsumerGroupDescriptions[0]
+			if d.Error.Code() == kafka.ErrNoError && d.State == kafka.ConsumerGroupStateStable {
+				return int32(d.Coordinator.ID)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s has no stable coordinator: %v", group, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// freePort is a loopback address no one listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// livez asks relay's /livez; ok is false only on an answer other than 200
+// (an instance not serving yet, or just killed, is not a liveness failure).
+func livez(addr string) (ok bool, body string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/livez")
+	if err != nil {
+		return true, ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b := make([]byte, 512)
+	n, _ := resp.Body.Read(b)
+	return resp.StatusCode == http.StatusOK, string(b[:n])
+}
+
+// progress watches a group's committed offsets on a source and keeps,
+// per partition, the longest time it went without a commit while it had
+// records to commit.
+type progress struct {
+	t          *testing.T
+	group      string
+	topic      string
+	partitions int
+	stop       chan struct{}
+	done       chan struct{}
+	longest    time.Duration
+	longestP   int32
+}
+
+func watchProgress(t *testing.T, group, topic string, partitions int) *progress {
+	p := &progress{t: t, group: group, topic: topic, partitions: partitions, stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	t.Cleanup(p.end)
+	return p
+}
+
+func (p *progress) run() {
+	defer close(p.done)
+	last := map[int32]int64{}
+	since := map[int32]time.Time{}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		got, err := committedOffsets(p.group, p.topic, p.partitions)
+		if err != nil {
+			continue // a broker away: the gap goes on counting
+		}
+		ends, err := endOffsetsOf(p.topic, p.partitions)
+		if err != nil {
+			continue
+		}
+		for part := range int32(p.partitions) {
+			off, ok := got[part]
+			if ok && off != last[part] || ends[part] <= off {
+				// Committed more, or has nothing to commit.
+				last[part], since[part] = off, now
+				continue
+			}
+			if since[part].IsZero() {
+				since[part] = now
+			}
+			if gap := now.Sub(since[part]); gap > p.longest {
+				p.longest, p.longestP = gap, part
+			}
+		}
+	}
+}
+
+func (p *progress) end() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// committedOffsets is committed without the test's failure on an error:
+// the progress watch asks while brokers come and go.
+func committedOffsets(group, topic string, partitions int) (map[int32]int64, error) {
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group,
+		"isolation.level": "read_committed", "enable.auto.commit": false})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Close() }()
+	tps := make([]kafka.TopicPartition, partitions)
+	for i := range tps {
+		tps[i] = kafka.TopicPartition{Topic: &topic, Partition: int32(i)}
+	}
+	got, err := c.Committed(tps, 5000)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for _, tp := range got {
+		if tp.Error == nil && tp.Offset >= 0 {
+			out[tp.Partition] = int64(tp.Offset)
+		}
+	}
+	return out, nil
+}
+
+func endOffsetsOf(topic string, partitions int) (map[int32]int64, error) {
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "unused"})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Close() }()
+	out := map[int32]int64{}
+	for i := range int32(partitions) {
+		_, hi, err := c.QueryWatermarkOffsets(topic, i, 5000)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = hi
+	}
+	return out, nil
+}
+
