@@ -238,4 +238,3 @@ func endOffsetsOf(topic string, partitions int) (map[int32]int64, error) {
 	}
 	return out, nil
 }
-

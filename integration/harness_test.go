@@ -29,8 +29,8 @@ var (
 	// replication is the replication factor of the topics tests create:
 	// 1 on the single broker, 3 on the three-broker cluster (cluster_test.go).
 	replication = envOr("RELAY_TEST_REPLICATION_FACTOR", "1")
-	relayBin  string // built once in TestMain
-	repoRoot  string
+	relayBin    string // built once in TestMain
+	repoRoot    string
 )
 
 func envOr(name, def string) string {
