@@ -9,15 +9,22 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test unit integration bench up down cluster lint rules build fuzz deps
+.PHONY: demo test test-cluster unit integration bench up down cluster lint rules build fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
 	scripts/demo.sh
 
-## test: everything — vet, lint, the alerting rules, unit tests, and integration tests against the real broker
+## test: everything — vet, lint, the alerting rules, unit tests, integration tests against the real broker,
+## then the three-broker cluster's tests (started only then, so that it does not share the cores with the rest)
 test: deps up lint rules
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory test-cluster
+
+## test-cluster: the integration tests named TestCluster*, against the three-broker cluster (RF 3)
+test-cluster: cluster
+	RELAY_TEST_CLUSTER=1 RELAY_TEST_BOOTSTRAP="$$(scripts/stack/cluster.sh bootstrap)" RELAY_TEST_REPLICATION_FACTOR=3 \
+	  RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 20m -run '^TestCluster' ./integration/
 
 ## unit: fast tests that need no broker
 unit:
