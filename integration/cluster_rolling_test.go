@@ -52,11 +52,16 @@ func TestClusterRollingRestart(t *testing.T) {
 	killOne := func() {
 		i := kills % instances
 		kills++
+		prog.enter("relay instance SIGKILLed and restarted")
 		insts[i].r.signal(syscall.SIGKILL)
 		insts[i].r.wait(10 * time.Second)
 		start(i)
+		// The gap a kill causes (the session timeout, the rebalance, the
+		// killed transaction aborted) ends in its own phase.
+		time.Sleep(8 * time.Second)
 	}
 	step := func(what string, args ...string) {
+		prog.enter(what)
 		began := time.Now()
 		cluster(t, args...)
 		t.Logf("%s: %s", what, time.Since(began).Round(100*time.Millisecond))
@@ -67,7 +72,7 @@ func TestClusterRollingRestart(t *testing.T) {
 		}
 	}
 	for n := 1; n <= 3; n++ {
-		step(fmt.Sprintf("broker %d restarted (SIGTERM)", n), "restart-node", fmt.Sprint(n))
+		step(fmt.Sprintf("broker %d restarted by SIGTERM", n), "restart-node", fmt.Sprint(n))
 		time.Sleep(3 * time.Second)
 		killOne()
 	}
@@ -90,8 +95,8 @@ func TestClusterRollingRestart(t *testing.T) {
 	if f := live.failures(); len(f) > 0 {
 		t.Fatalf("/livez failed %d times, first: %s", len(f), f[0])
 	}
-	t.Logf("rolling restart: %d relay kills, longest time a partition went without a commit: %s (partition %d); wedged calls abandoned by the last instances: %d",
-		kills, prog.longest.Round(100*time.Millisecond), prog.longestP, wedges)
+	t.Logf("rolling restart: %d relay kills, longest time a partition went without a commit: %s (partition %d); wedged calls abandoned by the last instances: %d; longest gap ending in each phase:%s",
+		kills, prog.longest.Round(100*time.Millisecond), prog.longestP, wedges, prog.report())
 	for _, in := range insts {
 		in.r.stop()
 	}

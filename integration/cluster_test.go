@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -128,9 +129,9 @@ func livez(addr string) (ok bool, body string) {
 	return resp.StatusCode == http.StatusOK, string(b[:n])
 }
 
-// progress watches a group's committed offsets on a source and keeps,
-// per partition, the longest time it went without a commit while it had
-// records to commit.
+// progress watches a group's committed offsets on a source and keeps the
+// longest time any partition went without a commit while it had records
+// to commit, overall and by the phase of the test it ended in.
 type progress struct {
 	t          *testing.T
 	group      string
@@ -138,12 +139,40 @@ type progress struct {
 	partitions int
 	stop       chan struct{}
 	done       chan struct{}
+	mu         sync.Mutex
+	phase      string
+	byPhase    map[string]time.Duration
+	phases     []string
 	longest    time.Duration
 	longestP   int32
 }
 
+// enter starts a phase: the gaps that end from now on are counted in it.
+func (p *progress) enter(phase string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phase = phase
+	if _, ok := p.byPhase[phase]; !ok {
+		p.byPhase[phase] = 0
+		p.phases = append(p.phases, phase)
+	}
+}
+
+// report is the longest gap of each phase, in their order.
+func (p *progress) report() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, ph := range p.phases {
+		fmt.Fprintf(&b, "\n  %-45s %s", ph, p.byPhase[ph].Round(100*time.Millisecond))
+	}
+	return b.String()
+}
+
 func watchProgress(t *testing.T, group, topic string, partitions int) *progress {
-	p := &progress{t: t, group: group, topic: topic, partitions: partitions, stop: make(chan struct{}), done: make(chan struct{})}
+	p := &progress{t: t, group: group, topic: topic, partitions: partitions, stop: make(chan struct{}), done: make(chan struct{}),
+		byPhase: map[string]time.Duration{}}
+	p.enter("start")
 	go p.run()
 	t.Cleanup(p.end)
 	return p
@@ -180,9 +209,15 @@ func (p *progress) run() {
 			if since[part].IsZero() {
 				since[part] = now
 			}
-			if gap := now.Sub(since[part]); gap > p.longest {
+			gap := now.Sub(since[part])
+			p.mu.Lock()
+			if gap > p.longest {
 				p.longest, p.longestP = gap, part
 			}
+			if gap > p.byPhase[p.phase] {
+				p.byPhase[p.phase] = gap
+			}
+			p.mu.Unlock()
 		}
 	}
 }
@@ -196,11 +231,15 @@ func (p *progress) end() {
 	<-p.done
 }
 
+// quiet keeps the watchers' clients from logging every refused connection
+// while a broker is down (librdkafka's critical messages only).
+const quiet = 2
+
 // committedOffsets is committed without the test's failure on an error:
 // the progress watch asks while brokers come and go.
 func committedOffsets(group, topic string, partitions int) (map[int32]int64, error) {
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group,
-		"isolation.level": "read_committed", "enable.auto.commit": false})
+		"isolation.level": "read_committed", "enable.auto.commit": false, "log_level": quiet})
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +262,7 @@ func committedOffsets(group, topic string, partitions int) (map[int32]int64, err
 }
 
 func endOffsetsOf(topic string, partitions int) (map[int32]int64, error) {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "unused"})
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": "unused", "log_level": quiet})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@
 # Runs the relay benchmark (cmd/relay-bench) against the local stack: the
 # non-transactional passthrough ceiling, relay and its Java peer, a Kafka
 # Streams exactly_once_v2 passthrough, in one run, on fresh topics that it
-# deletes afterwards. See docs/PERFORMANCE.md.
+# deletes afterwards; then relay and Kafka Streams again, side by side, on
+# the three-broker cluster (replication factor 3, min.insync.replicas=2,
+# acks=all): the throughput a production user sees. See docs/PERFORMANCE.md.
 #
 # usage: scripts/bench.sh [relay-bench flags]   e.g. -records 50000 -latency-seconds 5
 set -euo pipefail
@@ -19,5 +21,15 @@ streams="$(scripts/tools/streams-bench.sh path)"
 # hook answering after 1 ms and after 20 ms, also through the batch
 # protocol, and the tier traffic of key ordering (mode (h)). Flags given
 # to this script come after these, and win.
-exec bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
+bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
   -hook-env RELAY_HOOK_BATCH=64,RELAY_HOOK_CONCURRENCY=256 -key-hops 6000 -key-hops-rate 300 "$@"
+
+# The replicated cluster: the baselines, relay and Kafka Streams only (the
+# other modes measure relay's own work, which replication does not change).
+scripts/stack/cluster.sh install
+scripts/stack/cluster.sh start
+scripts/stack/cluster.sh wait
+echo
+echo "== on the three-broker cluster (replication factor 3, min.insync.replicas=2)"
+exec bin/relay-bench -bootstrap "$(scripts/stack/cluster.sh bootstrap)" -replication-factor 3 \
+  -streams "$streams" -admission=false -otlp= "$@"

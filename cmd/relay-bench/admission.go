@@ -203,7 +203,7 @@ func (h *flakyHook) close() { _ = h.srv.Close() }
 // applyTopics runs `relay topics apply` for a relay mode, as an operator
 // would, and remembers what it created for the cleanup.
 func (b *bench) applyTopics(env []string) error {
-	cmd := exec.Command(b.o.relayBin, "topics", "apply", "--replication-factor", "1")
+	cmd := exec.Command(b.o.relayBin, "topics", "apply", "--replication-factor", strconv.Itoa(b.o.rf))
 	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

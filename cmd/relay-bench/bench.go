@@ -112,7 +112,7 @@ func (b *bench) cleanup() error {
 func (b *bench) createTopics(ctx context.Context, names ...string) error {
 	specs := make([]kafka.TopicSpecification, len(names))
 	for i, n := range names {
-		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: b.o.partitions, ReplicationFactor: 1}
+		specs[i] = kafka.TopicSpecification{Topic: n, NumPartitions: b.o.partitions, ReplicationFactor: b.o.rf}
 	}
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

@@ -25,6 +25,7 @@ type options struct {
 	records    int
 	size       int
 	partitions int
+	rf         int // replication factor of the topics the run creates
 	relayBin   string
 	latRate    int
 	latSeconds int
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&o.records, "records", 200000, "records preloaded for the throughput phase")
 	flag.IntVar(&o.size, "size", 1024, "value size in bytes")
 	flag.IntVar(&o.partitions, "partitions", 3, "partitions of every source and output topic")
+	flag.IntVar(&o.rf, "replication-factor", 1, "replication factor of every topic the run creates: 3 on the three-broker cluster (scripts/stack/cluster.sh), whose min.insync.replicas=2 makes every acks=all write wait for a second copy")
 	flag.StringVar(&o.relayBin, "relay", "bin/relay", "path to the relay binary")
 	flag.IntVar(&o.latRate, "latency-rate", 5000, "records/s produced in the latency phase")
 	flag.IntVar(&o.latSeconds, "latency-seconds", 10, "duration of the latency phase in seconds")
@@ -122,6 +124,9 @@ func (o *options) validate() error {
 	}
 	if o.partitions <= 0 {
 		errs = append(errs, errors.New("-partitions must be > 0"))
+	}
+	if o.rf <= 0 {
+		errs = append(errs, errors.New("-replication-factor must be > 0"))
 	}
 	if o.latRate <= 0 || o.latSeconds <= 0 {
 		errs = append(errs, errors.New("-latency-rate and -latency-seconds must be > 0"))

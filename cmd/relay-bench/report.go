@@ -62,8 +62,8 @@ func printMachine(o options) {
 	fmt.Println("relay-bench")
 	fmt.Printf("  machine:    nproc=%d  cpu=%q  kernel=%s  mem=%s\n", runtime.NumCPU(), cpuModel(), kernel(), memTotal())
 	fmt.Printf("  toolchain:  %s %s/%s  librdkafka %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, lib)
-	fmt.Printf("  workload:   records=%d size=%dB partitions=%d latency=%d rec/s x %ds  broker=%s relay=%s\n",
-		o.records, o.size, o.partitions, o.latRate, o.latSeconds, o.bootstrap, o.relayBin)
+	fmt.Printf("  workload:   records=%d size=%dB partitions=%d replication=%d latency=%d rec/s x %ds  broker=%s relay=%s\n",
+		o.records, o.size, o.partitions, o.rf, o.latRate, o.latSeconds, o.bootstrap, o.relayBin)
 	fmt.Println("  broker, relay and relay-bench share this machine's CPUs")
 }
 

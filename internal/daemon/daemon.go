@@ -135,6 +135,9 @@ type daemon struct {
 	// signalled is when a signal asked relay to stop (unix nanoseconds; 0
 	// before): the span flush fits in what the shutdown bound has left.
 	signalled atomic.Int64
+	// clientsLeft is set when the loop returned with a librdkafka client
+	// still running (see txn.Loop.ClientsLeft).
+	clientsLeft atomic.Bool
 	// traces is the tracer provider; without tracing it makes no span.
 	traces *tracing.Provider
 }
@@ -182,7 +185,16 @@ func (d *daemon) forwardLogs() (closeLogs func()) {
 	d.logs = make(chan kafka.LogEvent, 1024)
 	done := make(chan struct{})
 	d.opts.Go(func() { defer close(done); kafkaclient.ForwardLogs(d.logs, d.log) })
-	return func() { close(d.logs); <-done }
+	return func() {
+		if d.clientsLeft.Load() {
+			// A client the loop gave up on (a librdkafka call that never
+			// returned) may still log: a send on a closed channel would
+			// crash the exit. The process ends without it.
+			return
+		}
+		close(d.logs)
+		<-done
+	}
 }
 
 // serveMetrics sets the metrics up and serves the endpoint. It comes
@@ -299,7 +311,9 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 
 	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
 		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
-	if err := loop.Run(ctx); err != nil {
+	err := loop.Run(ctx)
+	d.clientsLeft.Store(loop.ClientsLeft())
+	if err != nil {
 		if errors.Is(err, txn.ErrFatal) {
 			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
 				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
@@ -337,9 +351,10 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // — handling a record within the transaction (at most the transaction
 // timeout), one state restore attempt (reading to an end, at most twice
 // the transaction timeout or a minute), and a few transactional calls of
-// RELAY_OP_TIMEOUT each. A broker outage is not stuck: the loop keeps
+// RELAY_OP_TIMEOUT each, and two calls the watchdog gives up on (see
+// txn.WedgeAfter). A broker outage is not stuck: the loop keeps
 // reporting progress between its tries, and /readyz says it is not
 // consuming.
 func livenessBound(cfg *config.Config) time.Duration {
-	return 2*max(cfg.TransactionTimeout, 30*time.Second) + 4*cfg.OpTimeout
+	return 2*max(cfg.TransactionTimeout, 30*time.Second) + 4*cfg.OpTimeout + 2*txn.WedgeAfter(cfg.OpTimeout)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -175,6 +176,9 @@ type fakeProducer struct {
 	// calls that ignore their timeout do; onInit runs at InitTransactions.
 	wedge  map[string]chan struct{}
 	onInit func()
+	// fenced: a newer producer with the same transactional id has
+	// initialised, so the broker refuses this one's calls.
+	fenced atomic.Bool
 }
 
 // block waits while the call is wedged.
@@ -242,6 +246,9 @@ func (p *fakeProducer) Flush(int) int { p.call("flush"); p.block("flush"); retur
 func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.TopicPartition, _ *kafka.ConsumerGroupMetadata) error {
 	p.call("send")
 	p.block("send")
+	if p.fenced.Load() {
+		return errFenced
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := pop(&p.sendErrs); err != nil {
@@ -254,6 +261,9 @@ func (p *fakeProducer) SendOffsetsToTransaction(_ context.Context, offs []kafka.
 func (p *fakeProducer) CommitTransaction(context.Context) error {
 	p.call("commit")
 	p.block("commit")
+	if p.fenced.Load() {
+		return errFenced
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := pop(&p.commitErrs); err != nil {

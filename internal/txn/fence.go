@@ -74,6 +74,8 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 		why = "transaction state out of step with the coordinator"
 	case isFence(err) && l.expired():
 		why = "fenced by the coordinator: the transaction outlived transaction.timeout.ms (broker outage or a stalled process), not by another instance"
+	case isFence(err) && l.selfFenced():
+		why = "fenced by this instance's own abandoned producer, whose wedged InitTransactions got through late (see librdkafka call wedged), not by another instance"
 	}
 	if why != "" && l.mayRecover() {
 		l.log.Warn(why+"; starting a new producer and rewinding to the committed offsets", "op", op, "err", err,

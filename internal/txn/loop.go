@@ -72,6 +72,12 @@ type Loop struct {
 	wedgedOpen     atomic.Int64
 	wedges         []time.Time
 	consumerWedged bool
+	// detached is set once a consumer call wedged: a rebalance callback
+	// it runs later, on its own goroutine, leaves the loop alone.
+	detached atomic.Bool
+	// lateInit is when an InitTransactions was last abandoned (see
+	// selfFenced).
+	lateInit time.Time
 	// room is signalled at each delivery report, for a produce waiting
 	// on a full queue (see waitRoom); roomTimer bounds that wait.
 	room      chan struct{}

@@ -44,7 +44,7 @@ func (l *Loop) initProducer(ctx context.Context) (*handle, error) {
 	// unavailable or still completing the previous epoch: wait for it, as
 	// long as the error is not fatal. Nothing is consumed meanwhile.
 	err = l.persist(ctx, "init transactions", func() error {
-		return l.producerCall(h, "init transactions", func() error {
+		return l.producerCall(h, opInit, func() error {
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.OpTimeout)
 			defer cancel()
 			return h.InitTransactions(c)
@@ -134,6 +134,7 @@ func (l *Loop) dispose(h *handle) {
 // leaving while the producer's last transaction is already settled.
 func (l *Loop) close() error {
 	var err error
+	fatal := l.fatal
 	if !l.consumerWedged {
 		err = l.consumerCall("close", l.set.ShutdownTimeout, l.consumer.Close)
 	}
@@ -141,6 +142,9 @@ func (l *Loop) close() error {
 	l.waitReapers(l.set.ShutdownTimeout)
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
+	}
+	if fatal == nil && l.fatal != nil {
+		return l.fatal // a wedge past the bound while closing
 	}
 	return nil
 }

@@ -11,6 +11,9 @@ import (
 // must not commit offsets for partitions this member no longer owns, and
 // the next owner must see everything this member has committed.
 func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
+	if l.detached.Load() {
+		return nil // a wedged consumer call, served after Run gave up on it
+	}
 	l.rebalances++
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:

@@ -101,11 +101,20 @@ func (l *Loop) abandon(h *handle, op string, done <-chan error) {
 	if l.producer == h {
 		l.producer = nil
 	}
+	if op == opInit {
+		// Should the call still get through, it bumps the epoch and
+		// fences the producer that replaces this one (see selfFenced).
+		l.lateInit = time.Now()
+	}
 	open := l.wedgedOpen.Add(1)
+	l.obs.Alive() // a wedge found is the watchdog working, not the loop stuck
 	l.obs.Wedged(op)
 	l.obs.Abandoned(1)
-	l.log.Error("librdkafka call wedged past its timeout; abandoning the producer for a new one with the same transactional id, and rewinding to the committed offsets",
-		"op", op, "after", l.set.WedgeAfter.String(), "wedged_open", open,
+	msg := "librdkafka call wedged past its timeout; abandoning the producer for a new one with the same transactional id, and rewinding to the committed offsets"
+	if op == opClose {
+		msg = "librdkafka call wedged past its timeout; leaving the producer to close when its call returns"
+	}
+	l.log.Error(msg, "op", op, "after", l.set.WedgeAfter.String(), "wedged_open", open,
 		"librdkafka_issues", "confluentinc/librdkafka#5456, #5511")
 	l.reapers.Add(1)
 	go l.reap(h, op, done)
@@ -170,6 +179,9 @@ func (l *Loop) consumerCall(op string, bound time.Duration, call func() error) e
 		return err
 	}
 	l.consumerWedged = true
+	// The call may still serve a revoke on its goroutine later: the
+	// rebalance callback must not touch the loop's state then.
+	l.detached.Store(true)
 	l.obs.Wedged("consumer " + op)
 	w := &WedgedError{Call: "consumer " + op, After: bound}
 	l.log.Error("librdkafka consumer call wedged past its timeout; relay stops so that it is restarted",
@@ -194,6 +206,28 @@ func (l *Loop) waitReapers(d time.Duration) {
 	}
 }
 
-// opClose names the producer's Close for the watchdog: a producer whose
-// Close wedged is not closed again.
-const opClose = "close"
+// Calls the watchdog treats apart: a producer whose Close wedged is not
+// closed again; an InitTransactions that wedged may fence the next
+// producer when it returns.
+const (
+	opClose = "close"
+	opInit  = "init transactions"
+)
+
+// selfFenced reports whether a fence may be this instance's own doing: an
+// InitTransactions abandoned within the recovery window may have got
+// through late and bumped the epoch past the producer that replaced it.
+// It holds for one fence only.
+func (l *Loop) selfFenced() bool {
+	if l.lateInit.IsZero() || time.Since(l.lateInit) > recoveryWindow {
+		return false
+	}
+	l.lateInit = time.Time{}
+	return true
+}
+
+// ClientsLeft reports whether Run returned with a librdkafka client still
+// running: an abandoned producer whose call never returned, or a consumer
+// whose call wedged. Their log lines may still come, so the caller must
+// keep the clients' log channel open.
+func (l *Loop) ClientsLeft() bool { return l.wedgedOpen.Load() > 0 || l.detached.Load() }

@@ -40,7 +40,10 @@ func wedged(call string) (first, next *fakeProducer) {
 	first, next = newFakeProducer(), newFakeProducer()
 	release := make(chan struct{})
 	first.wedge = map[string]chan struct{}{call: release}
-	next.onInit = func() { close(release) }
+	next.onInit = func() {
+		first.fenced.Store(true) // the new epoch fences the wedged producer
+		close(release)
+	}
 	return first, next
 }
 
@@ -58,7 +61,15 @@ func (h *harness) runWatched(obs *wedgeObserver, c Consumer, script ...kafka.Eve
 		return p, nil
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(h.set, c, factory, h.handler, log, obs).Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- New(h.set, c, factory, h.handler, log, obs).Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		h.t.Fatal("the loop hung in a wedged call: the watchdog did not fire")
+		return nil
+	}
 }
 
 // Regression (the three-broker rolling restart): librdkafka's
@@ -103,8 +114,11 @@ func TestWedgedCallGetsANewProducer(t *testing.T) {
 				t.Fatalf("the new producer committed %d transactions (%v), want the records again up to 9", next.committedTxns, next.sentOffsets)
 			}
 			first.mu.Lock()
-			closed := first.closed
+			closed, late := first.closed, first.committedTxns
 			first.mu.Unlock()
+			if late != 0 {
+				t.Fatalf("the wedged producer committed %d transactions after it was fenced", late)
+			}
 			if !closed {
 				t.Fatal("the wedged producer was not closed once its call returned")
 			}
@@ -210,4 +224,69 @@ func TestWedgedConsumerCallStops(t *testing.T) {
 	if sc.closed {
 		t.Fatal("closed a consumer whose call is wedged")
 	}
+}
+
+// Regression (review of the watchdog): an InitTransactions abandoned as
+// wedged may still get through, bump the epoch and fence the producer that
+// replaced it, in a transaction far younger than transaction.timeout.ms.
+// That fence is this instance's own: relay recovers with a new producer
+// instead of stopping as if another instance shared its transactional id.
+func TestFenceByALateInitIsRecovered(t *testing.T) {
+	first, second := wedged("init")
+	second.onInit = func() { close(first.wedge["init"]) } // it gets through
+	second.commitErrs = []error{errFenced}
+	third := newFakeProducer()
+	h := newHarness(t, first, second, third)
+	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.TxnTimeout = time.Hour
+	h.set.MaxRecords = 1
+	c := h.c
+	c.committed[0] = 4
+	obs := &wedgeObserver{}
+	err := h.runWatched(obs, c, c.assign(0), c.msg(0, 4), sleepEvent(10*time.Millisecond), c.msg(0, 4))
+	if err != nil {
+		t.Fatalf("Run = %v, want a recovery from the fence of its own late init", err)
+	}
+	if h.made != 3 || third.committedTxns != 1 {
+		t.Fatalf("made %d producers, the third committed %d; want 3 and 1", h.made, third.committedTxns)
+	}
+}
+
+// A Close that never returns, at the end of a run, leaves the producer to
+// its reaper; Run still returns, and the clients left running are
+// reported, so the daemon keeps their log channel open.
+func TestWedgedCloseIsLeft(t *testing.T) {
+	p := newFakeProducer()
+	h := newHarness(t, p)
+	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.ShutdownTimeout = 100 * time.Millisecond
+	c := h.c
+	obs := &wedgeObserver{}
+	release := make(chan struct{})
+	defer close(release)
+	wc := &wedgingCloser{fakeProducer: p, release: release}
+	h.prods[0] = p
+	factory := func() (Producer, error) { return wc, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.script = []kafka.Event{c.assign(0), c.msg(0, 0)}
+	c.onIdle = cancel
+	l := New(h.set, c, factory, h.handler, slog.New(slog.NewTextHandler(io.Discard, nil)), obs)
+	if err := l.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !l.ClientsLeft() || len(obs.calls) != 1 || obs.calls[0] != opClose {
+		t.Fatalf("clients left %v, wedges %v; want the close left behind", l.ClientsLeft(), obs.calls)
+	}
+}
+
+// wedgingCloser is a producer whose Close blocks until released.
+type wedgingCloser struct {
+	*fakeProducer
+	release chan struct{}
+}
+
+func (w *wedgingCloser) Close() {
+	<-w.release
+	w.fakeProducer.Close()
 }
