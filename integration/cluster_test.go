@@ -11,17 +11,14 @@ package integration
 // tests skip.
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,63 +41,6 @@ func cluster(t *testing.T, args ...string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// nodePid is the process of cluster node n, from the script's pid file.
-func nodePid(t *testing.T, n int32) int {
-	t.Helper()
-	dir := envOr("RELAY_STACK_DIR", filepath.Join(repoRoot, ".cache"))
-	b, err := os.ReadFile(filepath.Join(dir, "run", fmt.Sprintf("cluster-%d.pid", n)))
-	if err != nil {
-		t.Fatalf("cluster node %d: %v", n, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("cluster node %d pid: %v", n, err)
-	}
-	return pid
-}
-
-// freeze stops cluster node n with SIGSTOP — a broker that holds its
-// connections open and answers nothing, as in a long pause — until the
-// returned function (also run at cleanup) thaws it.
-func freeze(t *testing.T, n int32) (thaw func()) {
-	t.Helper()
-	pid := nodePid(t, n)
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatalf("freeze node %d: %v", n, err)
-	}
-	thawed := false
-	thaw = func() {
-		if !thawed {
-			thawed = true
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(thaw)
-	return thaw
-}
-
-// coordinator is the broker coordinating group, once the group exists.
-func coordinator(t *testing.T, group string) int32 {
-	t.Helper()
-	a := admin(t)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := a.DescribeConsumerGroups(ctx, []string{group})
-		cancel()
-		if err == nil && len(res.ConsumerGroupDescriptions) == 1 {
-			d := res.ConsumerGroupDescriptions[0]
-			if d.Error.Code() == kafka.ErrNoError && d.State == kafka.ConsumerGroupStateStable {
-				return int32(d.Coordinator.ID)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s has no stable coordinator: %v", group, err)
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 }
 

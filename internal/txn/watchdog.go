@@ -149,7 +149,8 @@ func (l *Loop) mayWedge() bool {
 			kept = append(kept, t)
 		}
 	}
-	l.wedges = append(kept, now)
+	kept = append(kept, now)
+	l.wedges = kept
 	return len(l.wedges) <= maxWedges && l.wedgedOpen.Load() <= maxWedges
 }
 
