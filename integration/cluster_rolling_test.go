@@ -35,7 +35,7 @@ func TestClusterRollingRestart(t *testing.T) {
 		in.runs++
 	}
 	for i := range insts {
-		insts[i] = &instance{addr: freePort(t), txn: uniq(t, fmt.Sprintf("txn-%d", i))}
+		insts[i] = &instance{addr: freeAddr(t), txn: uniq(t, fmt.Sprintf("txn-%d", i))}
 		start(i)
 	}
 	addrs := make([]string, len(insts))

@@ -12,7 +12,6 @@ package integration
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,17 +41,6 @@ func cluster(t *testing.T, args ...string) {
 	if err != nil {
 		t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-}
-
-// freePort is a loopback address no one listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // livez asks relay's /livez; ok is false only on an answer other than 200

@@ -52,16 +52,19 @@ func (h *harness) run(script ...kafka.Event) error {
 	defer cancel()
 	h.c.script = script
 	h.c.onIdle = cancel
-	factory := func() (Producer, error) {
-		if h.made >= len(h.prods) {
-			h.t.Fatalf("loop made producer #%d, only %d scripted", h.made+1, len(h.prods))
-		}
-		p := h.prods[h.made]
-		h.made++
-		return p, nil
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(h.set, h.c, factory, h.handler, log, h.obs).Run(ctx)
+	return New(h.set, h.c, h.factory, h.handler, log, h.obs).Run(ctx)
+}
+
+// factory hands out the scripted producers in order.
+func (h *harness) factory() (Producer, error) {
+	if h.made >= len(h.prods) {
+		h.t.Errorf("loop made producer #%d, only %d scripted", h.made+1, len(h.prods))
+		return nil, errors.New("no producer scripted")
+	}
+	p := h.prods[h.made]
+	h.made++
+	return p, nil
 }
 
 type countingObserver struct {

@@ -52,17 +52,9 @@ func (h *harness) runWatched(obs *wedgeObserver, c Consumer, script ...kafka.Eve
 	defer cancel()
 	h.c.script = script
 	h.c.onIdle = cancel
-	factory := func() (Producer, error) {
-		if h.made >= len(h.prods) {
-			return nil, errors.New("no producer scripted")
-		}
-		p := h.prods[h.made]
-		h.made++
-		return p, nil
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	done := make(chan error, 1)
-	go func() { done <- New(h.set, c, factory, h.handler, log, obs).Run(ctx) }()
+	go func() { done <- New(h.set, c, h.factory, h.handler, log, obs).Run(ctx) }()
 	select {
 	case err := <-done:
 		return err
