@@ -139,7 +139,10 @@ func (l *Loop) close() error {
 		err = l.consumerCall("close", l.set.ShutdownTimeout, l.consumer.Close)
 	}
 	l.closeProducer()
-	l.waitReapers(l.set.ShutdownTimeout)
+	// A wedged producer whose call has not returned by now may never
+	// return (librdkafka#5511): waiting for it would only eat into the
+	// shutdown bound. The process ends without it (see ClientsLeft).
+	l.waitReapers(reaperWait)
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
 	}

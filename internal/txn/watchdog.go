@@ -190,6 +190,9 @@ func (l *Loop) consumerCall(op string, bound time.Duration, call func() error) e
 	return fmt.Errorf("%w: %w", ErrFatal, w)
 }
 
+// reaperWait bounds close's wait for the wedged producers.
+const reaperWait = time.Second
+
 // waitReapers waits, at most d, for the wedged producers to be closed.
 func (l *Loop) waitReapers(d time.Duration) {
 	if l.wedgedOpen.Load() == 0 {

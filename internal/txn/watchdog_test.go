@@ -282,3 +282,30 @@ func (w *wedgingCloser) Close() {
 	<-w.release
 	w.fakeProducer.Close()
 }
+
+// Regression (the rolling restart): a producer abandoned when its send
+// offsets wedged, whose call never returned (librdkafka#5511), held the
+// graceful stop for RELAY_SHUTDOWN_TIMEOUT waiting for its reaper, and
+// relay exited 1 past its bound. The stop waits for it briefly only.
+func TestStopDoesNotWaitForAWedgedCall(t *testing.T) {
+	first, next := newFakeProducer(), newFakeProducer()
+	never := make(chan struct{})
+	defer close(never) // released only after Run
+	first.wedge = map[string]chan struct{}{"send": never}
+	h := newHarness(t, first, next)
+	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.ShutdownTimeout = time.Minute
+	h.set.MaxRecords = 1
+	c := h.c
+	obs := &wedgeObserver{}
+	began := time.Now()
+	if err := h.runWatched(obs, c, c.assign(0), c.msg(0, 0), sleepEvent(10*time.Millisecond), c.msg(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("Run took %s: it waited for the wedged call", took)
+	}
+	if next.committedTxns != 1 {
+		t.Fatalf("the new producer committed %d transactions, want 1", next.committedTxns)
+	}
+}
