@@ -13,6 +13,11 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
+// testWedgeAfter is the watchdog's bound in these tests: far above what a
+// call of the fakes that is not wedged takes, even on a loaded machine, so
+// that only the calls a test wedges are taken for wedged.
+const testWedgeAfter = 500 * time.Millisecond
+
 // wedgeObserver counts the watchdog's events, from any goroutine.
 type wedgeObserver struct {
 	countingObserver
@@ -82,7 +87,7 @@ func TestWedgedCallGetsANewProducer(t *testing.T) {
 			}
 			first, next := wedged(call)
 			h := newHarness(t, first, next)
-			h.set.WedgeAfter = 50 * time.Millisecond
+			h.set.WedgeAfter = testWedgeAfter
 			h.set.MaxRecords = 2
 			c := h.c
 			c.committed[0] = 7
@@ -125,7 +130,7 @@ func TestWedgedCallGetsANewProducer(t *testing.T) {
 func TestWedgedInitGetsANewProducer(t *testing.T) {
 	first, next := wedged("init")
 	h := newHarness(t, first, next)
-	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
 	c := h.c
 	obs := &wedgeObserver{}
 	if err := h.runWatched(obs, c, c.assign(0), c.msg(0, 0)); err != nil {
@@ -142,7 +147,7 @@ func TestWedgedFlushOfAbortGetsANewProducer(t *testing.T) {
 	first, next := wedged("flush")
 	first.produceErrs = []error{errOdd}
 	h := newHarness(t, first, next)
-	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
 	c := h.c
 	c.committed[0] = 3
 	obs := &wedgeObserver{}
@@ -166,8 +171,8 @@ func TestRepeatedWedgesStop(t *testing.T) {
 	}
 	defer close(release)
 	h := newHarness(t, prods...)
-	h.set.WedgeAfter = 20 * time.Millisecond
-	h.set.ShutdownTimeout = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
+	h.set.ShutdownTimeout = 2 * time.Second
 	h.set.MaxRecords = 1
 	c := h.c
 	var script []kafka.Event
@@ -203,7 +208,7 @@ func (c *stuckConsumer) Close() error { c.closed = true; return nil }
 // that never returns stops relay (exit 1), and close leaves it alone.
 func TestWedgedConsumerCallStops(t *testing.T) {
 	h := newHarness(t)
-	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
 	h.prods[0].produceErrs = []error{errOdd}
 	sc := &stuckConsumer{fakeConsumer: h.c, release: make(chan struct{})}
 	defer close(sc.release)
@@ -229,7 +234,7 @@ func TestFenceByALateInitIsRecovered(t *testing.T) {
 	second.commitErrs = []error{errFenced}
 	third := newFakeProducer()
 	h := newHarness(t, first, second, third)
-	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
 	h.set.TxnTimeout = time.Hour
 	h.set.MaxRecords = 1
 	c := h.c
@@ -250,8 +255,8 @@ func TestFenceByALateInitIsRecovered(t *testing.T) {
 func TestWedgedCloseIsLeft(t *testing.T) {
 	p := newFakeProducer()
 	h := newHarness(t, p)
-	h.set.WedgeAfter = 50 * time.Millisecond
-	h.set.ShutdownTimeout = 100 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
+	h.set.ShutdownTimeout = 2 * time.Second
 	c := h.c
 	obs := &wedgeObserver{}
 	release := make(chan struct{})
@@ -293,7 +298,7 @@ func TestStopDoesNotWaitForAWedgedCall(t *testing.T) {
 	defer close(never) // released only after Run
 	first.wedge = map[string]chan struct{}{"send": never}
 	h := newHarness(t, first, next)
-	h.set.WedgeAfter = 50 * time.Millisecond
+	h.set.WedgeAfter = testWedgeAfter
 	h.set.ShutdownTimeout = time.Minute
 	h.set.MaxRecords = 1
 	c := h.c
