@@ -311,6 +311,8 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 
 	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
 		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
+	// Also when Run panics: the log channel must then stay open too.
+	defer func() { d.clientsLeft.Store(loop.ClientsLeft()) }()
 	err := loop.Run(ctx)
 	d.clientsLeft.Store(loop.ClientsLeft())
 	if err != nil {

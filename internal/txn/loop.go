@@ -310,7 +310,7 @@ func (l *Loop) include(tp tpKey, offset int64) {
 // begin opens a transaction unless one is open; false: it could not, and
 // the failure has been dealt with.
 func (l *Loop) begin(ctx context.Context) bool {
-	if l.open {
+	if l.open && l.producer != nil {
 		return true
 	}
 	h := l.producer

@@ -138,6 +138,12 @@ func (l *Loop) close() error {
 	if !l.consumerWedged {
 		err = l.consumerCall("close", l.set.ShutdownTimeout, l.consumer.Close)
 	}
+	if err != nil && l.consumerWedged {
+		// A close that did not return may still be serving a revoke on
+		// its goroutine: the producer is left as it is, and the process
+		// ends (see ClientsLeft).
+		return fmt.Errorf("close consumer: %w", err)
+	}
 	l.closeProducer()
 	// A wedged producer whose call has not returned by now may never
 	// return (librdkafka#5511): waiting for it would only eat into the
@@ -146,7 +152,7 @@ func (l *Loop) close() error {
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
 	}
-	if fatal == nil && l.fatal != nil {
+	if l.fatal != fatal {
 		return l.fatal // a wedge past the bound while closing
 	}
 	return nil

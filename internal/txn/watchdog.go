@@ -118,7 +118,7 @@ func (l *Loop) abandon(h *handle, op string, done <-chan error) {
 		"librdkafka_issues", "confluentinc/librdkafka#5456, #5511")
 	l.reapers.Add(1)
 	go l.reap(h, op, done)
-	if !l.mayWedge() {
+	if !l.mayWedge() && l.fatal == nil {
 		l.fatal = fmt.Errorf("%w: %s: %d librdkafka calls wedged within %s (or as many wedged producers still open), giving up so that relay is restarted: %w",
 			ErrFatal, op, maxWedges+1, wedgeWindow, &WedgedError{Call: op, After: l.set.WedgeAfter})
 	}

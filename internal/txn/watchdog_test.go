@@ -110,17 +110,30 @@ func TestWedgedCallGetsANewProducer(t *testing.T) {
 			if next.committedTxns != 1 || !mapsEqual(offsetsOf(next.sentOffsets[0]), map[int32]int64{0: 9}) {
 				t.Fatalf("the new producer committed %d transactions (%v), want the records again up to 9", next.committedTxns, next.sentOffsets)
 			}
-			first.mu.Lock()
-			closed, late := first.closed, first.committedTxns
-			first.mu.Unlock()
+			// The reaper closes the wedged producer once its call has
+			// returned; close waits for it only briefly.
+			var closed bool
+			var late, open int
+			for range 100 {
+				first.mu.Lock()
+				closed, late = first.closed, first.committedTxns
+				first.mu.Unlock()
+				obs.mu.Lock()
+				open = obs.abandoned
+				obs.mu.Unlock()
+				if closed && open == 0 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			if late != 0 {
 				t.Fatalf("the wedged producer committed %d transactions after it was fenced", late)
 			}
 			if !closed {
 				t.Fatal("the wedged producer was not closed once its call returned")
 			}
-			if len(obs.calls) != 1 || obs.abandoned != 0 {
-				t.Fatalf("wedges %v, abandoned still open %d; want one, and none open", obs.calls, obs.abandoned)
+			if len(obs.calls) != 1 || open != 0 {
+				t.Fatalf("wedges %v, abandoned still open %d; want one, and none open", obs.calls, open)
 			}
 		})
 	}
