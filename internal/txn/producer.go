@@ -152,7 +152,7 @@ func (l *Loop) close() error {
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
 	}
-	if l.fatal != fatal {
+	if fatal == nil && l.fatal != nil {
 		return l.fatal // a wedge past the bound while closing
 	}
 	return nil
