@@ -152,8 +152,12 @@ func (l *Loop) close() error {
 	if err != nil {
 		return fmt.Errorf("close consumer: %w", err)
 	}
-	if fatal == nil && l.fatal != nil {
-		return l.fatal // a wedge past the bound while closing
+	if fatal == nil && l.fatal != nil && isWedged(l.fatal) {
+		// A wedge past the bound while closing. (Not whatever a
+		// rebalance served by the consumer's close ran into: an
+		// assignment restoring its state when a signal cancelled it is
+		// no failure.)
+		return l.fatal
 	}
 	return nil
 }
