@@ -42,18 +42,25 @@ func isFence(err error) bool {
 // counts it.
 func (l *Loop) mayRecover() bool {
 	now := time.Now()
-	kept := l.recoveries[:0]
-	for _, t := range l.recoveries {
-		if now.Sub(t) < recoveryWindow {
-			kept = append(kept, t)
-		}
-	}
-	l.recoveries = kept
+	l.recoveries = recent(l.recoveries, now, recoveryWindow)
 	if len(l.recoveries) >= maxRecoveries {
 		return false
 	}
 	l.recoveries = append(l.recoveries, now)
 	return true
+}
+
+// recent keeps the times of ts less than window before now, in place.
+// Fence recoveries and wedges are both bounded by a count within a
+// window.
+func recent(ts []time.Time, now time.Time, window time.Duration) []time.Time {
+	kept := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < window {
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }
 
 // expired reports whether the open transaction is older than

@@ -66,14 +66,14 @@ type Loop struct {
 	obs         Observer
 
 	// The watchdog's state (see watchdog.go): the reapers of wedged
-	// producers, how many of those are still open, the times of recent
-	// wedges, and whether a consumer call wedged.
-	reapers        sync.WaitGroup
-	wedgedOpen     atomic.Int64
-	wedges         []time.Time
-	consumerWedged bool
-	// detached is set once a consumer call wedged: a rebalance callback
-	// it runs later, on its own goroutine, leaves the loop alone.
+	// producers, how many of those are still open, and the times of
+	// recent wedges.
+	reapers    sync.WaitGroup
+	wedgedOpen atomic.Int64
+	wedges     []time.Time
+	// detached is set once a consumer call wedged: close leaves the
+	// consumer alone, and a rebalance callback the call runs later, on
+	// its own goroutine, leaves the loop alone.
 	detached atomic.Bool
 	// lateInit is when an InitTransactions was last abandoned (see
 	// selfFenced).

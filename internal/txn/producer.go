@@ -23,10 +23,10 @@ func (l *Loop) startProducer(ctx context.Context) error {
 		// An InitTransactions that wedged has its producer abandoned
 		// already: the next one fences it, unless that was one wedge
 		// too many.
-		if !isWedged(err) || l.fatal != nil {
-			if l.fatal != nil {
-				return l.fatal
-			}
+		if l.fatal != nil {
+			return l.fatal
+		}
+		if !isWedged(err) {
 			return err
 		}
 	}
@@ -135,10 +135,10 @@ func (l *Loop) dispose(h *handle) {
 func (l *Loop) close() error {
 	var err error
 	fatal := l.fatal
-	if !l.consumerWedged {
+	if !l.detached.Load() {
 		err = l.consumerCall("close", l.set.ShutdownTimeout, l.consumer.Close)
 	}
-	if err != nil && l.consumerWedged {
+	if err != nil && l.detached.Load() {
 		// A close that did not return may still be serving a revoke on
 		// its goroutine: the producer is left as it is, and the process
 		// ends (see ClientsLeft).

@@ -143,14 +143,7 @@ func (l *Loop) reap(h *handle, op string, done <-chan error) {
 // mayWedge reports whether the wedge just counted fits the bound.
 func (l *Loop) mayWedge() bool {
 	now := time.Now()
-	kept := l.wedges[:0]
-	for _, t := range l.wedges {
-		if now.Sub(t) < wedgeWindow {
-			kept = append(kept, t)
-		}
-	}
-	kept = append(kept, now)
-	l.wedges = kept
+	l.wedges = append(recent(l.wedges, now, wedgeWindow), now)
 	return len(l.wedges) <= maxWedges && l.wedgedOpen.Load() <= maxWedges
 }
 
@@ -173,13 +166,12 @@ func isWedged(err error) bool {
 // consumerCall makes call, a blocking call into the consumer, under the
 // watchdog. A consumer cannot be swapped for another without leaving the
 // group, so a wedged call stops relay (ErrFatal), for an orchestrator to
-// restart it; close then leaves the consumer alone.
+// restart it; close then leaves the consumer alone (detached).
 func (l *Loop) consumerCall(op string, bound time.Duration, call func() error) error {
 	done, err := within(bound, call)
 	if done == nil {
 		return err
 	}
-	l.consumerWedged = true
 	// The call may still serve a revoke on its goroutine later: the
 	// rebalance callback must not touch the loop's state then.
 	l.detached.Store(true)
