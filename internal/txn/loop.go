@@ -189,6 +189,12 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		case kafka.Error:
 			l.consumerError(ev)
 		}
+		if ctx.Err() != nil {
+			// Stopping: the open transaction is committed below, under
+			// the shutdown's own bound. Ended here it would run with the
+			// cancelled context, which gives each call one try.
+			break
+		}
 		if l.fatal == nil && l.open && l.due() {
 			l.end(ctx, "interval")
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -70,3 +71,37 @@ func TestAbortFlushesFirstAndSurvivesInvalidTxnState(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Review finding: SIGTERM landed while a record was handled, and the
+// transaction was due in the same round. The loop ended it with the
+// cancelled context, so a retriable first commit error was not tried
+// again, the producer was re-initialised and what was handled was redone
+// after the restart. The shutdown commit runs under its own bound.
+func TestShutdownCommitIsNotCutShortByTheSignal(t *testing.T) {
+	p := newFakeProducer()
+	p.commitErrs = []error{errRetriable}
+	h := newHarness(t, p)
+	h.set.CommitInterval = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if r.Offset == 1 {
+			cancel()                         // SIGTERM while this record is handled…
+			time.Sleep(2 * time.Millisecond) // …and the transaction is due
+		}
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	c.script = []kafka.Event{c.assign(0), c.msg(0, 0), c.msg(0, 1)}
+	err := New(h.set, c, h.factory, h.handler, discard(), h.obs).Run(ctx)
+	if err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if h.made != 1 || p.committedTxns != 1 {
+		t.Fatalf("made %d producers, committed %d transactions (calls %v); want the shutdown commit tried again on one producer",
+			h.made, p.committedTxns, p.calls)
+	}
+	if got := offsetsOf(p.sentOffsets[len(p.sentOffsets)-1]); !mapsEqual(got, map[int32]int64{0: 2}) {
+		t.Fatalf("committed %v, want partition 0 at 2: both handled records", got)
+	}
+}
