@@ -79,6 +79,9 @@ type Config struct {
 	// depend on them.
 	TransactionTimeout time.Duration
 	MaxPollInterval    time.Duration
+	// SessionTimeout is session.timeout.ms: a loop stalled longer than
+	// this has lost its group membership.
+	SessionTimeout time.Duration
 	// txnTimeoutDerived: the user left transaction.timeout.ms unset, so
 	// relay may still lower it to what the broker allows.
 	txnTimeoutDerived bool
@@ -110,6 +113,7 @@ const (
 	transactionRideOut          = 30 * time.Second
 	brokerMaxTransactionTimeout = 900 * time.Second
 	defaultMaxPollInterval      = 300 * time.Second
+	defaultSessionTimeout       = 45 * time.Second
 	maxRecordsPerTxnLimit       = 1_000_000
 	maxHookConcurrency          = 1024
 )
@@ -128,6 +132,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	c.LogLevel = p.level(EnvLogLevel)
 	c.Kafka, c.kafkaVar = p.kafka(environ)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
+	c.SessionTimeout = p.kafkaMillis(c, "session.timeout.ms", defaultSessionTimeout)
 	if _, set := c.Kafka["transaction.timeout.ms"]; set {
 		c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
 	} else {

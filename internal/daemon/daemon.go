@@ -305,6 +305,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		OpTimeout:       cfg.OpTimeout,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
+		SessionTimeout:  cfg.SessionTimeout,
 		WedgeAfter:      txn.WedgeAfter(cfg.OpTimeout),
 		Tracer:          d.traces.Tracer("relay/internal/txn"),
 	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)

@@ -19,14 +19,22 @@ import (
 // instance is involved. Stopping then would turn every rolling broker
 // upgrade into relay restarts.
 //
-// The coordinator starts a transaction's clock when it first hears of it,
-// after BeginTransaction here, so a fence it caused can only come once the
-// open transaction is older than transaction.timeout.ms. Such a fence is
-// recovered from: a new producer, a rewind to the committed offsets, as
-// after an unknown commit outcome. A fence of a younger transaction is
-// another instance's, and relay stops. Recoveries are bounded in time
-// (maxRecoveries within recoveryWindow), so two instances that share an id
-// cannot fence each other in turn for long.
+// The coordinator starts a transaction's clock when it first hears of it:
+// at the first AddPartitionsToTxn, which the first produce or offset send
+// makes — not at BeginTransaction, which stays local. So a fence it caused
+// can only come once the open transaction is older than
+// transaction.timeout.ms counted from there. Such a fence is recovered
+// from: a new producer, a rewind to the committed offsets, as after an
+// unknown commit outcome. A fence of a younger transaction is another
+// instance's, and relay stops.
+//
+// An old transaction is not enough. If this loop itself stalled longer
+// than session.timeout.ms (the process frozen), or the consumer says its
+// assignment was lost, the group has moved on without it: a replacement
+// sharing the transactional id may be running, and recovering would fence
+// that live instance. This one is then the zombie, and stops. Recoveries
+// are bounded in time too (maxRecoveries within recoveryWindow), so two
+// instances that share an id cannot fence each other in turn for long.
 
 const (
 	maxRecoveries  = 3
@@ -64,9 +72,24 @@ func recent(ts []time.Time, now time.Time, window time.Duration) []time.Time {
 }
 
 // expired reports whether the open transaction is older than
-// transaction.timeout.ms, so the coordinator may have aborted it.
+// transaction.timeout.ms, counted from when the coordinator may first
+// have heard of it, so the coordinator may have aborted it.
 func (l *Loop) expired() bool {
-	return l.open && l.set.TxnTimeout > 0 && time.Since(l.started) >= l.set.TxnTimeout
+	return l.open && l.set.TxnTimeout > 0 && !l.clock.IsZero() && time.Since(l.clock) >= l.set.TxnTimeout
+}
+
+// zombie reports why this instance may have been replaced in its group
+// (see the comment at the top): "" when nothing says so.
+func (l *Loop) zombie() string {
+	if st := l.set.SessionTimeout; st > 0 && l.open {
+		if stalled := max(l.longestRound, time.Since(l.round)); stalled > st {
+			return fmt.Sprintf("the loop stalled %s, longer than session.timeout.ms (%s)", stalled.Round(time.Millisecond), st)
+		}
+	}
+	if l.consumer.AssignmentLost() {
+		return "the consumer lost its assignment"
+	}
+	return ""
 }
 
 // onFatal acts on an error librdkafka calls fatal. Recovered from, with a
@@ -75,10 +98,15 @@ func (l *Loop) expired() bool {
 // transaction disagree; no other instance is involved). Anything else —
 // a fence of a young transaction above all — stops relay.
 func (l *Loop) onFatal(ctx context.Context, op string, err error) {
-	var why string
+	var why, zombie string
+	if isFence(err) {
+		zombie = l.zombie()
+	}
 	switch {
 	case kafkaerr.Is(err, kafka.ErrInvalidTxnState):
 		why = "transaction state out of step with the coordinator"
+	case isFence(err) && zombie != "":
+		// Another instance's fence, however old the transaction.
 	case isFence(err) && l.expired():
 		why = "fenced by the coordinator: the transaction outlived transaction.timeout.ms (broker outage or a stalled process), not by another instance"
 	case isFence(err) && l.selfFenced():
@@ -93,6 +121,8 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 	switch {
 	case why != "":
 		l.fatal = fmt.Errorf("%w: %s: %d recoveries within %s, giving up: %w", ErrFatal, op, maxRecoveries, recoveryWindow, err)
+	case isFence(err) && zombie != "":
+		l.fatal = fmt.Errorf("%w: %s: fenced after %s: another instance may have taken over this transactional.id, and this one stops rather than fence it back: %w", ErrFatal, op, zombie, err)
 	case isFence(err):
 		l.fatal = fmt.Errorf("%w: %s: fenced by another producer with this transactional.id (is RELAY_TRANSACTIONAL_ID shared by two instances?): %w", ErrFatal, op, err)
 	default:

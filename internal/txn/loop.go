@@ -34,8 +34,13 @@ type Settings struct {
 	// ShutdownTimeout bounds the final commit or abort after ctx is done.
 	ShutdownTimeout time.Duration
 	// TxnTimeout is the producer's transaction.timeout.ms: a fence of a
-	// transaction older than this is the coordinator's, not a zombie's.
+	// transaction older than this may be the coordinator's, not a
+	// zombie's (see fence.go).
 	TxnTimeout time.Duration
+	// SessionTimeout is the consumer's session.timeout.ms: a loop that
+	// stalled longer than this has lost its membership, and a fence is
+	// then taken for another instance's. Zero: not checked.
+	SessionTimeout time.Duration
 	// WedgeAfter is how long a blocking librdkafka call may take before
 	// the watchdog calls it wedged (see watchdog.go): well past the
 	// call's own timeout. Zero: WedgeAfter(OpTimeout).
@@ -87,6 +92,15 @@ type Loop struct {
 	open     bool
 	started  time.Time
 	openFor  time.Duration // how long it was open when due last looked
+	// clock is when the coordinator may first have heard of the open
+	// transaction (its first produce or offset send): its timeout counts
+	// from there, not from begin. Zero until then.
+	clock time.Time
+	// round is when due last looked, and longestRound the longest time
+	// between two of its looks in the open transaction: how long the
+	// loop stalled (see fence.go).
+	round        time.Time
+	longestRound time.Duration
 	records  int
 	outputs  int
 	next     map[tpKey]int64 // next offset to commit
@@ -225,7 +239,10 @@ func (l *Loop) due() bool {
 	if l.records >= l.set.MaxRecords {
 		return true
 	}
-	l.openFor = time.Since(l.started)
+	now := time.Now()
+	l.longestRound = max(l.longestRound, now.Sub(l.round))
+	l.round = now
+	l.openFor = now.Sub(l.started)
 	return l.openFor >= l.set.CommitInterval
 }
 
@@ -325,6 +342,7 @@ func (l *Loop) begin(ctx context.Context) bool {
 		return false
 	}
 	l.open, l.started = true, time.Now()
+	l.clock, l.round, l.longestRound = time.Time{}, l.started, 0
 	l.traceBegin()
 	return true
 }
@@ -381,7 +399,18 @@ func (l *Loop) produceAll(tp tpKey, rec *Record, outs []Output) error {
 		}
 		l.wrote(tp, &outs[i])
 	}
+	if len(outs) > 0 {
+		l.clocked()
+	}
 	return nil
+}
+
+// clocked notes that the coordinator may hear of the open transaction
+// from now on (a produce or an offset send registers it there).
+func (l *Loop) clocked() {
+	if l.clock.IsZero() {
+		l.clock = time.Now()
+	}
 }
 
 // end commits the open transaction: send offsets, then commit. On failure it
@@ -397,6 +426,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 	}
 	var err error
 	h := l.producer
+	l.clocked()
 	if len(offsets) > 0 {
 		var cgm *kafka.ConsumerGroupMetadata
 		cgm, err = l.consumer.GetConsumerGroupMetadata()
