@@ -160,6 +160,32 @@ var partitionFaults = map[kafka.ErrorCode]bool{
 // writing), rather than the transaction or the network.
 func PartitionFault(err error) bool { return partitionFaults[Code(err)] }
 
+// undelivered are the codes of a record that was not written in time, or
+// was purged unwritten, without its partition refusing it: the partition
+// had no leader, too few in-sync replicas, or did not answer.
+var undelivered = map[kafka.ErrorCode]bool{
+	kafka.ErrMsgTimedOut:                  true,
+	kafka.ErrTimedOut:                     true,
+	kafka.ErrRequestTimedOut:              true,
+	kafka.ErrPurgeQueue:                   true,
+	kafka.ErrPurgeInflight:                true,
+	kafka.ErrNotEnoughReplicas:            true,
+	kafka.ErrNotEnoughReplicasAfterAppend: true,
+	kafka.ErrLeaderNotAvailable:           true,
+	kafka.ErrNotLeaderForPartition:        true,
+}
+
+// Undelivered reports whether a failed delivery says its record was not
+// written in time (or was purged unwritten), rather than refused. On its
+// own it blames no partition: the brokers may be away for every one.
+func Undelivered(err error) bool { return undelivered[Code(err)] }
+
+// StaleGeneration reports whether err says the group refused this member's
+// offsets: its generation or membership is no longer current.
+func StaleGeneration(err error) bool {
+	return Is(err, kafka.ErrIllegalGeneration, kafka.ErrUnknownMemberID, kafka.ErrFencedInstanceID, kafka.ErrRebalanceInProgress)
+}
+
 // Missing reports whether err says a topic or partition does not exist.
 func Missing(err error) bool {
 	return Is(err, kafka.ErrUnknownPartition, kafka.ErrUnknownTopicOrPart, kafka.ErrUnknownTopic)

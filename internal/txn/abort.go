@@ -26,8 +26,11 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 		l.onFatal(ctx, op, err)
 	case kafkaerr.Abort:
 		l.log.Warn("transaction must abort", "op", op, "err", err)
-		if op == "begin" {
-			l.abort(ctx, op) // nothing was delivered yet
+		if op == "begin" || kafkaerr.StaleGeneration(err) {
+			// Nothing was delivered yet; or the group refused the
+			// offsets of an old generation, and no delivery report
+			// explains that.
+			l.abort(ctx, op)
 		} else {
 			l.abortAsync(ctx, op)
 		}
@@ -36,7 +39,7 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 		// librdkafka does not flag: the outcome is unknown, so it is not
 		// guessed at (see reinit).
 		l.log.Warn("transaction outcome unknown; re-initialising producer", "op", op, "err", err)
-		l.reinit(ctx, op)
+		l.reinitBlaming(ctx, op, kafkaerr.Undelivered(err))
 	}
 }
 
@@ -97,7 +100,7 @@ func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 	}
 	l.obs.Aborted(why)
 	l.handlerAborted()
-	blamed := l.blame(async)
+	blamed := l.blame(async, false)
 	l.rewind(ctx)
 	if l.fatal != nil {
 		return
@@ -120,19 +123,35 @@ func (l *Loop) handlerAborted() {
 // fetched afterwards (read_committed consumers ask for stable offsets,
 // KIP-447) then say what happened. This is the client-side defence Jepsen's
 // 2024 Bufstream analysis recommends against delayed transaction markers.
-func (l *Loop) reinit(ctx context.Context, why string) {
+func (l *Loop) reinit(ctx context.Context, why string) { l.reinitBlaming(ctx, why, false) }
+
+// reinitBlaming is reinit after a call that timed out (timedOut): closing
+// the producer purges what it could not deliver, and when some of the
+// transaction's output partitions took their records and others did not,
+// the sources of the others are held back (see blame), so one unwritable
+// output partition does not fail every transaction of the instance.
+func (l *Loop) reinitBlaming(ctx context.Context, why string, timedOut bool) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
 	l.closeProducer()
+	var blamed map[tpKey]error
+	if timedOut && l.open {
+		blamed = l.blame(false, true)
+	}
 	l.traceEnd(TxnUnknown, len(l.first))
 	l.open = false
-	_ = l.deliveries.take()
+	l.deliveries.clear()
 	if err := l.startProducer(ctx); err != nil {
 		l.fatal = err
 		return
 	}
 	l.rewind(ctx)
-	l.pause(ctx)
+	if l.fatal != nil {
+		return
+	}
+	if !l.hold(blamed) {
+		l.pause(ctx)
+	}
 	l.reloadState(ctx)
 }
 

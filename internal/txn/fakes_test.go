@@ -34,6 +34,12 @@ type sleepEvent time.Duration
 
 func (e sleepEvent) String() string { return "sleep " + time.Duration(e).String() }
 
+// lostEvent in a script makes the consumer report its assignment lost
+// (the session expired), until the next assignment.
+type lostEvent struct{}
+
+func (lostEvent) String() string { return "assignment lost" }
+
 // fakeConsumer plays a script of events; when the script is done it calls
 // onIdle (which usually cancels the test's context).
 type fakeConsumer struct {
@@ -75,7 +81,11 @@ func (c *fakeConsumer) Poll(int) kafka.Event {
 	case sleepEvent:
 		time.Sleep(time.Duration(e))
 		return nil
+	case lostEvent:
+		c.lost = true
+		return nil
 	case kafka.AssignedPartitions:
+		c.lost = false // librdkafka clears it with a new assignment
 		_ = c.cb(nil, ev)
 		return nil
 	case kafka.RevokedPartitions:

@@ -142,12 +142,11 @@ func TestFenceAfterAStallPastTheSessionStops(t *testing.T) {
 // Likewise when the consumer reports its assignment lost.
 func TestFenceWithTheAssignmentLostStops(t *testing.T) {
 	first := newFakeProducer()
-	first.commitErrs = []error{errFenced}
+	first.abortErrs = []error{errFenced} // a lost assignment aborts
 	h := newHarness(t, first)
 	h.set.TxnTimeout = time.Nanosecond
 	c := h.c
-	c.lost = true
-	err := h.run(c.assign(0), c.msg(0, 0))
+	err := h.run(c.assign(0), c.msg(0, 0), lostEvent{})
 	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "lost its assignment") {
 		t.Fatalf("Run = %v, want ErrFatal naming the lost assignment", err)
 	}

@@ -93,20 +93,57 @@ func TestRewindRetriesCommittedPartitionError(t *testing.T) {
 }
 
 // Reports of purged messages (librdkafka purges the queue when a
-// transaction turns abortable) are no partition's fault: only the report
-// that names a partition fault holds its source partition back.
-func TestOnlyPartitionFaultsAreBlamed(t *testing.T) {
+// transaction turns abortable) are no partition's fault. A partition that
+// refused a record is blamed; so is one whose record was not delivered in
+// time while others of the transaction took theirs (review finding: a
+// partition without enough in-sync replicas failed every transaction).
+func TestPartitionFaultsAndPartialTimeoutsAreBlamed(t *testing.T) {
 	l := New(Settings{}, &fakeConsumer{}, nil, nil, discard(), nil)
 	for p := range int32(3) {
 		l.wrote(tpKey{"src", p}, &Output{Topic: "out", Partition: p})
 	}
 	out := "out"
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)})
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 1, Error: kafka.NewError(kafka.ErrMsgTimedOut, "timed out", false)})
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 2, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)})
-	blamed := l.blame(false)
-	if len(blamed) != 1 || blamed[tpKey{"src", 2}] == nil {
-		t.Fatalf("blamed %v, want only src[2]", blamed)
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)}, 0)
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 1, Error: kafka.NewError(kafka.ErrMsgTimedOut, "timed out", false)}, 1)
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 2, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)}, 2)
+	blamed := l.blame(false, false)
+	if len(blamed) != 2 || blamed[tpKey{"src", 1}] == nil || blamed[tpKey{"src", 2}] == nil {
+		t.Fatalf("blamed %v, want src[1] (timed out while out[0] took its record) and src[2] (refused)", blamed)
+	}
+}
+
+// When no output partition took its records, the brokers are away: no
+// partition is held for it (every one would be).
+func TestTimeoutsEverywhereBlameNoPartition(t *testing.T) {
+	l := New(Settings{}, &fakeConsumer{}, nil, nil, discard(), nil)
+	out := "out"
+	for p := range int32(2) {
+		l.wrote(tpKey{"src", p}, &Output{Topic: "out", Partition: p})
+		l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: p, Error: kafka.NewError(kafka.ErrPurgeInflight, "purged", false)}, int64(p))
+	}
+	if blamed := l.blame(false, true); len(blamed) != 0 {
+		t.Fatalf("blamed %v, want none: nothing was delivered anywhere", blamed)
+	}
+}
+
+// Review finding: a failed delivery of an aborted transaction reported
+// after its abort was blamed on the next transaction's failure, mapped
+// through that transaction's outputs: an innocent partition was held.
+// Reports are matched to their transaction by their ordinal.
+func TestLateReportOfAnAbortedTransactionBlamesNothingLater(t *testing.T) {
+	l := New(Settings{}, &fakeConsumer{}, nil, nil, discard(), nil)
+	out := "out"
+	// The earlier transaction took reports 0–9; this one from 10 on, and
+	// src[1] wrote to out[0] in it.
+	l.txnFrom = 10
+	l.wrote(tpKey{"src", 1}, &Output{Topic: "out", Partition: 0})
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)}, 7)
+	if blamed := l.blame(false, false); len(blamed) != 0 {
+		t.Fatalf("blamed %v for a report of an earlier transaction", blamed)
+	}
+	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)}, 12)
+	if blamed := l.blame(false, false); blamed[tpKey{"src", 1}] == nil {
+		t.Fatalf("blamed %v, want src[1] for a report of its own transaction", blamed)
 	}
 }
 

@@ -89,9 +89,9 @@ type Loop struct {
 	roomTimer *time.Timer
 
 	// State of the open transaction.
-	open     bool
-	started  time.Time
-	openFor  time.Duration // how long it was open when due last looked
+	open    bool
+	started time.Time
+	openFor time.Duration // how long it was open when due last looked
 	// clock is when the coordinator may first have heard of the open
 	// transaction (its first produce or offset send): its timeout counts
 	// from there, not from begin. Zero until then.
@@ -101,21 +101,27 @@ type Loop struct {
 	// loop stalled (see fence.go).
 	round        time.Time
 	longestRound time.Duration
-	records  int
-	outputs  int
-	next     map[tpKey]int64 // next offset to commit
-	first    map[tpKey]int64 // first offset handled in this transaction
-	assigned map[tpKey]bool
+	records      int
+	outputs      int
+	next         map[tpKey]int64 // next offset to commit
+	first        map[tpKey]int64 // first offset handled in this transaction
+	assigned     map[tpKey]bool
 	// paused holds partitions waiting for a record that is not yet due,
 	// with the time it is due.
 	paused map[tpKey]time.Time
 	// stalls are the partitions whose records cannot be written (see
 	// stall.go); suspects and outSrc say, for the open transaction, which
 	// partition to blame when it fails.
-	stalls     map[tpKey]*stall
-	suspects   map[tpKey]error
-	outSrc     map[tpKey][]tpKey
-	deliveries deliveryFailures
+	stalls map[tpKey]*stall
+	// revokedStalls are the stalls of revoked partitions, kept for
+	// when they come back (see forgetStalls).
+	revokedStalls map[tpKey]*stall
+	suspects      map[tpKey]error
+	outSrc        map[tpKey][]tpKey
+	deliveries    deliveryFailures
+	// txnFrom is how many records the producer had taken when the open
+	// transaction began: reports from that ordinal on are its own.
+	txnFrom    int64
 	reportWait time.Duration // for a delivery report after an abort
 
 	// recoveries are the times of recent recoveries from fatal errors
@@ -151,7 +157,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 	return &Loop{
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
 		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
-		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
+		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, revokedStalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
 		outSrc: map[tpKey][]tpKey{}, room: make(chan struct{}, 1), reportWait: 250 * time.Millisecond, backoff: retry.Schedule(50*time.Millisecond, 5*time.Second),
 	}
 }
@@ -343,6 +349,7 @@ func (l *Loop) begin(ctx context.Context) bool {
 	}
 	l.open, l.started = true, time.Now()
 	l.clock, l.round, l.longestRound = time.Time{}, l.started, 0
+	l.txnFrom = h.produced
 	l.traceBegin()
 	return true
 }
@@ -419,6 +426,12 @@ func (l *Loop) end(ctx context.Context, why string) {
 	if !l.open {
 		return
 	}
+	if l.consumer.AssignmentLost() {
+		// The group has moved on: its coordinator would refuse the
+		// offsets, and the partitions may be another member's now.
+		l.abort(ctx, "assignment lost")
+		return
+	}
 	start := time.Now()
 	offsets := make([]kafka.TopicPartition, 0, len(l.next))
 	for k, off := range l.next {
@@ -452,7 +465,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 	}
 	l.traceEnd(TxnCommitted, len(offsets))
 	l.unstall()
-	_ = l.deliveries.take() // reports of transactions aborted before
+	l.deliveries.clear() // reports of transactions aborted before
 	l.reset()
 	l.backoff.Reset()
 }

@@ -238,10 +238,9 @@ func TestRevokeCommitsOpenTransactionFirst(t *testing.T) {
 func TestLostAssignmentAborts(t *testing.T) {
 	h := newHarness(t)
 	c := h.c
-	c.lost = true
 	c.committed[1] = 4
 	// Partition 0 is lost (an incremental revoke); partition 1 stays.
-	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(1, 4), c.revoke(0)); err != nil {
+	if err := h.run(c.assign(0, 1), c.msg(0, 0), c.msg(1, 4), lostEvent{}, c.revoke(0)); err != nil {
 		t.Fatal(err)
 	}
 	p := h.prods[0]
@@ -404,8 +403,7 @@ func TestRevokeDuringLongOutageIsNotFatal(t *testing.T) {
 	second.initErrs = []error{errRetriable, errRetriable, errRetriable, errRetriable, errRetriable}
 	h := newHarness(t, first, second)
 	h.set.ShutdownTimeout = 200 * time.Millisecond
-	h.c.lost = true
-	if err := h.run(h.c.assign(0), h.c.msg(0, 0), h.c.revoke(0), h.c.assign(0), h.c.msg(0, 0)); err != nil {
+	if err := h.run(h.c.assign(0), h.c.msg(0, 0), lostEvent{}, h.c.revoke(0), h.c.assign(0), h.c.msg(0, 0)); err != nil {
 		t.Fatalf("a long outage during a revoke stopped relay: %v", err)
 	}
 	if countCalls(second, "init") != 6 || second.committedTxns != 1 {

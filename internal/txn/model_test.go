@@ -128,6 +128,21 @@ type modelProducer struct {
 	pending []string
 	offsets []kafka.TopicPartition
 	broken  bool // an earlier produce "failed to deliver": abortable
+	// unreported are the records given since the last delivery report:
+	// as librdkafka does, every record is reported once, and a
+	// transaction's all before its commit or abort returns.
+	unreported []kafka.TopicPartition
+}
+
+// report reports every unreported record, with code (0: delivered).
+func (p *modelProducer) report(code kafka.ErrorCode) {
+	for _, tp := range p.unreported {
+		if code != 0 {
+			tp.Error = kafka.NewError(code, code.String(), false)
+		}
+		p.events <- &kafka.Message{TopicPartition: tp}
+	}
+	p.unreported = nil
 }
 
 func (p *modelProducer) InitTransactions(context.Context) error { return nil }
@@ -154,16 +169,14 @@ func (p *modelProducer) Produce(msg *kafka.Message, _ chan kafka.Event) error {
 		// message, as a failure that is no partition's fault, before
 		// the report of the one that failed.
 		p.broken = true
-		for q := range p.m.parts {
-			purged := kafka.TopicPartition{Topic: msg.TopicPartition.Topic, Partition: q,
-				Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)}
-			p.events <- &kafka.Message{TopicPartition: purged}
-		}
+		p.report(kafka.ErrPurgeQueue)
 		tp := msg.TopicPartition
 		tp.Error = kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)
 		p.events <- &kafka.Message{TopicPartition: tp}
+		return nil
 	}
 	p.pending = append(p.pending, string(msg.Value))
+	p.unreported = append(p.unreported, msg.TopicPartition)
 	return nil
 }
 
@@ -177,6 +190,7 @@ func (p *modelProducer) CommitTransaction(context.Context) error {
 	if p.broken {
 		return errAbortable
 	}
+	p.report(0)
 	switch p.m.pick() {
 	case 1:
 		return errAbortable
@@ -203,6 +217,7 @@ func (p *modelProducer) apply() {
 }
 
 func (p *modelProducer) AbortTransaction(context.Context) error {
+	p.report(kafka.ErrPurgeQueue)
 	p.inTxn, p.pending, p.broken = false, nil, false
 	return nil
 }

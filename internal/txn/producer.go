@@ -89,9 +89,11 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 // producer (see watchdog.go) concern no transaction of the loop's.
 func (l *Loop) drainEvents(h *handle) {
 	defer close(h.drained)
+	var n int64 // reports so far, each one record's
 	for ev := range h.Events() {
 		switch e := ev.(type) {
 		case *kafka.Message:
+			n++
 			select { // room in the queue for a produce waiting on it
 			case l.room <- struct{}{}:
 			default:
@@ -100,7 +102,7 @@ func (l *Loop) drainEvents(h *handle) {
 			// none); only failures matter, and of those only the first
 			// of each partition is worth a log line: when a transaction
 			// turns abortable every queued record fails with it.
-			if e.TopicPartition.Error != nil && !h.abandoned.Load() && l.deliveries.add(e.TopicPartition) {
+			if e.TopicPartition.Error != nil && !h.abandoned.Load() && l.deliveries.add(e.TopicPartition, n-1) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
 			}
 		case kafka.Error:
@@ -185,7 +187,11 @@ func (l *Loop) produce(o *Output) error {
 	var deadline time.Time
 	for {
 		err := l.producer.Produce(msg, nil)
-		if err == nil || !kafkaerr.Is(err, kafka.ErrQueueFull) {
+		if err == nil {
+			l.producer.produced++
+			return nil
+		}
+		if !kafkaerr.Is(err, kafka.ErrQueueFull) {
 			return err
 		}
 		if deadline.IsZero() {

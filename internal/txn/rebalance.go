@@ -41,6 +41,9 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 				return nil
 			}
 		}
+		// Held partitions that came back stay held (a failure to
+		// pause them is fatal, and Run stops).
+		l.restoreStalls(e.Partitions)
 		l.log.Info("partitions assigned", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
 		l.tellOwned()

@@ -37,44 +37,75 @@ type stall struct {
 }
 
 // deliveryFailures collects failed deliveries, reported asynchronously on
-// the producer's event channel (delivery.report.only.error). A failed
-// delivery puts the transaction in its abortable state; the report says
-// which output partition failed, and so which source partition to hold.
+// the producer's event channel. A failed delivery puts the transaction in
+// its abortable state; the report says which output partition failed, and
+// so which source partition to hold.
+//
+// Each report carries its ordinal on the producer: the Go client reports
+// every delivery, and librdkafka settles every message of a transaction
+// (delivered, failed or purged) before its commit or abort returns, so the
+// reports of one transaction all come before any of the next. A report
+// whose ordinal is below the number of messages produced before the open
+// transaction began is a late one of an earlier transaction, and blames
+// nothing now.
 type deliveryFailures struct {
 	mu     sync.Mutex
-	failed []kafka.TopicPartition
+	failed []failure
+}
+
+type failure struct {
+	tp kafka.TopicPartition
+	n  int64 // ordinal of the latest such report on its producer
+	// fault: the partition refused the record (see PartitionFault);
+	// otherwise the record was not delivered in time (see Undelivered),
+	// or purged unwritten.
+	fault, purged bool
 }
 
 const maxDeliveryFailures = 1024
 
-// add keeps a failed delivery that blames its partition.
-// It reports whether tp is new among the kept failures, so a partition
-// whose every queued record failed is logged once, not once a record.
-func (d *deliveryFailures) add(tp kafka.TopicPartition) (first bool) {
-	if !kafkaerr.PartitionFault(tp.Error) {
+// add keeps a failed delivery, the n-th report of its producer, that may
+// blame its partition. It reports whether tp is new among the kept
+// failures, so a partition whose every queued record failed is logged
+// once, not once a record.
+func (d *deliveryFailures) add(tp kafka.TopicPartition, n int64) (first bool) {
+	fault := kafkaerr.PartitionFault(tp.Error)
+	if !fault && !kafkaerr.Undelivered(tp.Error) {
 		return false
 	}
+	purged := kafkaerr.Is(tp.Error, kafka.ErrPurgeQueue, kafka.ErrPurgeInflight)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := keyOf(tp)
-	for _, f := range d.failed {
-		if keyOf(f) == k {
+	for i := range d.failed {
+		if f := &d.failed[i]; keyOf(f.tp) == k && f.fault == fault && f.purged == purged {
+			f.n = max(f.n, n)
 			return false
 		}
 	}
 	if len(d.failed) < maxDeliveryFailures {
-		d.failed = append(d.failed, tp)
+		d.failed = append(d.failed, failure{tp: tp, n: n, fault: fault, purged: purged})
 	}
-	return true
+	return !purged
 }
 
-func (d *deliveryFailures) take() []kafka.TopicPartition {
+// take removes the kept failures and gives those of reports from the
+// from-th on; those of purged records only when purges says so.
+func (d *deliveryFailures) take(from int64, purges bool) []failure {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := d.failed
+	var out []failure
+	for _, f := range d.failed {
+		if f.n >= from && (purges || !f.purged) {
+			out = append(out, f)
+		}
+	}
 	d.failed = nil
 	return out
 }
+
+// clear drops every kept failure.
+func (d *deliveryFailures) clear() { _ = d.take(0, false) }
 
 // suspect names the source partition whose record could not be handled or
 // written in the open transaction.
@@ -93,35 +124,86 @@ func (l *Loop) wrote(src tpKey, o *Output) {
 }
 
 // blame is the set of source partitions to hold back after the open
-// transaction failed: the suspects, and the sources of failed deliveries.
-// A delivery report may still be on its way when the abort returns (the
-// client forwards it from another goroutine), so when the failure came
-// from a delivery and none is in yet, it waits for one, briefly.
-func (l *Loop) blame(async bool) map[tpKey]error {
-	failed := l.deliveries.take()
-	if async && len(failed) == 0 && len(l.suspects) == 0 {
+// transaction failed: the suspects, the sources of partitions that refused
+// a record, and, when some output partitions of the transaction took their
+// records and others did not (see partial), the sources of those that did
+// not. Purged records count as not taken only when purges says so: after a
+// commit timed out, the producer's close purges what it could not deliver;
+// when a transaction turns abortable, librdkafka purges the innocent
+// partitions' records too. A delivery report may still be on its way when
+// the abort returns (the client forwards it from another goroutine), so
+// when the failure came from a delivery and none is in yet, it waits for
+// one, briefly.
+func (l *Loop) blame(async, purges bool) map[tpKey]error {
+	from := l.txnFrom
+	failed := l.deliveries.take(from, purges)
+	if async && len(l.suspects) == 0 {
 		deadline := time.Now().Add(l.reportWait)
-		for len(failed) == 0 && time.Now().Before(deadline) {
+		for !anyFault(failed) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
-			failed = l.deliveries.take()
+			failed = append(failed, l.deliveries.take(from, purges)...)
 		}
 	}
 	out := make(map[tpKey]error, len(l.suspects))
 	for tp, err := range l.suspects {
 		out[tp] = err
 	}
+	partial := l.partial(failed)
 	for _, f := range failed {
-		cause := fmt.Errorf("delivery to %s failed: %w", keyOf(f), f.Error)
-		for dst, srcs := range l.outSrc {
-			// An unknown partition may be reported without one.
-			if dst.topic == topicOf(f) && (f.Partition < 0 || dst.partition == f.Partition) {
-				for _, src := range srcs {
-					out[src] = cause
-				}
-			}
+		if !f.fault && !partial {
+			continue
+		}
+		cause := fmt.Errorf("delivery to %s failed: %w", keyOf(f.tp), f.tp.Error)
+		for _, src := range l.sourcesOf(f.tp) {
+			out[src] = cause
 		}
 	}
 	return out
+}
+
+func anyFault(failed []failure) bool {
+	for _, f := range failed {
+		if f.fault {
+			return true
+		}
+	}
+	return false
+}
+
+// sourcesOf gives the source partitions that wrote to the output
+// partition of a failed delivery in the open transaction. (An unknown
+// partition may be reported without one.)
+func (l *Loop) sourcesOf(tp kafka.TopicPartition) []tpKey {
+	var out []tpKey
+	for dst, srcs := range l.outSrc {
+		if dst.topic == topicOf(tp) && (tp.Partition < 0 || dst.partition == tp.Partition) {
+			out = append(out, srcs...)
+		}
+	}
+	return out
+}
+
+// partial reports whether the open transaction wrote to an output
+// partition that no undelivered record names: it took its records while
+// others did not, so those others are to blame, not the brokers as a
+// whole. (When nothing was delivered, it is an outage, and no partition
+// is held for it.)
+func (l *Loop) partial(failed []failure) bool {
+	undelivered := map[tpKey]bool{}
+	for _, f := range failed {
+		if !f.fault {
+			undelivered[keyOf(f.tp)] = true
+		}
+	}
+	if len(undelivered) == 0 {
+		return false
+	}
+	for dst := range l.outSrc {
+		if !undelivered[dst] {
+			return true
+		}
+	}
+	return false
 }
 
 // hold pauses the blamed partitions after the rewind, each until its
@@ -163,6 +245,8 @@ func hint(err error) string {
 		return "an output topic lacks this partition or is missing: give every derived topic at least the source's partitions (relay topics apply)"
 	case kafkaerr.Is(err, kafka.ErrMsgSizeTooLarge):
 		return "the record is larger than an output topic accepts: raise its max.message.bytes (and the producer's message.max.bytes)"
+	case kafkaerr.Undelivered(err):
+		return "an output partition takes no writes while others do: check its leader and in-sync replicas against the topic's min.insync.replicas (relay topics check)"
 	default:
 		return "see cause"
 	}
@@ -217,13 +301,55 @@ func (l *Loop) unstall() {
 	l.obs.Stalled(len(l.stalls))
 }
 
-// forgetStalls drops the stalls of partitions this member no longer owns.
+// forgetStalls sets aside the stalls of partitions this member no longer
+// owns. A partition that comes back (an eager rebalance revokes every
+// partition and assigns most of them again) keeps its backoff: a rebalance
+// does not make a partition that cannot be written try again at once.
 func (l *Loop) forgetStalls(parts []kafka.TopicPartition) {
 	n := len(l.stalls)
 	for _, tp := range parts {
-		delete(l.stalls, keyOf(tp))
+		k := keyOf(tp)
+		if st, ok := l.stalls[k]; ok {
+			st.held = false // a revoked partition is not paused
+			l.revokedStalls[k] = st
+			delete(l.stalls, k)
+		}
 	}
 	if len(l.stalls) != n {
 		l.obs.Stalled(len(l.stalls))
 	}
+}
+
+// restoreStalls takes the stalls of assigned partitions back, and holds
+// those whose backoff has not ended. It is called after the assignment is
+// resumed.
+func (l *Loop) restoreStalls(parts []kafka.TopicPartition) {
+	if len(l.revokedStalls) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, tp := range parts {
+		k := keyOf(tp)
+		st, ok := l.revokedStalls[k]
+		if !ok {
+			continue
+		}
+		delete(l.revokedStalls, k)
+		l.stalls[k] = st
+		if now.Before(st.until) {
+			if err := l.consumer.Pause([]kafka.TopicPartition{k.at(0)}); err != nil {
+				l.fatal = fmt.Errorf("%w: pause %s: %w", ErrFatal, k, err)
+				return
+			}
+			st.held = true
+		}
+	}
+	// Stalls of partitions that went to other members are kept no
+	// longer than a backoff could last.
+	for k, st := range l.revokedStalls {
+		if now.Sub(st.until) > stallBackoff[1] {
+			delete(l.revokedStalls, k)
+		}
+	}
+	l.obs.Stalled(len(l.stalls))
 }

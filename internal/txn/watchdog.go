@@ -55,6 +55,9 @@ type handle struct {
 	// abandoned is set when the producer is wedged: its delivery reports
 	// no longer concern the loop's transactions.
 	abandoned atomic.Bool
+	// produced counts the records the loop gave it, for the ordinals of
+	// delivery reports (see deliveryFailures).
+	produced int64
 }
 
 // errAbandoned is what the watchdog gives for a call into a producer the
