@@ -160,15 +160,13 @@ var partitionFaults = map[kafka.ErrorCode]bool{
 // writing), rather than the transaction or the network.
 func PartitionFault(err error) bool { return partitionFaults[Code(err)] }
 
-// undelivered are the codes of a record that was not written in time, or
-// was purged unwritten, without its partition refusing it: the partition
-// had no leader, too few in-sync replicas, or did not answer.
+// undelivered are the codes of a record that was not written in time,
+// without its partition refusing it: the partition had no leader, too few
+// in-sync replicas, or did not answer.
 var undelivered = map[kafka.ErrorCode]bool{
 	kafka.ErrMsgTimedOut:                  true,
 	kafka.ErrTimedOut:                     true,
 	kafka.ErrRequestTimedOut:              true,
-	kafka.ErrPurgeQueue:                   true,
-	kafka.ErrPurgeInflight:                true,
 	kafka.ErrNotEnoughReplicas:            true,
 	kafka.ErrNotEnoughReplicasAfterAppend: true,
 	kafka.ErrLeaderNotAvailable:           true,
@@ -176,8 +174,8 @@ var undelivered = map[kafka.ErrorCode]bool{
 }
 
 // Undelivered reports whether a failed delivery says its record was not
-// written in time (or was purged unwritten), rather than refused. On its
-// own it blames no partition: the brokers may be away for every one.
+// written in time, rather than refused. On its own it blames no
+// partition: the brokers may be away for every one.
 func Undelivered(err error) bool { return undelivered[Code(err)] }
 
 // StaleGeneration reports whether err says the group refused this member's

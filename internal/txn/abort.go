@@ -100,7 +100,7 @@ func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
 	}
 	l.obs.Aborted(why)
 	l.handlerAborted()
-	blamed := l.blame(async, false)
+	blamed := l.blame(async)
 	l.rewind(ctx)
 	if l.fatal != nil {
 		return
@@ -125,18 +125,19 @@ func (l *Loop) handlerAborted() {
 // 2024 Bufstream analysis recommends against delayed transaction markers.
 func (l *Loop) reinit(ctx context.Context, why string) { l.reinitBlaming(ctx, why, false) }
 
-// reinitBlaming is reinit after a call that timed out (timedOut): closing
-// the producer purges what it could not deliver, and when some of the
-// transaction's output partitions took their records and others did not,
-// the sources of the others are held back (see blame), so one unwritable
-// output partition does not fail every transaction of the instance.
+// reinitBlaming is reinit after a call that timed out (timedOut): when
+// some of the transaction's output partitions took their records and
+// others took none, the sources of the others are held back (see
+// blameSilent), so one unwritable output partition does not fail every
+// transaction of the instance.
 func (l *Loop) reinitBlaming(ctx context.Context, why string, timedOut bool) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
+	h := l.producer
 	l.closeProducer()
 	var blamed map[tpKey]error
 	if timedOut && l.open {
-		blamed = l.blame(false, true)
+		blamed = l.blameSilent(h)
 	}
 	l.traceEnd(TxnUnknown, len(l.first))
 	l.open = false

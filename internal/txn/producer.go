@@ -38,7 +38,7 @@ func (l *Loop) initProducer(ctx context.Context) (*handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: create producer: %w", ErrFatal, err)
 	}
-	h := &handle{Producer: p, drained: make(chan struct{})}
+	h := &handle{Producer: p, drained: make(chan struct{}), lastOK: map[tpKey]int64{}}
 	go l.drainEvents(h)
 	// After a crash or during a broker outage the coordinator may be
 	// unavailable or still completing the previous epoch: wait for it, as
@@ -56,10 +56,17 @@ func (l *Loop) initProducer(ctx context.Context) (*handle, error) {
 	return h, err
 }
 
+// blockedCoordinator is how long InitTransactions may be refused with
+// CONCURRENT_TRANSACTIONS before relay says why: the coordinator completes
+// the previous transaction within seconds unless it cannot write that
+// transaction's markers.
+const blockedCoordinator = 30 * time.Second
+
 // persist makes a call again, with backoff, until it succeeds, fails
 // fatally, or ctx ends. It is for calls relay cannot go on without and that
 // a broker outage makes fail for as long as the outage lasts.
 func (l *Loop) persist(ctx context.Context, op string, call func() error) error {
+	start, warned := time.Now(), time.Time{}
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		err := call()
 		switch {
@@ -77,6 +84,11 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		backoff.WithNotify(func(err error, in time.Duration) {
 			l.obs.Alive() // waiting out an outage is not being stuck
 			l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", in.String())
+			if kafkaerr.Is(err, kafka.ErrConcurrentTransactions) && time.Since(start) >= blockedCoordinator && time.Since(warned) >= blockedCoordinator {
+				warned = time.Now()
+				l.log.Error("the transaction coordinator cannot complete this instance's previous transaction: a partition that transaction wrote to takes no writes (no leader, or fewer in-sync replicas than its min.insync.replicas; the brokers log \"transaction marker for partition … has failed\"); nothing commits under this transactional id until it does, and relay resumes by itself, losing nothing",
+					"op", op, "waiting_for", time.Since(start).Round(time.Second).String())
+			}
 		}))
 	if err != nil && !errors.Is(err, ErrFatal) && ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", op, ctx.Err())
@@ -102,13 +114,25 @@ func (l *Loop) drainEvents(h *handle) {
 			// none); only failures matter, and of those only the first
 			// of each partition is worth a log line: when a transaction
 			// turns abortable every queued record fails with it.
-			if e.TopicPartition.Error != nil && !h.abandoned.Load() && l.deliveries.add(e.TopicPartition, n-1) {
+			if e.TopicPartition.Error == nil {
+				h.delivered(e.TopicPartition, n-1)
+				continue
+			}
+			if !h.abandoned.Load() && l.deliveries.add(e.TopicPartition, n-1) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
 			}
 		case kafka.Error:
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal(), "abandoned", h.abandoned.Load())
 		}
 	}
+}
+
+// delivered notes that the n-th report said tp took its record.
+func (h *handle) delivered(tp kafka.TopicPartition, n int64) {
+	k := keyOf(tp)
+	h.mu.Lock()
+	h.lastOK[k] = n
+	h.mu.Unlock()
 }
 
 // closeProducer closes the loop's producer, under the watchdog: a Close

@@ -57,9 +57,8 @@ type failure struct {
 	tp kafka.TopicPartition
 	n  int64 // ordinal of the latest such report on its producer
 	// fault: the partition refused the record (see PartitionFault);
-	// otherwise the record was not delivered in time (see Undelivered),
-	// or purged unwritten.
-	fault, purged bool
+	// otherwise the record was not delivered in time (see Undelivered).
+	fault bool
 }
 
 const maxDeliveryFailures = 1024
@@ -73,30 +72,29 @@ func (d *deliveryFailures) add(tp kafka.TopicPartition, n int64) (first bool) {
 	if !fault && !kafkaerr.Undelivered(tp.Error) {
 		return false
 	}
-	purged := kafkaerr.Is(tp.Error, kafka.ErrPurgeQueue, kafka.ErrPurgeInflight)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := keyOf(tp)
 	for i := range d.failed {
-		if f := &d.failed[i]; keyOf(f.tp) == k && f.fault == fault && f.purged == purged {
+		if f := &d.failed[i]; keyOf(f.tp) == k && f.fault == fault {
 			f.n = max(f.n, n)
 			return false
 		}
 	}
 	if len(d.failed) < maxDeliveryFailures {
-		d.failed = append(d.failed, failure{tp: tp, n: n, fault: fault, purged: purged})
+		d.failed = append(d.failed, failure{tp: tp, n: n, fault: fault})
 	}
-	return !purged
+	return true
 }
 
 // take removes the kept failures and gives those of reports from the
-// from-th on; those of purged records only when purges says so.
-func (d *deliveryFailures) take(from int64, purges bool) []failure {
+// from-th on.
+func (d *deliveryFailures) take(from int64) []failure {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []failure
 	for _, f := range d.failed {
-		if f.n >= from && (purges || !f.purged) {
+		if f.n >= from {
 			out = append(out, f)
 		}
 	}
@@ -105,7 +103,7 @@ func (d *deliveryFailures) take(from int64, purges bool) []failure {
 }
 
 // clear drops every kept failure.
-func (d *deliveryFailures) clear() { _ = d.take(0, false) }
+func (d *deliveryFailures) clear() { _ = d.take(0) }
 
 // suspect names the source partition whose record could not be handled or
 // written in the open transaction.
@@ -127,21 +125,17 @@ func (l *Loop) wrote(src tpKey, o *Output) {
 // transaction failed: the suspects, the sources of partitions that refused
 // a record, and, when some output partitions of the transaction took their
 // records and others did not (see partial), the sources of those that did
-// not. Purged records count as not taken only when purges says so: after a
-// commit timed out, the producer's close purges what it could not deliver;
-// when a transaction turns abortable, librdkafka purges the innocent
-// partitions' records too. A delivery report may still be on its way when
-// the abort returns (the client forwards it from another goroutine), so
-// when the failure came from a delivery and none is in yet, it waits for
-// one, briefly.
-func (l *Loop) blame(async, purges bool) map[tpKey]error {
+// not. A delivery report may still be on its way when the abort returns
+// (the client forwards it from another goroutine), so when the failure
+// came from a delivery and none is in yet, it waits for one, briefly.
+func (l *Loop) blame(async bool) map[tpKey]error {
 	from := l.txnFrom
-	failed := l.deliveries.take(from, purges)
+	failed := l.deliveries.take(from)
 	if async && len(l.suspects) == 0 {
 		deadline := time.Now().Add(l.reportWait)
 		for !anyFault(failed) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
-			failed = append(failed, l.deliveries.take(from, purges)...)
+			failed = append(failed, l.deliveries.take(from)...)
 		}
 	}
 	out := make(map[tpKey]error, len(l.suspects))
@@ -204,6 +198,42 @@ func (l *Loop) partial(failed []failure) bool {
 		}
 	}
 	return false
+}
+
+// blameSilent is the set of source partitions to hold back after a commit
+// timed out on h: those that wrote to an output partition that delivered
+// none of the transaction's records while another delivered some. (A
+// record that cannot be written for want of in-sync replicas or a leader
+// is retried by librdkafka until it expires, far past the commit's
+// timeout: no report names it before.) When no output partition
+// delivered anything, it is an outage, and no partition is held for it.
+func (l *Loop) blameSilent(h *handle) map[tpKey]error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var silent []tpKey
+	some := false
+	for dst := range l.outSrc {
+		if n, ok := h.lastOK[dst]; ok && n >= l.txnFrom {
+			some = true
+		} else {
+			silent = append(silent, dst)
+		}
+	}
+	out := map[tpKey]error{}
+	for _, dst := range silent {
+		cause := fmt.Errorf("%s delivered none of the transaction's records within the commit's timeout while other partitions did: %w", dst, kafka.NewError(kafka.ErrTimedOut, "commit timed out", false))
+		for _, src := range l.outSrc[dst] {
+			// A partition stalled already is held again even when
+			// nothing else was in the transaction to compare with.
+			if _, stalled := l.stalls[src]; some || stalled {
+				out[src] = cause
+			}
+		}
+	}
+	return out
 }
 
 // hold pauses the blamed partitions after the rewind, each until its

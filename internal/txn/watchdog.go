@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,10 @@ type handle struct {
 	// produced counts the records the loop gave it, for the ordinals of
 	// delivery reports (see deliveryFailures).
 	produced int64
+	// lastOK is, per output partition, the ordinal of its latest
+	// delivered record (see blameSilent).
+	mu     sync.Mutex
+	lastOK map[tpKey]int64
 }
 
 // errAbandoned is what the watchdog gives for a call into a producer the
