@@ -46,3 +46,21 @@ func TestTopicsApplyLeavesUsableTopics(t *testing.T) {
 		}
 	}
 }
+
+// The operator commands that write transactions (replay, discard) check
+// transaction.timeout.ms against the broker's transaction.max.timeout.ms
+// as relay run does, and name the variable: the broker's own refusal of
+// the producer names neither it nor the limit. Nothing is written.
+func TestWritingCommandsCheckTheBrokerTransactionMax(t *testing.T) {
+	s := newScenario(t, 1)
+	tooLong := []string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "3600000"} // the broker allows 15 minutes
+	for _, args := range [][]string{
+		{"replay", "--all", "--reason", "fix", "--progress", "none"},
+		{"quarantine", "discard", s.src.topic + "/0/0", "--reason", "gone"},
+	} {
+		res := s.cli(t, tooLong, args...)
+		if res.code != 2 || !strings.Contains(res.stderr, "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS") || !strings.Contains(res.stderr, "transaction.max.timeout.ms") {
+			t.Errorf("relay %s with a timeout above the broker's: exit %d, want 2 naming the variable and the limit:\n%s", args[0], res.code, res.stderr)
+		}
+	}
+}

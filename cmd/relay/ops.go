@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -54,6 +55,20 @@ func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string
 		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
 	}
 	return body(o, s)
+}
+
+// fitTransactionTimeout checks, for a command that writes transactions,
+// transaction.timeout.ms against the broker's maximum as relay run does:
+// the broker would refuse the producer with a message naming neither the
+// variable nor the limit. A non-zero code is what the command must stop
+// with, having said why.
+func (a *app) fitTransactionTimeout(ctx context.Context, o *ops, name, nothing string) int {
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := kafkaclient.FitTransactionTimeout(ctx, o.admin, o.cfg, log); err != nil {
+		fmt.Fprintf(a.stderr, "%s: %v\n%s\n", name, err, nothing)
+		return exitUsage
+	}
+	return exitOK
 }
 
 // codeOf is the exit code of an operator command's error: bad input is 2.

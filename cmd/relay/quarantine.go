@@ -167,6 +167,9 @@ func (a *app) discard(ctx context.Context, d *quarantine.Discard, actor string) 
 	}
 	d.Actor, d.Reason = quarantine.Actor(actor, a.lookup), strings.TrimSpace(d.Reason)
 	return a.withSnapshot(ctx, "relay quarantine discard", nil, func(o *ops, s *quarantine.Snapshot) int {
+		if code := a.fitTransactionTimeout(ctx, o, "relay quarantine discard", "nothing was discarded"); code != exitOK {
+			return code
+		}
 		inFlight, err := d.Apply(ctx, o.cfg, s)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)

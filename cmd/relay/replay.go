@@ -101,6 +101,11 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 		return code
 	}
 	defer ops.admin.Close()
+	if !rl.o.DryRun {
+		if code := a.fitTransactionTimeout(ctx, ops, "relay replay", "nothing was replayed"); code != exitOK {
+			return code
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	plan, err := replay.Prepare(ctx, ops.cfg, ops.admin, &rl.o, now)

@@ -106,6 +106,7 @@ func (c *Config) FitBrokerTransactionMax(limit time.Duration) (lowered bool, err
 func (p *parser) validateFailures(c *Config) {
 	p.validateTopics(c)
 	p.validateBudget(c)
+	p.validateShutdown(c)
 	p.validateChecks(c)
 	p.validateTransaction(c)
 }
@@ -184,6 +185,41 @@ func (p *parser) validateBudget(c *Config) {
 		p.fail(EnvQuarantineRetention, "%s is shorter than %s (%s): quarantined records would be deleted before anyone must have looked at them",
 			c.QuarantineRetention, EnvQuarantineObjective, c.QuarantineObjective)
 	}
+}
+
+// ShutdownNeed is the longest a graceful stop can take before it leaves
+// the group: records the hook is working on when the signal comes finish
+// (with the batch protocol; one record at a time, the record in hand is
+// interrupted and stays in its source), then the last transaction sends
+// its offsets and commits, each call within RELAY_OP_TIMEOUT.
+func (c *Config) ShutdownNeed() time.Duration {
+	d := 2 * c.OpTimeout
+	if c.batching() {
+		d += c.InPlaceBound()
+	}
+	return d
+}
+
+// validateShutdown checks that a graceful stop fits its bound: past it,
+// relay gives the stop up (exit 1), and what it had handled is redone
+// after the restart. Unset, the bound is derived: 30s, or the stop's need
+// and 5s to flush the last spans and metrics, when that is longer.
+func (p *parser) validateShutdown(c *Config) {
+	need := c.ShutdownNeed()
+	if _, set := p.lookup(EnvShutdownTimeout); !set {
+		c.ShutdownTimeout = max(c.ShutdownTimeout, (need + 5*time.Second + time.Second - 1).Truncate(time.Second))
+		return
+	}
+	if c.ShutdownTimeout >= need {
+		return
+	}
+	terms := fmt.Sprintf("2×%s (%s)", EnvOpTimeout, c.OpTimeout)
+	if c.batching() {
+		terms = fmt.Sprintf("the in-place retries of records the hook is working on (%d×(attempt %s + backoff %s) + first attempt %s) + %s",
+			c.BlockingAttempts, c.AttemptBound(), c.BlockingBackoff, c.AttemptBound(), terms)
+	}
+	p.fail(EnvShutdownTimeout, "%s is shorter than a graceful stop can take: %s = %s; raise it to at least %s (and the orchestrator's grace period above it)",
+		c.ShutdownTimeout, terms, need, need)
 }
 
 // validateChecks checks the registry, rules and hook variables together.

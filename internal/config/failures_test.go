@@ -46,6 +46,9 @@ func TestFailureSettingsRejected(t *testing.T) {
 		wantMsg string
 	}{
 		{with(map[string]string{EnvRetryTiers: "30s,oops"}), EnvRetryTiers, "not a duration"},
+		// A graceful stop that cannot fit its bound is given up (exit 1).
+		{with(map[string]string{EnvShutdownTimeout: "9s"}), EnvShutdownTimeout, "shorter than a graceful stop can take"},
+		{with(map[string]string{EnvHookURL: "http://hook:8080/x", EnvHookTimeout: "10s", EnvShutdownTimeout: "30s"}), EnvShutdownTimeout, "in-place retries"},
 		{with(map[string]string{EnvRetryTiers: "5m,30s"}), EnvRetryTiers, "must not decrease"},
 		{with(map[string]string{EnvRetryTiers: "100ms"}), EnvRetryTiers, "under 1s"},
 		{with(map[string]string{EnvRetryMaxAttempts: "0"}), EnvRetryMaxAttempts, "1 to 100"},
@@ -208,6 +211,9 @@ func TestDefaultsFitEveryFeatureCombination(t *testing.T) {
 				need := c.CommitInterval + c.InPlaceBound() + c.OpTimeout
 				if c.TransactionTimeout < need+15*time.Second || c.TransactionTimeout > brokerMaxTransactionTimeout {
 					t.Errorf("%s: transaction.timeout.ms %s for a budget of %s", name, c.TransactionTimeout, need)
+				}
+				if c.ShutdownTimeout < c.ShutdownNeed() {
+					t.Errorf("%s: a graceful stop can take %s, the bound is %s", name, c.ShutdownNeed(), c.ShutdownTimeout)
 				}
 			}
 		}

@@ -137,7 +137,7 @@ var Vars = []Var{
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
-	{Name: EnvShutdownTimeout, Default: "30s", Help: "bound on a graceful stop (finish or abort the open transaction, leave the group)"},
+	{Name: EnvShutdownTimeout, Default: "30s", DefaultNote: "derived: `30s` or more", Help: "bound on a graceful stop (records the hook is working on finish, the open transaction commits, relay leaves the group); unset, it is derived from what a stop can take (the in-place retries of records in flight and two Kafka calls) plus 5s, at least 30s; set shorter than that, relay does not start"},
 	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than `transaction.timeout.ms`"},
 	{Name: EnvHTTPAddr, Default: "127.0.0.1:9464", Help: "listen address of `/metrics`, `/livez`, `/readyz`; empty disables the endpoint"},
 	{Name: EnvLogLevel, Default: "info", Help: "`debug`, `info`, `warn` or `error`"},
