@@ -60,6 +60,10 @@ type Failure struct {
 	// quarantine or rejected record keeps it. The tier record itself has
 	// the hop's time, so the tier's retention counts from the hop.
 	RecordTimestamp time.Time
+	// Causes is the failure's cause chain, outermost first, each redacted
+	// like Message. It is no relay header: Kafka Connect's stack trace
+	// header carries it (see Compat), on the record it failed at.
+	Causes []string
 }
 
 // TimeFormat is the format of every time header: UTC, RFC 3339, millis.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -49,8 +50,37 @@ func (m *Machine) failureOf(p *pass, v verdict, now time.Time) *envelope.Failure
 	f := m.envelopeOf(p)
 	f.Attempt, f.FirstFailedAt, f.LastFailedAt = p.st.Attempt, p.st.FirstFailedAt, now
 	f.Class, f.Code, f.Message = v.Class.String(), v.Code, m.redactor.Redact(v.cause.Error())
+	if m.compat.Connect {
+		f.Causes = causes(v.cause, m.redactor)
+	}
 	f.SchemaID, f.SchemaSubject, f.SchemaVersion = v.info.ID, v.info.Subject, v.info.Version
 	return f
+}
+
+// maxCauses bounds the cause chain written in Connect's stack trace.
+const maxCauses = 8
+
+// causes is err's chain below err itself (each error its first wraps),
+// redacted, at most maxCauses deep.
+func causes(err error, r *envelope.Redactor) []string {
+	var out []string
+	for e := unwrap(err); e != nil && len(out) < maxCauses; e = unwrap(e) {
+		out = append(out, r.Redact(e.Error()))
+	}
+	return out
+}
+
+// unwrap is the error e wraps; of several (errors.Join), the first.
+func unwrap(e error) error {
+	if u := errors.Unwrap(e); u != nil {
+		return u
+	}
+	if u, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the chain is walked one level at a time, not searched
+		if es := u.Unwrap(); len(es) > 0 {
+			return es[0]
+		}
+	}
+	return nil
 }
 
 // tierRecord is p's next record in tier topic. Its timestamp is the

@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +260,55 @@ func TestWaitInPlace(t *testing.T) {
 	m.OnCommit()
 	if out.Topic != "orders.valid" || m.waits.len() != 0 {
 		t.Fatalf("a later offset, committed, drops the old wait: %s, %d waiting", out.Topic, m.waits.len())
+	}
+}
+
+// TestConnectHeadersParseAsAConnectDLQ reads a quarantine record's
+// RELAY_COMPAT_HEADERS=connect headers as tools that parse Kafka Connect
+// dead-letter queues do: every header Connect's reporter writes is there,
+// task id and partition parse as ints and the offset as a long, the stage
+// is one of Connect's stage names, and the stack trace carries the cause
+// chain, redacted like relay.error.message.
+func TestConnectHeadersParseAsAConnectDLQ(t *testing.T) {
+	now := t0
+	inner := errors.New("dial tcp 10.0.0.7:8081: connect: connection refused (password=hunter2)")
+	cause := fmt.Errorf("lookup schema 9: %w", inner)
+	m, _ := newMachine(&scriptedAdmitter{errs: []error{tiers.Fail(tiers.CauseSchemaNotFound, cause)}}, &now)
+	m.compat = envelope.Compat{Connect: true}
+	out, f := one(t)(m.Handle(context.Background(), source(7)))
+	get := func(name string) string {
+		t.Helper()
+		v, ok := envelope.Lookup(out.Headers, "__connect.errors."+name)
+		if !ok {
+			t.Fatalf("no __connect.errors.%s header", name)
+		}
+		return string(v)
+	}
+	for _, name := range []string{"topic", "connector.name", "class.name", "exception.class.name", "exception.message"} {
+		if get(name) == "" {
+			t.Errorf("__connect.errors.%s is empty", name)
+		}
+	}
+	if _, err := strconv.ParseInt(get("task.id"), 10, 32); err != nil {
+		t.Errorf("task.id does not parse as an int: %v", err)
+	}
+	if p, err := strconv.ParseInt(get("partition"), 10, 32); err != nil || int32(p) != f.SourcePartition {
+		t.Errorf("partition %q: %v", get("partition"), err)
+	}
+	if o, err := strconv.ParseInt(get("offset"), 10, 64); err != nil || o != f.SourceOffset {
+		t.Errorf("offset %q: %v", get("offset"), err)
+	}
+	stages := []string{"KEY_CONVERTER", "VALUE_CONVERTER", "HEADER_CONVERTER", "TRANSFORMATION", "TASK_PUT", "TASK_POLL", "KAFKA_PRODUCE", "KAFKA_CONSUME"}
+	if !slices.Contains(stages, get("stage")) {
+		t.Errorf("stage %q is none of Connect's", get("stage"))
+	}
+	trace := get("exception.stacktrace")
+	lines := strings.Split(trace, "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], get("exception.class.name")+": ") ||
+		!strings.HasPrefix(lines[1], "Caused by: lookup schema 9") || !strings.HasPrefix(lines[2], "Caused by: dial tcp") {
+		t.Errorf("stack trace does not carry the cause chain:\n%s", trace)
+	}
+	if strings.Contains(trace, "hunter2") {
+		t.Errorf("stack trace leaks a secret:\n%s", trace)
 	}
 }
