@@ -24,6 +24,10 @@ streams="$(scripts/tools/streams-bench.sh path)"
 bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
   -hook-env RELAY_HOOK_BATCH=64,RELAY_HOOK_CONCURRENCY=256 -key-hops 6000 -key-hops-rate 300 "$@"
 
+# relay audit's scan against a plain consumer reading the same topics, on
+# a million source records and their outputs: speed ratio and peak RSS.
+bin/relay-bench -audit 1000000 -size 100
+
 # The replicated cluster: the baselines, relay and Kafka Streams only (the
 # other modes measure relay's own work, which replication does not change).
 scripts/stack/cluster.sh install

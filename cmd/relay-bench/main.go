@@ -42,6 +42,7 @@ type options struct {
 	streamsJVM string
 	java       string
 	blocked    int
+	audit      int
 	hookDelays []time.Duration // (e) and (f) once per delay
 	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
 	hookEnv    string          // and again with this env (e.g. the batch protocol)
@@ -73,6 +74,7 @@ func main() {
 	flag.StringVar(&o.java, "java", "java", "java binary of mode (k)")
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
+	flag.IntVar(&o.audit, "audit", 0, "instead of the modes: relay audit's scan of this many source records and their outputs, against a plain consumer reading the same topics")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "relay-bench: unexpected argument %q\n", flag.Arg(0))
@@ -172,6 +174,9 @@ func run(ctx context.Context, o options) (err error) {
 	printMachine(o)
 	if o.blocked > 0 {
 		return b.blockedKeys(ctx, o.blocked)
+	}
+	if o.audit > 0 {
+		return b.auditScan(ctx, o.audit)
 	}
 
 	if o.keyHops > 0 {

@@ -100,6 +100,15 @@ func TestFlagForms(t *testing.T) {
 		{[]string{"quarantine", "list", "--state=lost"}, "--state"},
 		{[]string{"quarantine", "discard", "orders/0/1", "--include-replaying", "x"}, "not a failure id"},
 		{[]string{"quarantine", "discard", "--reason=", "orders/0/1"}, "--reason is required"},
+		{[]string{"audit"}, "--source is required"},
+		{[]string{"audit", "--source", "orders", "--from", "yesterday"}, "--from \"yesterday\""},
+		{[]string{"audit", "--source", "orders", "--from", "1h", "--from-offsets", "0:1"}, "exclude each other"},
+		{[]string{"audit", "--source", "orders", "--from", "1h", "--to", "2h"}, "--from must be before --to"},
+		{[]string{"audit", "--source", "orders", "--to-offsets", "0:5,0:6"}, "partition 0 given twice"},
+		{[]string{"audit", "--source", "orders", "--from-offsets", "0=5"}, "PARTITION:OFFSET"},
+		{[]string{"audit", "--source", "orders", "--from-offsets", "0:-1"}, "PARTITION:OFFSET"},
+		{[]string{"audit", "--source", "orders", "--progress", "fancy"}, "--progress"},
+		{[]string{"audit", "--source", "orders", "extra"}, "unexpected argument"},
 	} {
 		if code, _, errs := runArgs(t, broker, tc.args...); code != exitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)

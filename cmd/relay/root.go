@@ -56,7 +56,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.versionCmd())
+	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.auditCmd(), a.versionCmd())
 	stderrFlags(root, a.stderr)
 	return root
 }

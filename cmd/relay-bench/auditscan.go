@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// auditScan measures relay audit against a plain consumer reading the same
+// topics, in one run: n source records and, for each, the output relay
+// would have written (its relay.message.id), with the group's offsets
+// committed at the end. Each reader goes twice, alternating, and the best
+// of each is compared; relay audit's peak RSS is read from the kernel
+// (the child's rusage). Nothing is asserted: the ratio is printed.
+func (b *bench) auditScan(ctx context.Context, n int) error {
+	src := "relay-bench-audit-" + b.runID
+	group := src + "-grp"
+	env := []string{"RELAY_KAFKA_BOOTSTRAP_SERVERS=" + b.o.bootstrap, "RELAY_SOURCE_TOPICS=" + src, "RELAY_GROUP_ID=" + group}
+	if err := b.createTopics(ctx, src); err != nil {
+		return err
+	}
+	if err := b.applyTopics(env); err != nil {
+		return err
+	}
+	out := src + ".valid"
+	fmt.Printf("== audit scan: %d source records and %d outputs of %d bytes, %d partitions\n", n, n, b.o.size, b.o.partitions)
+	pr, err := b.newProducer(kafka.ConfigMap{"linger.ms": 20, "batch.size": 1 << 20})
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		if i%4096 == 0 && ctx.Err() != nil {
+			break
+		}
+		p := int32(i % b.o.partitions)
+		if err := pr.send(src, p, key(i), b.value); err != nil {
+			_ = pr.close(ctx)
+			return err
+		}
+	}
+	if err := pr.close(ctx); err != nil {
+		return fmt.Errorf("load source: %w", err)
+	}
+	ends, err := b.watermarks(src)
+	if err != nil {
+		return err
+	}
+	if err := b.loadOutputs(ctx, src, out, ends); err != nil {
+		return err
+	}
+	if err := b.commit(group, src, ends); err != nil {
+		return err
+	}
+	b.groups = append(b.groups, group)
+
+	var plain, scan []time.Duration
+	var rss int64
+	for range 2 {
+		d, err := b.plainRead(ctx, []string{src, out})
+		if err != nil {
+			return err
+		}
+		plain = append(plain, d)
+		d, peak, err := b.runAudit(ctx, env, src, int64(n))
+		if err != nil {
+			return err
+		}
+		scan = append(scan, d)
+		rss = max(rss, peak)
+	}
+	best := func(ds []time.Duration) time.Duration { return min(ds[0], ds[1]) }
+	records := float64(2 * n)
+	fmt.Printf("plain consumer (read_committed, both topics): %s, %.0f records/s (runs %v)\n", best(plain).Round(time.Millisecond), records/best(plain).Seconds(), plain)
+	fmt.Printf("relay audit (whole process, to its report):   %s, %.0f records/s (runs %v), peak RSS %d MiB\n", best(scan).Round(time.Millisecond), records/best(scan).Seconds(), scan, rss>>20)
+	fmt.Printf("audit speed / plain consumer speed: %.2f (the bar is 0.5)\n", best(plain).Seconds()/best(scan).Seconds())
+	return nil
+}
+
+// loadOutputs writes, for every source record, the output relay would
+// write: to the same partition, with its relay.message.id.
+func (b *bench) loadOutputs(ctx context.Context, src, out string, ends map[int32]int64) error {
+	pr, err := b.newProducer(kafka.ConfigMap{"linger.ms": 20, "batch.size": 1 << 20})
+	if err != nil {
+		return err
+	}
+	for p, end := range ends {
+		for off := range end {
+			if off%4096 == 0 && ctx.Err() != nil {
+				break
+			}
+			m := &kafka.Message{
+				TopicPartition: kafka.TopicPartition{Topic: &out, Partition: p},
+				Value:          b.value,
+				Headers:        []kafka.Header{{Key: "relay.message.id", Value: []byte(src + "/" + strconv.Itoa(int(p)) + "/" + strconv.FormatInt(off, 10))}},
+			}
+			for {
+				err := pr.p.Produce(m, nil)
+				if err == nil {
+					break
+				}
+				if ke, ok := err.(kafka.Error); !ok || ke.Code() != kafka.ErrQueueFull { //nolint:errorlint // the client returns kafka.Error values
+					_ = pr.close(ctx)
+					return err
+				}
+				pr.p.Flush(10)
+			}
+		}
+	}
+	if err := pr.close(ctx); err != nil {
+		return fmt.Errorf("load outputs: %w", err)
+	}
+	return nil
+}
+
+// commit commits the group's offsets at ends, as relay would have.
+func (b *bench) commit(group, topic string, ends map[int32]int64) error {
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": b.o.bootstrap, "group.id": group, "enable.auto.commit": false})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	var tps []kafka.TopicPartition
+	for p, end := range ends {
+		tps = append(tps, kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.Offset(end)})
+	}
+	_, err = c.CommitOffsets(tps)
+	return err
+}
+
+// plainRead reads every partition of topics to its end with one
+// read_committed consumer, and says how long it took.
+func (b *bench) plainRead(ctx context.Context, topics []string) (time.Duration, error) {
+	start := time.Now()
+	// relay's consumer settings (internal/kafkaclient): the comparison
+	// is of the audit's work, not of librdkafka's fetch tuning.
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{
+		"bootstrap.servers": b.o.bootstrap, "group.id": "relay-bench-plain", "enable.auto.commit": false,
+		"isolation.level": "read_committed", "enable.partition.eof": true,
+		"queued.max.messages.kbytes": 2048, "queued.min.messages": 10000, "fetch.queue.backoff.ms": 10,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = c.Close() }()
+	var tps []kafka.TopicPartition
+	left := 0
+	for _, t := range topics {
+		for p := range int32(b.o.partitions) { //nolint:gosec // a partition count
+			tps = append(tps, kafka.TopicPartition{Topic: &t, Partition: p, Offset: kafka.OffsetBeginning})
+			left++
+		}
+	}
+	if err := c.Assign(tps); err != nil {
+		return 0, err
+	}
+	var n int
+	for left > 0 {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		switch ev := c.Poll(100).(type) {
+		case *kafka.Message:
+			n++
+			_ = ev
+		case kafka.PartitionEOF:
+			left--
+		case kafka.Error:
+			if ev.IsFatal() {
+				return 0, ev
+			}
+		}
+	}
+	return time.Since(start), nil
+}
+
+// runAudit runs relay audit on src and checks its report accounts for
+// every record as processed.
+func (b *bench) runAudit(ctx context.Context, env []string, src string, n int64) (time.Duration, int64, error) {
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, b.o.relayBin, "audit", "--source", src, "-o", "json", "--progress", "none")
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("relay audit: %w: %s", err, stderr.String())
+	}
+	var rep struct {
+		Clean      bool `json:"clean"`
+		Partitions []struct {
+			Processed int64 `json:"processed"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		return 0, 0, fmt.Errorf("relay audit report: %w", err)
+	}
+	var processed int64
+	for _, p := range rep.Partitions {
+		processed += p.Processed
+	}
+	if !rep.Clean || processed != n {
+		return 0, 0, fmt.Errorf("relay audit: clean %v, %d processed of %d", rep.Clean, processed, n)
+	}
+	var peak int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		peak = ru.Maxrss << 10 // KiB
+	}
+	return d, peak, nil
+}

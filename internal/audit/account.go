@@ -1,0 +1,158 @@
+package audit
+
+import (
+	"fmt"
+
+	"relay/internal/ledger"
+)
+
+// slot is the compact state of one source offset: what the scan saw for
+// it. Counts saturate at 3: two is already a finding.
+type slot uint32
+
+const (
+	outShift    = 0 // outputs with its relay.message.id (2 bits)
+	rejShift    = 2 // rejected records (2 bits)
+	quarShift   = 4 // quarantine records (2 bits)
+	tierFlight  = slot(1) << 6
+	replFlight  = slot(1) << 7
+	present     = slot(1) << 8 // a committed source record is at this offset
+	ledgerShift = 9            // the ledger's current (replay count, rank): 3 bits of rank, 8 of count
+	countMask   = slot(3)
+)
+
+func (s slot) count(shift uint) int { return int((s >> shift) & countMask) }
+
+func (s *slot) add(shift uint) {
+	if s.count(shift) < 3 {
+		*s += 1 << shift
+	}
+}
+
+// rankOf orders a failure's ledger changes as the ledger does (see
+// ledger.Before): open, replaying, failed-again, discarded, resolved.
+func rankOf(st ledger.State) slot {
+	switch st {
+	case ledger.Open:
+		return 1
+	case ledger.Replaying:
+		return 2
+	case ledger.FailedAgain:
+		return 3
+	case ledger.Discarded:
+		return 4
+	case ledger.Resolved:
+		return 5
+	}
+	return 0
+}
+
+var stateOfRank = [...]ledger.State{1: ledger.Open, 2: ledger.Replaying, 3: ledger.FailedAgain, 4: ledger.Discarded, 5: ledger.Resolved}
+
+// ledgered keeps the ledger change with the highest (replay count, rank).
+func (s *slot) ledgered(st ledger.State, replayCount int) {
+	r := rankOf(st)
+	if r == 0 {
+		return
+	}
+	v := slot(min(replayCount, 255))<<3 | r
+	if v > (*s >> ledgerShift) {
+		*s = *s&(1<<ledgerShift-1) | v<<ledgerShift
+	}
+}
+
+// state is the ledger's current state for the offset; "" without one.
+func (s slot) state() ledger.State {
+	r := (s >> ledgerShift) & 7
+	if r == 0 || int(r) >= len(stateOfRank) {
+		return ""
+	}
+	return stateOfRank[r]
+}
+
+// Verdict is what the audit says of one source offset.
+type Verdict int
+
+// Verdicts. Processed, Rejected and Quarantined are end states; the
+// InFlight ones are not judged yet; Lost, Duplicated and Unverifiable are
+// findings (Misrouted ones concern derived records, see Finding).
+const (
+	Gone         Verdict = iota // no committed record at this offset (aborted, a marker)
+	Processed                   // one output, nothing else
+	Rejected                    // one rejected record, nothing else
+	Quarantined                 // quarantined; the ledger says where it stands
+	NotConsumed                 // at or above the group's committed offset
+	InTier                      // its latest copy waits in a retry tier
+	InReplay                    // its latest copy waits in the replay topic
+	Lost                        // consumed, no end state, no copy anywhere
+	Duplicated                  // more than one end state
+	Unverifiable                // the evidence may have been deleted
+	verdicts
+)
+
+var verdictNames = [verdicts]string{"gone", "processed", "rejected", "quarantined", "not consumed", "in a tier", "replaying",
+	"lost", "duplicated", "unverifiable"}
+
+func (v Verdict) String() string { return verdictNames[v] }
+
+// judge gives the verdict on one offset. consumed says the offset is below
+// the group's committed offset at the cut; deleted says evidence of an end
+// state may have been deleted (an end-state partition lost records to
+// retention or compaction). detail says why, for findings.
+func judge(s slot, consumed, deleted bool) (v Verdict, detail string) {
+	if s&present == 0 {
+		return Gone, ""
+	}
+	outs, rejs, quars := s.count(outShift), s.count(rejShift), s.count(quarShift)
+	st := s.state()
+	switch {
+	case !consumed:
+		return NotConsumed, ""
+	case s&replFlight != 0:
+		return InReplay, ""
+	case s&tierFlight != 0 && outs+rejs+quars == 0:
+		return InTier, ""
+	}
+	switch {
+	case outs > 1:
+		return Duplicated, fmt.Sprintf("%d outputs with its relay.message.id", outs)
+	case rejs > 1:
+		return Duplicated, fmt.Sprintf("%d rejected records", rejs)
+	case outs+rejs > 1:
+		return Duplicated, "both an output and a rejected record"
+	case quars > 0 || st != "":
+		return quarantined(outs+rejs, st, deleted)
+	case outs == 1:
+		return Processed, ""
+	case rejs == 1:
+		return Rejected, ""
+	case s&tierFlight != 0:
+		return InTier, ""
+	case deleted:
+		return Unverifiable, "no end state found, and records of its derived partitions were deleted"
+	}
+	return Lost, "below the group's committed offset, with no output, rejected or quarantine record, no ledger entry and no copy in a tier or the replay topic"
+}
+
+// quarantined judges an offset that reached the quarantine: settled says
+// how many outputs and rejected records it has (at most one here).
+func quarantined(settled int, st ledger.State, deleted bool) (Verdict, string) {
+	switch {
+	case st == ledger.Resolved && settled == 0 && deleted:
+		return Unverifiable, "the ledger says resolved; its output may have been deleted"
+	case st == ledger.Resolved && settled == 0:
+		return Lost, "the ledger says resolved by a replay, but no output or rejected record of it was found"
+	case st != ledger.Resolved && settled > 0:
+		return Duplicated, fmt.Sprintf("quarantined (%s) and also output or rejected", orOpen(st))
+	}
+	return Quarantined, ""
+}
+
+// orOpen is st, or open for a quarantine record whose ledger entry is
+// missing (written before relay kept a ledger, or not yet compacted in).
+func orOpen(st ledger.State) ledger.State {
+	if st == "" {
+		return ledger.Open
+	}
+	return st
+}

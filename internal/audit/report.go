@@ -1,0 +1,267 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"relay/internal/config"
+	"relay/internal/ledger"
+)
+
+// Kind is the kind of a finding.
+type Kind string
+
+// Kinds of finding. Lost, duplicated and misrouted make the audit fail;
+// unverifiable is said, never counted as lost.
+const (
+	KindLost         Kind = "lost"
+	KindDuplicated   Kind = "duplicated"
+	KindMisrouted    Kind = "misrouted"
+	KindUnverifiable Kind = "unverifiable"
+)
+
+func kindOf(v Verdict) Kind {
+	switch v {
+	case Lost:
+		return KindLost
+	case Duplicated:
+		return KindDuplicated
+	case Unverifiable:
+		return KindUnverifiable
+	}
+	return ""
+}
+
+// Coord is a record's place.
+type Coord struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+func (c Coord) String() string { return fmt.Sprintf("%s/%d/%d", c.Topic, c.Partition, c.Offset) }
+
+// Finding is one thing the audit cannot account for.
+type Finding struct {
+	Kind Kind `json:"kind"`
+	// Source is the source record concerned, when one is (a misrouted
+	// record may name none of this source's).
+	Source *Coord `json:"source,omitempty"`
+	// At is the derived record concerned, when one is.
+	At     *Coord `json:"at,omitempty"`
+	Detail string `json:"detail"`
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(string(f.Kind))
+	if f.Source != nil {
+		b.WriteString(" " + f.Source.String())
+	}
+	if f.At != nil {
+		b.WriteString(" at " + f.At.String())
+	}
+	b.WriteString(": " + f.Detail)
+	return b.String()
+}
+
+// PartitionReport accounts for one source partition's window.
+type PartitionReport struct {
+	Partition int32 `json:"partition"`
+	// From and To are the window, To exclusive; Committed is the
+	// group's committed offset at the cut (-1: none).
+	From      int64 `json:"from"`
+	To        int64 `json:"to"`
+	Committed int64 `json:"committed"`
+	// Records are the committed source records read; Skipped the
+	// offsets without one (aborted records and transaction markers,
+	// which read_committed hides).
+	Records int64 `json:"records"`
+	Skipped int64 `json:"skipped"`
+	// End states.
+	Processed   int64                  `json:"processed"`
+	Rejected    int64                  `json:"rejected"`
+	Quarantined map[ledger.State]int64 `json:"quarantined"`
+	// In flight: not consumed yet (Behind), or a copy in a tier or the
+	// replay topic.
+	Behind   int64 `json:"notConsumed"`
+	InTier   int64 `json:"inTier"`
+	InReplay int64 `json:"replaying"`
+	// Findings about source records.
+	Lost         int64 `json:"lost"`
+	Duplicated   int64 `json:"duplicated"`
+	Unverifiable int64 `json:"unverifiable"`
+}
+
+func (pr *PartitionReport) count(v Verdict, st ledger.State) {
+	switch v {
+	case Gone:
+		pr.Skipped++
+		return
+	case Processed:
+		pr.Processed++
+	case Rejected:
+		pr.Rejected++
+	case Quarantined:
+		pr.Quarantined[orOpen(st)]++
+	case NotConsumed:
+		pr.Behind++
+	case InTier:
+		pr.InTier++
+	case InReplay:
+		pr.InReplay++
+	case Lost:
+		pr.Lost++
+	case Duplicated:
+		pr.Duplicated++
+	case Unverifiable:
+		pr.Unverifiable++
+	}
+	pr.Records++
+}
+
+// Report is the whole audit.
+type Report struct {
+	Source     string             `json:"source"`
+	Group      string             `json:"group"`
+	At         time.Time          `json:"at"`
+	Partitions []*PartitionReport `json:"partitions"`
+	// Misrouted counts the derived records that do not belong to the
+	// source (they name another source, or another partition, or none).
+	Misrouted int64 `json:"misrouted"`
+	// Trimmed says which end-state topics lost records to retention or
+	// compaction: records without an end state there are unverifiable,
+	// not lost.
+	Trimmed []string `json:"trimmed,omitempty"`
+	// Findings are the first findings, with their coordinates; Totals
+	// counts them all, by kind.
+	Findings []Finding      `json:"findings"`
+	Totals   map[Kind]int64 `json:"totals"`
+	// Clean: nothing lost, duplicated or misrouted.
+	Clean bool `json:"clean"`
+}
+
+func newReport(o *Options, cfg *config.Config) *Report {
+	return &Report{Source: o.Source, Group: cfg.GroupID, At: o.Now.UTC(), Totals: map[Kind]int64{}, Findings: []Finding{}}
+}
+
+func (r *Report) partition(pt *part) *PartitionReport {
+	pr := &PartitionReport{Partition: pt.p, From: pt.lo, To: pt.hi, Committed: pt.committed, Quarantined: map[ledger.State]int64{}}
+	r.Partitions = append(r.Partitions, pr)
+	return pr
+}
+
+func (r *Report) note(k Kind, src *Coord, at Coord, why string, keep int) {
+	r.Totals[k]++
+	if len(r.Findings) >= keep {
+		return
+	}
+	f := Finding{Kind: k, Source: src, Detail: why}
+	if at.Topic != "" {
+		f.At = &at
+	}
+	r.Findings = append(r.Findings, f)
+}
+
+func (r *Report) finish() {
+	r.Clean = r.Totals[KindLost] == 0 && r.Totals[KindDuplicated] == 0 && r.Totals[KindMisrouted] == 0
+	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
+}
+
+// Text writes the report for people: a table per partition, the first
+// findings, and the verdict.
+func (r *Report) Text(w io.Writer) {
+	fmt.Fprintf(w, "relay audit of %s for group %s at %s\n\n", r.Source, r.Group, r.At.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PARTITION\tOFFSETS\tRECORDS\tPROCESSED\tREJECTED\tQUARANTINED\tIN FLIGHT\tLOST\tDUPLICATED\tUNVERIFIABLE\tSKIPPED\t")
+	var tot PartitionReport
+	tot.Quarantined = map[ledger.State]int64{}
+	for _, pr := range r.Partitions {
+		fmt.Fprintf(tw, "%d\t%d–%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n", pr.Partition, pr.From, pr.To, pr.Records, pr.Processed, pr.Rejected,
+			quarantineCell(pr.Quarantined), flightCell(pr), pr.Lost, pr.Duplicated, pr.Unverifiable, pr.Skipped)
+		tot.Records += pr.Records
+		tot.Processed += pr.Processed
+		tot.Rejected += pr.Rejected
+		for k, v := range pr.Quarantined {
+			tot.Quarantined[k] += v
+		}
+		tot.Behind += pr.Behind
+		tot.InTier += pr.InTier
+		tot.InReplay += pr.InReplay
+		tot.Lost += pr.Lost
+		tot.Duplicated += pr.Duplicated
+		tot.Unverifiable += pr.Unverifiable
+		tot.Skipped += pr.Skipped
+	}
+	if len(r.Partitions) > 1 {
+		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n", tot.Records, tot.Processed, tot.Rejected,
+			quarantineCell(tot.Quarantined), flightCell(&tot), tot.Lost, tot.Duplicated, tot.Unverifiable, tot.Skipped)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "QUARANTINED is by ledger state (o open, r resolved, f failed-again, d discarded, p replaying); IN FLIGHT is not consumed yet / in a tier / replaying;")
+	fmt.Fprintln(w, "SKIPPED are offsets read_committed hides (aborted records, transaction markers).")
+	for _, t := range r.Trimmed {
+		fmt.Fprintf(w, "note: %s: a record without an end state there may have lost it: unverifiable, not lost\n", t)
+	}
+	if r.Misrouted > 0 {
+		fmt.Fprintf(w, "misrouted derived records: %d\n", r.Misrouted)
+	}
+	if n := total(r.Totals); n > 0 {
+		fmt.Fprintf(w, "\nfindings (%d", n)
+		if int64(len(r.Findings)) < n {
+			fmt.Fprintf(w, ", the first %d", len(r.Findings))
+		}
+		fmt.Fprintln(w, "):")
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	fmt.Fprintln(w)
+	if r.Clean {
+		fmt.Fprintln(w, "clean: nothing lost, duplicated or misrouted")
+		return
+	}
+	fmt.Fprintf(w, "NOT CLEAN: %d lost, %d duplicated, %d misrouted\n", r.Totals[KindLost], r.Totals[KindDuplicated], r.Totals[KindMisrouted])
+}
+
+func total(m map[Kind]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func quarantineCell(q map[ledger.State]int64) string {
+	var n int64
+	var parts []string
+	for _, st := range []ledger.State{ledger.Open, ledger.Resolved, ledger.FailedAgain, ledger.Discarded, ledger.Replaying} {
+		if v := q[st]; v > 0 {
+			n += v
+			parts = append(parts, fmt.Sprintf("%d%c", v, abbrev(st)))
+		}
+	}
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, " "))
+}
+
+func abbrev(st ledger.State) byte {
+	if st == ledger.Replaying {
+		return 'p'
+	}
+	return st[0]
+}
+
+func flightCell(pr *PartitionReport) string {
+	if pr.Behind+pr.InTier+pr.InReplay == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d/%d/%d", pr.Behind, pr.InTier, pr.InReplay)
+}
