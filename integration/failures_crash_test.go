@@ -65,6 +65,7 @@ func TestMixedClassesSurviveKills(t *testing.T) {
 	if hops < 20 {
 		t.Fatalf("only %d tier records: the run did not exercise retries", hops)
 	}
+	assertAuditClean(t, s) // a second oracle, beside assertOutcomes
 	for _, r := range rs {
 		r.stop()
 	}

@@ -485,6 +485,16 @@ func TestReplaySurvivesKills(t *testing.T) {
 	if len(outs) != n+1 { // and the one valid record of the fixture
 		t.Errorf("%d distinct outputs, want %d", len(outs), n+1)
 	}
+	// A second oracle: every replayed failure resolved once, by its
+	// output; nothing lost or output twice.
+	rep, res := auditOf(t, f.s)
+	var audited int64
+	for _, pr := range rep.Partitions {
+		audited += pr.Quarantined[ledger.Resolved]
+	}
+	if res.code != 0 || !rep.Clean || audited != int64(n) {
+		t.Errorf("relay audit: exit %d, clean %v, %d resolved (want %d); findings %v", res.code, rep.Clean, audited, n, rep.Findings)
+	}
 }
 
 // TestDiscardDuringReplayIsRespected: a failure discarded while a replay
