@@ -306,6 +306,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TxnTimeout:      cfg.TransactionTimeout,
 		SessionTimeout:  cfg.SessionTimeout,
+		MaxPollInterval: cfg.MaxPollInterval,
 		WedgeAfter:      txn.WedgeAfter(cfg.OpTimeout),
 		Tracer:          d.traces.Tracer("relay/internal/txn"),
 	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)

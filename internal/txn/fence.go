@@ -28,12 +28,15 @@ import (
 // unknown commit outcome. A fence of a younger transaction is another
 // instance's, and relay stops.
 //
-// An old transaction is not enough. If this loop itself stalled longer
-// than session.timeout.ms (the process frozen), or the consumer says its
-// assignment was lost, the group has moved on without it: a replacement
-// sharing the transactional id may be running, and recovering would fence
-// that live instance. This one is then the zombie, and stops. Recoveries
-// are bounded in time too (maxRecoveries within recoveryWindow), so two
+// An old transaction is not enough. If the process was frozen longer than
+// session.timeout.ms (see freezeWatch), the loop has not polled for longer
+// than max.poll.interval.ms, or the consumer says its assignment was lost,
+// the group has moved on without this instance: a replacement sharing the
+// transactional id may be running, and recovering would fence that live
+// instance. This one is then the zombie, and stops. (A slow handler or a
+// call blocked by a broker outage keeps the membership — librdkafka
+// heartbeats from its own thread — and is no reason.) Recoveries are
+// bounded in time too (maxRecoveries within recoveryWindow), so two
 // instances that share an id cannot fence each other in turn for long.
 
 const (
@@ -81,9 +84,14 @@ func (l *Loop) expired() bool {
 // zombie reports why this instance may have been replaced in its group
 // (see the comment at the top): "" when nothing says so.
 func (l *Loop) zombie() string {
-	if st := l.set.SessionTimeout; st > 0 && l.open {
-		if stalled := max(l.longestRound, time.Since(l.round)); stalled > st {
-			return fmt.Sprintf("the loop stalled %s, longer than session.timeout.ms (%s)", stalled.Round(time.Millisecond), st)
+	if st := l.set.SessionTimeout; st > 0 && l.open && l.freeze != nil {
+		if frozen := l.freeze.frozen(time.Now()); frozen > st {
+			return fmt.Sprintf("the process was frozen %s, longer than session.timeout.ms (%s)", frozen.Round(time.Millisecond), st)
+		}
+	}
+	if mp := l.set.MaxPollInterval; mp > 0 && l.open {
+		if since := max(l.round.Sub(l.lastRound), time.Since(l.round)); since > mp {
+			return fmt.Sprintf("the loop has not polled for %s, longer than max.poll.interval.ms (%s)", since.Round(time.Millisecond), mp)
 		}
 	}
 	if l.consumer.AssignmentLost() {

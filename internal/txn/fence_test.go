@@ -101,17 +101,26 @@ func TestFenceAfterAStallBeforeTheFirstProduceStops(t *testing.T) {
 }
 
 // The other order: the first produce, then a stall past the transaction
-// timeout but within the session timeout. The membership held, so no
-// replacement can own the partitions: the fence is the coordinator's, and
-// relay recovers.
-func TestFenceAfterAStallWithinTheSessionIsRecovered(t *testing.T) {
+// timeout. A slow handler or a slow commit keeps the group membership
+// (librdkafka heartbeats from its own thread), so no replacement can own
+// the partitions: the fence is the coordinator's, and relay recovers —
+// with the session timeout shorter than the transaction timeout, as
+// relay's defaults have it (45 s and at least 60 s).
+func TestFenceAfterASlowRoundIsRecovered(t *testing.T) {
 	first, second := newFakeProducer(), newFakeProducer()
 	first.commitErrs = []error{errFenced}
 	h := newHarness(t, first, second)
-	h.set.TxnTimeout = 30 * time.Millisecond
-	h.set.SessionTimeout = time.Hour
+	h.set.TxnTimeout = 60 * time.Millisecond
+	h.set.SessionTimeout = 45 * time.Millisecond
+	h.set.MaxPollInterval = time.Hour
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if r.Offset == 1 {
+			time.Sleep(70 * time.Millisecond) // a slow hook, past both
+		}
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
 	c := h.c
-	if err := h.run(c.assign(0), c.msg(0, 0), sleepEvent(50*time.Millisecond), c.msg(0, 1)); err != nil {
+	if err := h.run(c.assign(0), c.msg(0, 0), c.msg(0, 1)); err != nil {
 		t.Fatalf("Run = %v, want a recovery from the coordinator's fence", err)
 	}
 	if h.made != 2 {
@@ -119,23 +128,76 @@ func TestFenceAfterAStallWithinTheSessionIsRecovered(t *testing.T) {
 	}
 }
 
-// A loop that stalled past the session timeout (the process frozen) has
+// A process frozen past the session timeout (SIGSTOP, a paused VM) has
 // lost its membership: a replacement with its transactional id may be
 // live, and relay stops rather than fence it back, however old the
-// transaction.
-func TestFenceAfterAStallPastTheSessionStops(t *testing.T) {
+// transaction. (The freeze is told by a ticker of its own, which a freeze
+// stops and a busy loop does not: here it is told one.)
+func TestFenceAfterAFreezePastTheSessionStops(t *testing.T) {
 	first := newFakeProducer()
 	first.commitErrs = []error{errFenced}
 	h := newHarness(t, first)
 	h.set.TxnTimeout = time.Nanosecond
 	h.set.SessionTimeout = 30 * time.Millisecond
+	var l *Loop
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		l.freeze.gap.Store(int64(time.Second)) // frozen for a second
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
 	c := h.c
-	err := h.run(c.assign(0), c.msg(0, 0), sleepEvent(50*time.Millisecond), c.msg(0, 1))
-	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "session.timeout.ms") {
-		t.Fatalf("Run = %v, want ErrFatal naming the stall past session.timeout.ms", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.script, c.onIdle = []kafka.Event{c.assign(0), c.msg(0, 0)}, cancel
+	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
+	err := l.Run(ctx)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "frozen") || !strings.Contains(err.Error(), "session.timeout.ms") {
+		t.Fatalf("Run = %v, want ErrFatal naming the freeze past session.timeout.ms", err)
 	}
 	if h.made != 1 {
 		t.Fatalf("made %d producers, want no replacement", h.made)
+	}
+}
+
+// A loop that has not polled for max.poll.interval.ms has left the group
+// (librdkafka leaves it for the member): the same.
+func TestFenceAfterNoPollPastTheIntervalStops(t *testing.T) {
+	first := newFakeProducer()
+	first.commitErrs = []error{errFenced}
+	h := newHarness(t, first)
+	h.set.TxnTimeout = time.Nanosecond
+	h.set.MaxPollInterval = 30 * time.Millisecond
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		time.Sleep(50 * time.Millisecond)
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	err := h.run(c.assign(0), c.msg(0, 0))
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "max.poll.interval.ms") {
+		t.Fatalf("Run = %v, want ErrFatal naming max.poll.interval.ms", err)
+	}
+}
+
+// The freeze watch: the longest gap between its ticks, beyond one tick.
+func TestFreezeWatchMeasuresGaps(t *testing.T) {
+	w := &freezeWatch{every: 10 * time.Millisecond}
+	t0 := time.Now()
+	w.last.Store(t0.UnixNano())
+	w.tick(t0.Add(10 * time.Millisecond))
+	w.tick(t0.Add(20 * time.Millisecond))
+	if f := w.frozen(t0.Add(25 * time.Millisecond)); f != 0 {
+		t.Fatalf("frozen %s with ticks on time", f)
+	}
+	w.tick(t0.Add(5 * time.Second)) // a freeze of about 5 s
+	if f := w.frozen(t0.Add(5*time.Second + time.Millisecond)); f < 4*time.Second {
+		t.Fatalf("frozen %s after a 5 s gap", f)
+	}
+	w.reset()
+	if f := w.frozen(t0.Add(5*time.Second + time.Millisecond)); f != 0 {
+		t.Fatalf("frozen %s after reset", f)
+	}
+	// A freeze no tick has seen yet counts too.
+	if f := w.frozen(t0.Add(9 * time.Second)); f < 3*time.Second {
+		t.Fatalf("frozen %s 4 s after the last tick", f)
 	}
 }
 

@@ -103,9 +103,22 @@ func TestPartitionFaultsAndPartialTimeoutsAreBlamed(t *testing.T) {
 		l.wrote(tpKey{"src", p}, &Output{Topic: "out", Partition: p})
 	}
 	out := "out"
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)}, 0)
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 1, Error: kafka.NewError(kafka.ErrMsgTimedOut, "timed out", false)}, 1)
-	l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 2, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)}, 2)
+	add := func() {
+		l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 0, Error: kafka.NewError(kafka.ErrPurgeQueue, "purged", false)}, 0)
+		l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 1, Error: kafka.NewError(kafka.ErrMsgTimedOut, "timed out", false)}, 1)
+		l.deliveries.add(kafka.TopicPartition{Topic: &out, Partition: 2, Error: kafka.NewError(kafka.ErrMsgSizeTooLarge, "too large", false)}, 2)
+	}
+	// Nothing was delivered: the timeout blames no partition, the
+	// refusal does.
+	l.producer = &handle{lastOK: map[tpKey]int64{}}
+	add()
+	if blamed := l.blame(false); len(blamed) != 1 || blamed[tpKey{"src", 2}] == nil {
+		t.Fatalf("blamed %v with nothing delivered, want src[2] (refused) only", blamed)
+	}
+	// out[0] delivered a record of this transaction: out[1]'s timeout is
+	// its own.
+	l.producer.lastOK[tpKey{"out", 0}] = 3
+	add()
 	blamed := l.blame(false)
 	if len(blamed) != 2 || blamed[tpKey{"src", 1}] == nil || blamed[tpKey{"src", 2}] == nil {
 		t.Fatalf("blamed %v, want src[1] (timed out while out[0] took its record) and src[2] (refused)", blamed)

@@ -37,10 +37,13 @@ type Settings struct {
 	// transaction older than this may be the coordinator's, not a
 	// zombie's (see fence.go).
 	TxnTimeout time.Duration
-	// SessionTimeout is the consumer's session.timeout.ms: a loop that
-	// stalled longer than this has lost its membership, and a fence is
-	// then taken for another instance's. Zero: not checked.
-	SessionTimeout time.Duration
+	// SessionTimeout is the consumer's session.timeout.ms: a process
+	// frozen longer than this has lost its membership, and a fence is
+	// then taken for another instance's. MaxPollInterval is its
+	// max.poll.interval.ms: a loop that has not polled for longer has
+	// left the group. Zero: not checked.
+	SessionTimeout  time.Duration
+	MaxPollInterval time.Duration
 	// WedgeAfter is how long a blocking librdkafka call may take before
 	// the watchdog calls it wedged (see watchdog.go): well past the
 	// call's own timeout. Zero: WedgeAfter(OpTimeout).
@@ -96,16 +99,19 @@ type Loop struct {
 	// transaction (its first produce or offset send): its timeout counts
 	// from there, not from begin. Zero until then.
 	clock time.Time
-	// round is when due last looked, and longestRound the longest time
-	// between two of its looks in the open transaction: how long the
-	// loop stalled (see fence.go).
-	round        time.Time
-	longestRound time.Duration
-	records      int
-	outputs      int
-	next         map[tpKey]int64 // next offset to commit
-	first        map[tpKey]int64 // first offset handled in this transaction
-	assigned     map[tpKey]bool
+	// round is when due last looked, and lastRound when it looked the
+	// time before: a round of the loop polls once, so the longer of
+	// round−lastRound and the time since round is about how long the
+	// loop has gone without polling (see zombie).
+	round, lastRound time.Time
+	// freeze tells how long the process was frozen in the open
+	// transaction (see zombie); nil outside Run.
+	freeze   *freezeWatch
+	records  int
+	outputs  int
+	next     map[tpKey]int64 // next offset to commit
+	first    map[tpKey]int64 // first offset handled in this transaction
+	assigned map[tpKey]bool
 	// paused holds partitions waiting for a record that is not yet due,
 	// with the time it is due.
 	paused map[tpKey]time.Time
@@ -182,6 +188,10 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		}
 	}()
 	l.runCtx = ctx
+	if st := l.set.SessionTimeout; st > 0 {
+		l.freeze = newFreezeWatch(min(time.Second, st/10))
+		defer l.freeze.close()
+	}
 	if err := l.startProducer(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -246,8 +256,7 @@ func (l *Loop) due() bool {
 		return true
 	}
 	now := time.Now()
-	l.longestRound = max(l.longestRound, now.Sub(l.round))
-	l.round = now
+	l.lastRound, l.round = l.round, now
 	l.openFor = now.Sub(l.started)
 	return l.openFor >= l.set.CommitInterval
 }
@@ -348,7 +357,10 @@ func (l *Loop) begin(ctx context.Context) bool {
 		return false
 	}
 	l.open, l.started = true, time.Now()
-	l.clock, l.round, l.longestRound = time.Time{}, l.started, 0
+	l.clock, l.round, l.lastRound = time.Time{}, l.started, l.started
+	if l.freeze != nil {
+		l.freeze.reset()
+	}
 	l.txnFrom = h.produced
 	l.traceBegin()
 	return true
@@ -405,9 +417,6 @@ func (l *Loop) produceAll(tp tpKey, rec *Record, outs []Output) error {
 			return err
 		}
 		l.wrote(tp, &outs[i])
-	}
-	if len(outs) > 0 {
-		l.clocked()
 	}
 	return nil
 }

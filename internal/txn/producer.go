@@ -213,6 +213,7 @@ func (l *Loop) produce(o *Output) error {
 		err := l.producer.Produce(msg, nil)
 		if err == nil {
 			l.producer.produced++
+			l.clocked() // AddPartitionsToTxn may go out from now on
 			return nil
 		}
 		if !kafkaerr.Is(err, kafka.ErrQueueFull) {

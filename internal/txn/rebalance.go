@@ -55,7 +55,6 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			delete(l.assigned, keyOf(tp))
 			delete(l.paused, keyOf(tp))
 		}
-		l.forgetStalls(e.Partitions)
 		if l.open && l.fatal == nil {
 			// Run's context, not a bounded one: if the broker is away,
 			// the abort or the new producer waits for it (each call
@@ -72,6 +71,9 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 				l.end(ctx, "revoke")
 			}
 		}
+		// After the commit, which ends the stalls of the partitions it
+		// moved on.
+		l.forgetStalls(e.Partitions)
 		if pl, ok := l.handler.(PartitionListener); ok {
 			pl.OnRevoked(numbers(e.Partitions))
 		}

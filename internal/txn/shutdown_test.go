@@ -81,13 +81,13 @@ func TestShutdownCommitIsNotCutShortByTheSignal(t *testing.T) {
 	p := newFakeProducer()
 	p.commitErrs = []error{errRetriable}
 	h := newHarness(t, p)
-	h.set.CommitInterval = time.Millisecond
+	h.set.CommitInterval = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
 		if r.Offset == 1 {
-			cancel()                         // SIGTERM while this record is handled…
-			time.Sleep(2 * time.Millisecond) // …and the transaction is due
+			cancel()                           // SIGTERM while this record is handled…
+			time.Sleep(250 * time.Millisecond) // …and the transaction is due
 		}
 		return []Output{{Topic: "out", Partition: r.Partition}}, nil
 	})

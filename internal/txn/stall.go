@@ -142,7 +142,7 @@ func (l *Loop) blame(async bool) map[tpKey]error {
 	for tp, err := range l.suspects {
 		out[tp] = err
 	}
-	partial := l.partial(failed)
+	partial := l.partial(l.producer, failed)
 	for _, f := range failed {
 		if !f.fault && !partial {
 			continue
@@ -177,23 +177,25 @@ func (l *Loop) sourcesOf(tp kafka.TopicPartition) []tpKey {
 	return out
 }
 
-// partial reports whether the open transaction wrote to an output
-// partition that no undelivered record names: it took its records while
-// others did not, so those others are to blame, not the brokers as a
-// whole. (When nothing was delivered, it is an outage, and no partition
-// is held for it.)
-func (l *Loop) partial(failed []failure) bool {
+// partial reports whether an output partition of the open transaction
+// delivered a record of it (h says so) while the failures name others as
+// undelivered: those others are to blame, not the brokers as a whole.
+// (When nothing was delivered, it is an outage, and no partition is held
+// for it.)
+func (l *Loop) partial(h *handle, failed []failure) bool {
 	undelivered := map[tpKey]bool{}
 	for _, f := range failed {
 		if !f.fault {
 			undelivered[keyOf(f.tp)] = true
 		}
 	}
-	if len(undelivered) == 0 {
+	if len(undelivered) == 0 || h == nil {
 		return false
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for dst := range l.outSrc {
-		if !undelivered[dst] {
+		if n, ok := h.lastOK[dst]; ok && n >= l.txnFrom && !undelivered[dst] {
 			return true
 		}
 	}
