@@ -36,12 +36,12 @@ const rootLong = `relay — exactly-once ingress stage for Apache Kafka.
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
 passed to librdkafka, OTEL_*), listed in docs/REFERENCE.md. The commands that read
-Kafka (topics, quarantine, replay) need no RELAY_TRANSACTIONAL_ID.
+Kafka (topics, quarantine, replay, audit) need no RELAY_TRANSACTIONAL_ID.
 
 Exit codes: 0 ok, 1 runtime failure (a crash included), 2 bad command line
 or configuration (nothing started, no broker contacted); relay replay adds
 3 (stopped by its repeat-failure threshold) and 4 (outcomes not known in
-time).`
+time); relay audit exits 1 on anything lost, duplicated or misrouted.`
 
 func newRoot(a *app) *cobra.Command {
 	root := group(&cobra.Command{
