@@ -137,6 +137,9 @@ type Report struct {
 	// compaction: records without an end state there are unverifiable,
 	// not lost.
 	Trimmed []string `json:"trimmed,omitempty"`
+	// Notes say what the reader of the report should know (a group
+	// that never committed, say).
+	Notes []string `json:"notes,omitempty"`
 	// Findings are the first findings, with their coordinates; Totals
 	// counts them all, by kind.
 	Findings []Finding      `json:"findings"`
@@ -205,6 +208,9 @@ func (r *Report) Text(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "QUARANTINED is by ledger state (o open, r resolved, f failed-again, d discarded, p replaying); IN FLIGHT is not consumed yet / in a tier / replaying;")
 	fmt.Fprintln(w, "SKIPPED are offsets read_committed hides (aborted records, transaction markers).")
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	for _, t := range r.Trimmed {
 		fmt.Fprintf(w, "note: %s: a record without an end state there may have lost it: unverifiable, not lost\n", t)
 	}

@@ -689,6 +689,13 @@ func (s *scan) judge() {
 		ps = append(ps, p)
 	}
 	slices.Sort(ps)
+	none := true
+	for _, pt := range s.parts {
+		none = none && pt.committed < 0
+	}
+	if none {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("group %s has committed no offset of %s: every record counts as not consumed (is RELAY_GROUP_ID relay's?)", s.cfg.GroupID, s.source))
+	}
 	for _, p := range ps {
 		pt := s.parts[p]
 		pr := s.rep.partition(pt)
