@@ -100,7 +100,7 @@ func TestAuditFindsWhatWasInjected(t *testing.T) {
 			victim = m
 		}
 	}
-	id, _ := envelope.Lookup(toHeaders(victim.Headers), envelope.MessageID)
+	id, _ := envelope.Lookup(toEnvelopeHeaders(victim.Headers), envelope.MessageID)
 	dupAt := produceRaw(t, s.output, victim.TopicPartition.Partition, victim.Key, victim.Value, victim.Headers)
 	lostAt := produceRaw(t, s.src.topic, 1, []byte("k"), []byte("never seen by relay"), nil)
 	commitPast(t, s.group, s.src.topic, 1, lostAt+1)
@@ -126,14 +126,6 @@ func TestAuditFindsWhatWasInjected(t *testing.T) {
 	if rep.Totals[audit.KindLost] != 1 || rep.Totals[audit.KindDuplicated] != 1 || rep.Totals[audit.KindMisrouted] != 1 {
 		t.Errorf("totals %v, want one of each", rep.Totals)
 	}
-}
-
-func toHeaders(hs []kafka.Header) []envelope.Header {
-	out := make([]envelope.Header, len(hs))
-	for i, h := range hs {
-		out[i] = envelope.Header{Key: h.Key, Value: h.Value}
-	}
-	return out
 }
 
 // produceRaw writes one record to topic's partition p and gives its offset.

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-
 	"relay/internal/envelope"
 	"relay/internal/schema"
 )
@@ -102,23 +100,7 @@ func keyScenario(t *testing.T, o *orders, h *orderHook, partitions int, extra ..
 // source offset.
 func produceOrder(t *testing.T, o *orders, topic string, partition int32, key, id string) int64 {
 	t.Helper()
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	dr := make(chan kafka.Event, 1)
-	if err := p.Produce(&kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
-		Key:            []byte(key), Value: o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"}),
-	}, dr); err != nil {
-		t.Fatal(err)
-	}
-	m := (<-dr).(*kafka.Message)
-	if m.TopicPartition.Error != nil {
-		t.Fatal(m.TopicPartition.Error)
-	}
-	return int64(m.TopicPartition.Offset)
+	return produceRaw(t, topic, partition, []byte(key), o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"}), nil)
 }
 
 // TestKeyStateSurvivesKillAndMoves: A1 keeps failing while A2 and A3

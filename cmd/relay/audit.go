@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"relay/internal/audit"
+	"relay/internal/replay"
 )
 
 const auditLong = `Accounts for every source offset of a window: reads, read_committed, the
@@ -169,11 +169,11 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	if code != exitOK {
 		return code
 	}
-	ops.admin.Close() // the audit makes its own clients
+	defer ops.admin.Close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	al.o.Now = now
-	bar := al.progress == "bar" || (al.progress == "auto" && isTerminal(a.stderr))
+	bar := al.progress == "bar" || (al.progress == "auto" && replay.IsTerminal(a.stderr))
 	if bar {
 		al.o.Progress = func(read, total int64) {
 			pct := 100.0
@@ -185,7 +185,7 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 			fmt.Fprintf(a.stderr, "\raudit [%s%s] %3.0f%% %d records", strings.Repeat("=", n), strings.Repeat(" ", width-n), pct, read)
 		}
 	}
-	rep, err := audit.Run(ctx, ops.cfg, &al.o)
+	rep, err := audit.Run(ctx, ops.cfg, ops.admin, &al.o)
 	if bar {
 		fmt.Fprintln(a.stderr)
 	}
@@ -208,15 +208,4 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 		return exitFailure
 	}
 	return exitOK
-}
-
-// isTerminal says whether w is a terminal (a progress bar is drawn only
-// there; none when piped).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

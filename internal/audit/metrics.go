@@ -16,20 +16,7 @@ import (
 func (r *Report) WriteMetrics(path string) error {
 	var b strings.Builder
 	src := r.Source // topic names hold no character %q would escape otherwise than Prometheus
-	var sum PartitionReport
-	sum.Quarantined = map[ledger.State]int64{}
-	for _, pr := range r.Partitions {
-		sum.Records += pr.Records
-		sum.Processed += pr.Processed
-		sum.Rejected += pr.Rejected
-		for k, v := range pr.Quarantined {
-			sum.Quarantined[k] += v
-		}
-		sum.Behind += pr.Behind
-		sum.InTier += pr.InTier
-		sum.InReplay += pr.InReplay
-		sum.Skipped += pr.Skipped
-	}
+	sum := r.sum()
 	b.WriteString("# HELP relay_audit_records Source records of the last audit's window, by what became of them.\n# TYPE relay_audit_records gauge\n")
 	for _, c := range []struct {
 		state string

@@ -181,26 +181,12 @@ func (r *Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "relay audit of %s for group %s at %s\n\n", r.Source, r.Group, r.At.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PARTITION\tOFFSETS\tRECORDS\tPROCESSED\tREJECTED\tQUARANTINED\tIN FLIGHT\tLOST\tDUPLICATED\tUNVERIFIABLE\tSKIPPED\t")
-	var tot PartitionReport
-	tot.Quarantined = map[ledger.State]int64{}
 	for _, pr := range r.Partitions {
 		fmt.Fprintf(tw, "%d\t%d–%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n", pr.Partition, pr.From, pr.To, pr.Records, pr.Processed, pr.Rejected,
 			quarantineCell(pr.Quarantined), flightCell(pr), pr.Lost, pr.Duplicated, pr.Unverifiable, pr.Skipped)
-		tot.Records += pr.Records
-		tot.Processed += pr.Processed
-		tot.Rejected += pr.Rejected
-		for k, v := range pr.Quarantined {
-			tot.Quarantined[k] += v
-		}
-		tot.Behind += pr.Behind
-		tot.InTier += pr.InTier
-		tot.InReplay += pr.InReplay
-		tot.Lost += pr.Lost
-		tot.Duplicated += pr.Duplicated
-		tot.Unverifiable += pr.Unverifiable
-		tot.Skipped += pr.Skipped
 	}
 	if len(r.Partitions) > 1 {
+		tot := r.sum()
 		fmt.Fprintf(tw, "all\t\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n", tot.Records, tot.Processed, tot.Rejected,
 			quarantineCell(tot.Quarantined), flightCell(&tot), tot.Lost, tot.Duplicated, tot.Unverifiable, tot.Skipped)
 	}
@@ -233,6 +219,27 @@ func (r *Report) Text(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "NOT CLEAN: %d lost, %d duplicated, %d misrouted\n", r.Totals[KindLost], r.Totals[KindDuplicated], r.Totals[KindMisrouted])
+}
+
+// sum adds up the partitions' counts.
+func (r *Report) sum() PartitionReport {
+	tot := PartitionReport{Quarantined: map[ledger.State]int64{}}
+	for _, pr := range r.Partitions {
+		tot.Records += pr.Records
+		tot.Processed += pr.Processed
+		tot.Rejected += pr.Rejected
+		for k, v := range pr.Quarantined {
+			tot.Quarantined[k] += v
+		}
+		tot.Behind += pr.Behind
+		tot.InTier += pr.InTier
+		tot.InReplay += pr.InReplay
+		tot.Lost += pr.Lost
+		tot.Duplicated += pr.Duplicated
+		tot.Unverifiable += pr.Unverifiable
+		tot.Skipped += pr.Skipped
+	}
+	return tot
 }
 
 func total(m map[Kind]int64) int64 {

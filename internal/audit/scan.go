@@ -42,6 +42,7 @@ type part struct {
 	p         int32
 	lo, hi    int64 // the window, [lo, hi)
 	logStart  int64 // of the source partition
+	base      int64 // the window's first offset still in the log: slots[0]
 	committed int64 // the group's, at the cut; -1: none
 	slots     []slot
 	// ts is, per offset, the source record's timestamp (ms), kept only
@@ -63,21 +64,20 @@ const (
 	roleQuarantine
 	roleTier
 	roleReplay
+	// The state topic, shared by the group's sources: each failure's
+	// ledger changes are in its source partition's.
+	roleLedger
 )
 
 // bound is how long reading one topic to its end may take.
 const bound = 10 * time.Minute
 
-// Run audits o.Source as relay, configured by cfg, writes it.
-func Run(ctx context.Context, cfg *config.Config, o *Options) (*Report, error) {
+// Run audits o.Source as relay, configured by cfg, writes it; a is an
+// admin client of the same cluster.
+func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Options) (*Report, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	a, err := kafkaclient.Admin(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("admin client: %w", err)
-	}
-	defer a.Close()
 	timeout := int(max(cfg.OpTimeout, 10*time.Second) / time.Millisecond)
 	md, err := a.GetMetadata(nil, true, timeout)
 	if err != nil {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg *config.Config, o *Options) (*Report, error) {
 			topics = append(topics, derived{t, roleTier})
 		}
 	}
-	topics = append(topics, derived{names.Replay, roleReplay})
+	topics = append(topics, derived{names.Replay, roleReplay}, derived{names.State, roleLedger})
 	var missing []string
 	for _, d := range topics[:3] {
 		if t, ok := md.Topics[d.topic]; !ok || len(t.Partitions) == 0 {
@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg *config.Config, o *Options) (*Report, error) {
 		return nil, err
 	}
 	s.retention(ctx, a)
-	if err := s.read(ctx, names.State); err != nil {
+	if err := s.read(ctx); err != nil {
 		return nil, err
 	}
 	s.judge()
@@ -221,7 +221,8 @@ func (s *scan) window(n int) error {
 	}
 	for _, pt := range s.parts {
 		pt.hi = max(pt.hi, pt.lo)
-		n := pt.hi - max(pt.lo, pt.logStart)
+		pt.base = max(pt.lo, pt.logStart)
+		n := pt.hi - pt.base
 		if n > maxWindow {
 			return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", s.source, pt.p, n, int64(maxWindow))}
 		}
@@ -409,14 +410,14 @@ func (s *scan) retention(ctx context.Context, a *kafka.AdminClient) {
 	}
 }
 
-// read reads the source window, then every derived topic and the ledger.
-func (s *scan) read(ctx context.Context, stateTopic string) error {
+// read reads the source window, then every derived topic and the ledger
+// to their ends at the cut.
+func (s *scan) read(ctx context.Context) error {
 	from := map[int32]kafka.Offset{}
 	ends := map[int32]int64{}
 	for p, pt := range s.parts {
-		start := max(pt.lo, pt.logStart)
-		if start < pt.hi {
-			from[p], ends[p] = kafka.Offset(start), pt.hi
+		if pt.base < pt.hi {
+			from[p], ends[p] = kafka.Offset(pt.base), pt.hi
 		}
 	}
 	if err := s.readTopic(ctx, s.source, from, ends, s.sourceRecord); err != nil {
@@ -433,6 +434,8 @@ func (s *scan) read(ctx context.Context, stateTopic string) error {
 		switch d.role {
 		case roleOutput:
 			each = s.outputRecord
+		case roleLedger:
+			each = s.ledgerRecord
 		default:
 			each = s.envelopeRecord(d)
 		}
@@ -440,37 +443,7 @@ func (s *scan) read(ctx context.Context, stateTopic string) error {
 			return err
 		}
 	}
-	return s.readLedger(ctx, stateTopic)
-}
-
-// readLedger applies the ledger's changes of the window's failures. The
-// state topic is shared by the group's sources; each failure's changes
-// are in its source partition's.
-func (s *scan) readLedger(ctx context.Context, topic string) error {
-	t, ok := s.md.Topics[topic]
-	if !ok {
-		return nil // no failure was ever quarantined
-	}
-	probe, err := kafkaclient.Probe(s.cfg)
-	if err != nil {
-		return err
-	}
-	from, ends := map[int32]kafka.Offset{}, map[int32]int64{}
-	for p := range s.parts {
-		if int(p) >= len(t.Partitions) {
-			continue
-		}
-		low, high, err := probe.QueryWatermarkOffsets(topic, p, s.timeout)
-		if err != nil {
-			_ = probe.Close()
-			return fmt.Errorf("watermarks of %s[%d]: %w", topic, p, err)
-		}
-		if low < high {
-			from[p], ends[p] = kafka.Offset(low), high
-		}
-	}
-	_ = probe.Close()
-	return s.readTopic(ctx, topic, from, ends, s.ledgerRecord)
+	return nil
 }
 
 // readTopic reads topic's partitions from from to ends, read_committed.
@@ -552,7 +525,7 @@ func (s *scan) at(p int32, off int64) (*part, *slot) {
 	if pt == nil {
 		return nil, nil
 	}
-	i := off - max(pt.lo, pt.logStart)
+	i := off - pt.base
 	if i < 0 || i >= int64(len(pt.slots)) {
 		return pt, nil
 	}
@@ -566,7 +539,7 @@ func (s *scan) sourceRecord(m *kafka.Message) {
 	}
 	*sl |= present
 	if pt.ts != nil {
-		pt.ts[int64(m.TopicPartition.Offset)-max(pt.lo, pt.logStart)] = m.Timestamp.UnixMilli()
+		pt.ts[int64(m.TopicPartition.Offset)-pt.base] = m.Timestamp.UnixMilli()
 	}
 }
 
@@ -699,9 +672,8 @@ func (s *scan) judge() {
 	for _, p := range ps {
 		pt := s.parts[p]
 		pr := s.rep.partition(pt)
-		base := max(pt.lo, pt.logStart)
 		for i, sl := range pt.slots {
-			off := base + int64(i)
+			off := pt.base + int64(i)
 			consumed := pt.committed >= 0 && off < pt.committed
 			deleted := s.deletedAll || (pt.ts != nil && pt.ts[i] < s.deletedBefore)
 			v, why := judge(sl, consumed, deleted)

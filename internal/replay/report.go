@@ -76,13 +76,22 @@ type TextProgress struct {
 func NewTextProgress(mode string, w io.Writer, id string, total int, rate float64) *TextProgress {
 	if mode == "auto" {
 		mode = "lines"
-		if f, ok := w.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				mode = "bar"
-			}
+		if IsTerminal(w) {
+			mode = "bar"
 		}
 	}
 	return &TextProgress{w: w, mode: mode, id: id, total: total, rate: rate, start: time.Now()}
+}
+
+// IsTerminal says whether w is a terminal: a progress bar is drawn only
+// there (relay audit's too), none when piped.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // Update draws c, at most every second (a bar: 200ms).

@@ -115,7 +115,7 @@ func (l *Loop) drainEvents(h *handle) {
 			// of each partition is worth a log line: when a transaction
 			// turns abortable every queued record fails with it.
 			if e.TopicPartition.Error == nil {
-				h.delivered(e.TopicPartition, n-1)
+				h.noteDelivered(e.TopicPartition, n-1)
 				continue
 			}
 			if !h.abandoned.Load() && l.deliveries.add(e.TopicPartition, n-1) {
@@ -127,12 +127,21 @@ func (l *Loop) drainEvents(h *handle) {
 	}
 }
 
-// delivered notes that the n-th report said tp took its record.
-func (h *handle) delivered(tp kafka.TopicPartition, n int64) {
+// noteDelivered notes that the n-th report said tp took its record.
+func (h *handle) noteDelivered(tp kafka.TopicPartition, n int64) {
 	k := keyOf(tp)
 	h.mu.Lock()
 	h.lastOK[k] = n
 	h.mu.Unlock()
+}
+
+// deliveredSince says whether partition k took a record reported from the
+// from-th report on (of the open transaction, for from = txnFrom).
+func (h *handle) deliveredSince(k tpKey, from int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, ok := h.lastOK[k]
+	return ok && n >= from
 }
 
 // closeProducer closes the loop's producer, under the watchdog: a Close

@@ -192,10 +192,8 @@ func (l *Loop) partial(h *handle, failed []failure) bool {
 	if len(undelivered) == 0 || h == nil {
 		return false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	for dst := range l.outSrc {
-		if n, ok := h.lastOK[dst]; ok && n >= l.txnFrom && !undelivered[dst] {
+		if !undelivered[dst] && h.deliveredSince(dst, l.txnFrom) {
 			return true
 		}
 	}
@@ -213,12 +211,10 @@ func (l *Loop) blameSilent(h *handle) map[tpKey]error {
 	if h == nil {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var silent []tpKey
 	some := false
 	for dst := range l.outSrc {
-		if n, ok := h.lastOK[dst]; ok && n >= l.txnFrom {
+		if h.deliveredSince(dst, l.txnFrom) {
 			some = true
 		} else {
 			silent = append(silent, dst)
