@@ -319,7 +319,33 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (r *relay) signal(s syscall.Signal) { _ = r.cmd.Process.Signal(s) }
+// signal sends s to relay. SIGSTOP and SIGCONT go to its daemon process
+// too: `relay run` is a supervisor and the daemon it runs, and a frozen
+// supervisor alone freezes nothing (the daemon takes no other signal of
+// its own; the supervisor relays them).
+func (r *relay) signal(s syscall.Signal) {
+	if s == syscall.SIGSTOP || s == syscall.SIGCONT {
+		for _, pid := range childrenOf(r.cmd.Process.Pid) {
+			_ = syscall.Kill(pid, s)
+		}
+	}
+	_ = r.cmd.Process.Signal(s)
+}
+
+// childrenOf lists the child processes of pid (of any of its threads).
+func childrenOf(pid int) []int {
+	var out []int
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
 
 // wait waits up to d for exit and returns the exit code (-1 if killed by a
 // signal), failing the test on timeout.

@@ -78,7 +78,7 @@ func idleRSS(ctx context.Context, r *relayProc) (int64, error) {
 	if err := sleep(ctx, 5*time.Second); err != nil {
 		return 0, err
 	}
-	return vmRSS(r.cmd.Process.Pid)
+	return relayMemory(r.cmd.Process.Pid, "VmRSS")
 }
 
 // reportBlocked waits until every record is committed at the source (each
@@ -107,11 +107,11 @@ func (b *bench) reportBlocked(ctx context.Context, r *relayProc, h *flakyHook, n
 		return err
 	}
 	pid := r.cmd.Process.Pid
-	rss, err := vmRSS(pid)
+	rss, err := relayMemory(pid, "VmRSS")
 	if err != nil {
 		return err
 	}
-	peak, err := vmHWM(pid)
+	peak, err := relayMemory(pid, "VmHWM")
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func (b *bench) throughput(ctx context.Context, t topics, pt passthrough, r *res
 			if sum(wm) > 0 {
 				r.startup = time.Since(start)
 				if proc != nil {
-					r.cpuStartup, _ = cpuTime(proc.pid())
+					r.cpuStartup, _ = relayCPU(proc.pid())
 				}
 			}
 		}
@@ -123,7 +123,7 @@ func (b *bench) throughput(ctx context.Context, t topics, pt passthrough, r *res
 	}
 	if proc != nil {
 		var err error
-		if r.cpu, err = cpuTime(proc.pid()); err != nil {
+		if r.cpu, err = relayCPU(proc.pid()); err != nil {
 			return err
 		}
 	} else if now, err := cpuTime(os.Getpid()); err == nil && self > 0 {

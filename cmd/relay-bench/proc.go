@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,58 @@ func vmHWM(pid int) (int64, error) { return procStatus(strconv.Itoa(pid), "VmHWM
 
 // vmRSS reads a process's resident set size in KiB.
 func vmRSS(pid int) (int64, error) { return procStatus(strconv.Itoa(pid), "VmRSS") }
+
+// children lists the processes pid started (of any of its threads).
+func children(pid int) []int {
+	var out []int
+	threads, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, th := range threads {
+		b, _ := os.ReadFile(th)
+		for _, field := range strings.Fields(string(b)) {
+			if child, err := strconv.Atoi(field); err == nil {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// relayCPU is the CPU time of relay's processes: pid, and the daemon it
+// started (`relay run` is a supervisor and the daemon it runs; a JVM has
+// no such child). A child that ended in between is left out.
+func relayCPU(pid int) (time.Duration, error) {
+	total, err := cpuTime(pid)
+	for _, c := range children(pid) {
+		if v, err := cpuTime(c); err == nil {
+			total += v
+		}
+	}
+	return total, err
+}
+
+// relayMemory is field (VmHWM, VmRSS) of relay's daemon process plus the
+// supervisor's private memory (RssAnon). The supervisor's file pages are
+// the binary's, shared with the daemon and counted there once, as the
+// container's memory accounting counts them. For a process without a
+// child (a JVM) it is field of pid.
+func relayMemory(pid int, field string) (int64, error) {
+	kids := children(pid)
+	if len(kids) == 0 {
+		return procStatus(strconv.Itoa(pid), field)
+	}
+	total, err := procStatus(strconv.Itoa(pid), "RssAnon")
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range kids {
+		v, err := procStatus(strconv.Itoa(c), field)
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, nil
+}
 
 // resetSelfHWM makes this process's VmHWM its current RSS (Linux >= 4.0),
 // so the peak of one in-process mode can be read on its own.

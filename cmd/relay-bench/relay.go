@@ -142,7 +142,7 @@ func (r *relayProc) finish(ctx context.Context, res *result) error {
 	}
 	res.relay = true
 	var err error
-	if res.rssKB, err = vmHWM(r.cmd.Process.Pid); err != nil {
+	if res.rssKB, err = relayMemory(r.cmd.Process.Pid, "VmHWM"); err != nil {
 		return err
 	}
 	m, err := scrape(ctx, "http://"+r.addr+"/metrics")

@@ -16,7 +16,7 @@ func (a *app) runCmd() *cobra.Command {
 arguments: configuration comes from the environment.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return status(runDaemon(c.Context(), a.lookup, a.environ, a.stderr))
+			return status(runDaemon(c.Context(), a.lookup, a.environ, a.signals, a.stderr))
 		},
 	}
 }

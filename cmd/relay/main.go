@@ -22,13 +22,32 @@ const (
 
 func main() {
 	os.Exit(guarded(os.Stderr, func() int {
-		return run(context.Background(), os.Args[1:], os.LookupEnv, os.Environ(), os.Stdout, os.Stderr)
+		a := &app{lookup: os.LookupEnv, stdout: os.Stdout, stderr: os.Stderr}
+		args := os.Args[1:]
+		switch {
+		case supervisedByParent(os.LookupEnv):
+			sigs, err := becomeSupervised(os.Stderr)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "relay: the daemon under its supervisor: %v\n", err)
+				return exitFailure
+			}
+			a.signals = sigs
+		case len(args) > 0 && args[0] == "run":
+			return superviseRun(args, os.Stderr) // see supervise.go
+		}
+		a.environ = os.Environ() // without the supervisor's variable
+		return a.run(context.Background(), args)
 	}))
 }
 
 // run executes a command line and returns the exit code; only main exits.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), environ []string, stdout, stderr io.Writer) int {
-	root := newRoot(&app{lookup: lookup, environ: environ, stdout: stdout, stderr: stderr})
+	return (&app{lookup: lookup, environ: environ, stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	stderr := a.stderr
+	root := newRoot(a)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	var code exitCode

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"relay/internal/buildinfo"
@@ -16,6 +17,9 @@ type app struct {
 	lookup         func(string) (string, bool)
 	environ        []string
 	stdout, stderr io.Writer
+	// signals are the daemon's when its supervisor relays them (nil: the
+	// daemon takes the process's own).
+	signals <-chan os.Signal
 }
 
 // exitCode ends a command that has already said what went wrong; any other

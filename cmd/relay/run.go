@@ -12,7 +12,7 @@ import (
 
 // runDaemon is `relay run`: it loads the configuration, runs the daemon and
 // turns how it ended into the exit code.
-func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ []string, stderr io.Writer) int {
+func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ []string, signals <-chan os.Signal, stderr io.Writer) int {
 	cfg, ok := loadConfig(lookup, environ, stderr)
 	if !ok {
 		return exitUsage
@@ -20,6 +20,7 @@ func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ 
 	return daemonExit(daemon.Run(ctx, cfg, daemon.Options{
 		Environ: environ,
 		Go:      goGuarded,
+		Signals: signals,
 		// A second signal, or a graceful stop past its bound.
 		Abandon: func() { os.Exit(exitFailure) },
 	}, daemon.NewLogger(cfg, stderr)), stderr)

@@ -13,9 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os/signal"
+	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -48,6 +47,10 @@ type Options struct {
 	// second SIGINT or SIGTERM, or past RELAY_SHUTDOWN_TIMEOUT after the
 	// first. Required.
 	Abandon func()
+	// Signals delivers the signals relay acts on (SIGINT, SIGTERM, SIGHUP)
+	// when they reach it through its supervisor (cmd/relay). Nil: Run
+	// subscribes to the process's own.
+	Signals <-chan os.Signal
 }
 
 // ConfigError is a configuration relay refuses before it has started
@@ -85,6 +88,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if opts.Go == nil {
 		opts.Go = func(f func()) { go f() }
 	}
+	sigs := opts.Signals
+	if sigs == nil {
+		sigs = processSignals()
+	}
 	for _, name := range config.Unknown(opts.Environ) {
 		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
 	}
@@ -110,14 +117,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if err != nil {
 		return ClientConfigError(cfg, "consumer", err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	stopAfter := context.AfterFunc(ctx, func() { d.signalled.Store(time.Now().UnixNano()) })
 	defer stopAfter()
 	stopped := make(chan struct{})
 	defer close(stopped)
-	defer d.flushTraces() // within the bound watchShutdown keeps
-	opts.Go(func() { watchShutdown(ctx, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
+	defer d.flushTraces() // within the bound watchSignals keeps
+	opts.Go(func() { watchSignals(ctx, stop, sigs, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
 
 	err = d.consume(ctx, consumer, ruleSet, metrics)
 	if errors.Is(err, errStopped) {

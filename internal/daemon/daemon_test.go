@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,13 +88,13 @@ func TestRunNeedsAbandon(t *testing.T) {
 
 // A graceful stop is abandoned past its bound, not before, and not when
 // it ends in time.
-func TestWatchShutdownAbandonsPastTheBound(t *testing.T) {
+func TestWatchSignalsAbandonsPastTheBound(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
 	abandoned := make(chan struct{})
-	go watchShutdown(stopped, 20*time.Millisecond, log, make(chan struct{}), func() { close(abandoned) })
+	go watchSignals(stopped, stop, nil, 20*time.Millisecond, log, make(chan struct{}), func() { close(abandoned) })
 	select {
 	case <-abandoned:
 	case <-time.After(5 * time.Second):
@@ -107,12 +108,48 @@ func TestWatchShutdownAbandonsPastTheBound(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		watchShutdown(stopped, time.Hour, log, done, func() { t.Error("abandoned a stop that ended") })
+		watchSignals(stopped, stop, nil, time.Hour, log, done, func() { t.Error("abandoned a stop that ended") })
 	}()
 	close(done)
 	select {
 	case <-returned:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the watch outlives the stop")
+	}
+}
+
+// SIGTERM stops relay gracefully, SIGHUP never does (before or during the
+// stop), and a second SIGTERM abandons the stop.
+func TestWatchSignals(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sigs := make(chan os.Signal)
+	abandoned := make(chan struct{})
+	go watchSignals(ctx, stop, sigs, time.Hour, log, make(chan struct{}), func() { close(abandoned) })
+	sigs <- syscall.SIGHUP
+	sigs <- syscall.SIGHUP // received: the first did not end the watch
+	if ctx.Err() != nil {
+		t.Fatal("SIGHUP stopped relay")
+	}
+	sigs <- syscall.SIGTERM
+	<-ctx.Done()
+	sigs <- syscall.SIGHUP
+	select {
+	case <-abandoned:
+		t.Fatal("SIGHUP abandoned the graceful stop")
+	default:
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case <-abandoned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second SIGTERM did not abandon the stop")
+	}
+	for _, want := range []string{"SIGHUP ignored", "stopping gracefully", "second signal; exiting at once"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log has no %q:\n%s", want, logs.String())
+		}
 	}
 }

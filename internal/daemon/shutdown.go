@@ -11,31 +11,57 @@ import (
 	"relay/internal/config"
 )
 
-// watchShutdown bounds a graceful stop: after the first signal (ctx ends)
-// the daemon has bound to finish; a second signal, or the bound, abandons
-// the stop at once (abandon ends the process with exit 1). Giving up here
-// is safe for the contract: nothing uncommitted is ever acknowledged, so
-// an open transaction is simply aborted by the broker.
-func watchShutdown(ctx context.Context, bound time.Duration, log *slog.Logger, done <-chan struct{}, abandon func()) {
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	again := make(chan os.Signal, 1)
-	// Never stopped: a second signal during the rest of the teardown (the
-	// last metrics export) must not end the process with the signal's
-	// default status, which is none of relay's exit codes.
-	signal.Notify(again, syscall.SIGINT, syscall.SIGTERM)
-	t := time.NewTimer(bound)
-	select {
-	case <-done:
-		t.Stop()
-	case s := <-again:
-		log.Warn("second signal; exiting at once", "signal", s.String())
-		abandon()
-	case <-t.C:
-		log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
-		abandon()
+// processSignals subscribes to the signals relay acts on: SIGINT and
+// SIGTERM stop it, SIGHUP is acknowledged. The subscription is never
+// stopped: a signal during the rest of the teardown (the last metrics
+// export) must not end the process with the signal's default status,
+// which is none of relay's exit codes.
+func processSignals() <-chan os.Signal {
+	c := make(chan os.Signal, 4)
+	signal.Notify(c, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	return c
+}
+
+// watchSignals turns signals into a graceful stop and bounds it: the first
+// SIGINT or SIGTERM calls stop; after it (or after ctx ends otherwise) the
+// daemon has bound to finish (done closes); a second SIGINT or SIGTERM, or
+// the bound, abandons the stop at once (abandon ends the process with exit
+// 1). Giving up here is safe for the contract: nothing uncommitted is ever
+// acknowledged, so an open transaction is simply aborted by the broker.
+//
+// SIGHUP never stops relay: it is the signal supervisors and terminals
+// send for "reload" or "your terminal went away", and relay has nothing to
+// re-read, for its configuration is fixed for the life of the process.
+func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.Signal, bound time.Duration, log *slog.Logger, done <-chan struct{}, abandon func()) {
+	stopping := false
+	var deadline <-chan time.Time
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			if !stopping {
+				stopping = true
+				t := time.NewTimer(bound)
+				defer t.Stop()
+				deadline = t.C
+			}
+		case s := <-sigs:
+			switch {
+			case s == syscall.SIGHUP:
+				log.Info("SIGHUP ignored: relay's configuration is fixed for the life of the process; restart it to change it", "signal", s.String())
+			case stopping:
+				log.Warn("second signal; exiting at once", "signal", s.String())
+				abandon()
+				return
+			default:
+				log.Info("stopping gracefully", "signal", s.String(), "bound", bound.String())
+				stop()
+			}
+		case <-deadline:
+			log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
+			abandon()
+			return
+		}
 	}
 }

@@ -13,11 +13,13 @@ type ExitCode struct {
 // exitIncomplete).
 var ExitCodes = []ExitCode{
 	{0, "stopped gracefully; a command did what it was asked; `relay audit`: nothing lost, duplicated or misrouted"},
-	{1, "runtime failure (fenced, preflight failed, shutdown bound exceeded, broker unreachable for a command), and a crash " +
-		"in relay's code: relay logs `relay: internal error` with the stack; that is a bug in relay, not a configuration problem; " +
+	{1, "runtime failure (fenced, preflight failed, shutdown bound exceeded, broker unreachable for a command), and a crash: " +
+		"relay logs `relay: internal error` with the reason and the stack; that is a bug in relay, not a configuration problem " +
+		"(`relay run` reports every crash so, a Go runtime fatal error and a panic on a client library's goroutine included, " +
+		"and a daemon process killed by a signal as `the daemon process was killed by`); " +
 		"`relay audit`: a record lost, duplicated or misrouted"},
-	{2, "bad command line or configuration: nothing was written (also a Go runtime crash outside relay's code, which prints " +
-		"`fatal error:` or `panic:` with the stack: a bug, not a configuration problem)"},
+	{2, "bad command line or configuration: nothing was written (a command other than `relay run` also exits 2 on a Go " +
+		"runtime crash outside relay's code, which prints `fatal error:` or `panic:` with the stack: a bug, not a configuration problem)"},
 	{3, "`relay replay`: stopped by the repeat-failure threshold"},
 	{4, "`relay replay`: published, but not every outcome was known within `--wait` (is relay running?)"},
 }
