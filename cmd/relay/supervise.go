@@ -88,11 +88,11 @@ func superviseRun(args []string, stderr io.Writer) int {
 
 	// The daemon's stderr passes through here: a fatal error's first line
 	// ("fatal error: …") is written to stderr only, not to the crash pipe.
-	tail := &tailBuffer{max: crashReport}
+	tail := &tailBuffer{max: crashReport, out: os.Stderr}
 	// Never cancelled: the daemon ends by the signals relayed to it, or
 	// with this process (Pdeathsig).
 	cmd := exec.CommandContext(context.Background(), exe, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, io.MultiWriter(os.Stderr, tail)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, tail
 	cmd.WaitDelay = time.Second               // a descendant holding stderr
 	cmd.ExtraFiles = []*os.File{crashW, sigR} // crashFD, signalsFD
 	cmd.Env = append(os.Environ(), envSupervisor+"="+strconv.Itoa(os.Getpid()))
@@ -207,15 +207,20 @@ func isCrashReason(line string) bool {
 	return ok && strings.HasPrefix(name, "SIG") && strings.ToUpper(name) == name && !strings.Contains(name, " ")
 }
 
-// tailBuffer keeps the last max bytes written to it (and up to max more:
-// trimmed when it doubles, so a write costs its own length amortized).
+// tailBuffer passes what is written to out, and keeps the last max bytes
+// of it (and up to max more: trimmed when it doubles, so a write costs its
+// own length amortized). A failed write to out is not the daemon's: were
+// it returned, the copy would stop and the daemon's next log line would
+// meet a closed pipe.
 type tailBuffer struct {
+	out io.Writer
 	mu  sync.Mutex
 	max int
 	b   []byte
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	_, _ = t.out.Write(p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
