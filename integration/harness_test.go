@@ -325,7 +325,11 @@ func tail(s string, n int) string {
 // its own; the supervisor relays them).
 func (r *relay) signal(s syscall.Signal) {
 	if s == syscall.SIGSTOP || s == syscall.SIGCONT {
-		for _, pid := range childrenOf(r.cmd.Process.Pid) {
+		daemons := childrenOf(r.cmd.Process.Pid)
+		if len(daemons) == 0 {
+			r.t.Fatalf("%s: no daemon process under the supervisor (pid %d) to send %v", r.name, r.cmd.Process.Pid, s)
+		}
+		for _, pid := range daemons {
 			_ = syscall.Kill(pid, s)
 		}
 	}

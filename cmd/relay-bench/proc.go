@@ -116,12 +116,11 @@ func relayCPU(pid int) (time.Duration, error) {
 // relayMemory is field (VmHWM, VmRSS) of relay's daemon process plus the
 // supervisor's private memory (RssAnon). The supervisor's file pages are
 // the binary's, shared with the daemon and counted there once, as the
-// container's memory accounting counts them. For a process without a
-// child (a JVM) it is field of pid.
+// container's memory accounting counts them.
 func relayMemory(pid int, field string) (int64, error) {
 	kids := children(pid)
 	if len(kids) == 0 {
-		return procStatus(strconv.Itoa(pid), field)
+		return 0, fmt.Errorf("relay (pid %d) has no daemon process to measure", pid)
 	}
 	total, err := procStatus(strconv.Itoa(pid), "RssAnon")
 	if err != nil {

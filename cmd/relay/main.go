@@ -28,8 +28,8 @@ func main() {
 		case supervisedByParent(os.LookupEnv):
 			sigs, err := becomeSupervised(os.Stderr)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "relay: the daemon under its supervisor: %v\n", err)
-				return exitFailure
+				fmt.Fprintf(os.Stderr, "relay: %v\n", err)
+				return exitUsage
 			}
 			a.signals = sigs
 		case len(args) > 0 && args[0] == "run":

@@ -39,8 +39,9 @@ import (
 // kernel, PR_SET_PDEATHSIG): a SIGKILL of relay is a SIGKILL of both.
 
 // envSupervisor names the supervisor's pid in the daemon's environment.
-// The daemon trusts it only when it is its parent's pid, and removes it
-// from its environment.
+// The daemon trusts it only when it is its parent's pid and its
+// descriptors from the supervisor are pipes, and removes it from its
+// environment.
 const envSupervisor = "RELAY_SUPERVISOR_PID"
 
 // The daemon's descriptors from its supervisor.
@@ -49,8 +50,8 @@ const (
 	signalsFD = 4 // the read end of the signal pipe: one byte per signal
 )
 
-// crashReport bounds what the supervisor keeps of a crash: its first line
-// is the reason; the whole report is on stderr already.
+// crashReport bounds what the supervisor keeps of a crash report: its
+// first line may be the reason; the whole report is on stderr already.
 const crashReport = 64 << 10
 
 // supervisedByParent reports whether this process is the daemon under a
@@ -64,43 +65,67 @@ func supervisedByParent(lookup func(string) (string, bool)) bool {
 	return err == nil && pid == os.Getppid()
 }
 
-// superviseRun starts the daemon as a child process with args and the
+// superviseRun runs the daemon as a child process with args and the
 // environment of this one, relays signals to it, and returns the exit code
 // relay ends with.
 func superviseRun(args []string, stderr io.Writer) int {
+	// Subscribed first: from now on a signal is the daemon's. A broken
+	// stderr must not end the supervisor (Go raises SIGPIPE for a write to
+	// a closed stderr), for the daemon would die with it mid-transaction.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Ignore(syscall.SIGPIPE)
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay: cannot find its own executable to run the daemon: %v\n", err)
 		return exitFailure
 	}
+	for {
+		s := &supervision{sigs: sigs, stderr: stderr}
+		code, again := s.run(exe, args)
+		if !again {
+			return code
+		}
+	}
+}
+
+// supervision is one run of the daemon process.
+type supervision struct {
+	sigs   <-chan os.Signal
+	stderr io.Writer
+	// relayed is what the supervisor passed on: a stop (SIGINT, SIGTERM),
+	// a SIGHUP, a SIGQUIT.
+	stop, hup, quit bool
+}
+
+// run runs the daemon once; again is true when it died of a SIGHUP before
+// it could ignore one (just after its start), to be started anew.
+func (s *supervision) run(exe string, args []string) (code int, again bool) {
 	crashR, crashW, err := os.Pipe()
 	if err != nil {
-		fmt.Fprintf(stderr, "relay: %v\n", err)
-		return exitFailure
+		fmt.Fprintf(s.stderr, "relay: %v\n", err)
+		return exitFailure, false
 	}
 	defer func() { _ = crashR.Close() }()
 	sigR, sigW, err := os.Pipe()
 	if err != nil {
-		fmt.Fprintf(stderr, "relay: %v\n", err)
-		return exitFailure
+		_ = crashW.Close()
+		fmt.Fprintf(s.stderr, "relay: %v\n", err)
+		return exitFailure, false
 	}
 	defer func() { _ = sigW.Close() }()
 
-	// The daemon's stderr passes through here: a fatal error's first line
+	// The daemon's stderr passes through here: a fatal error's reason
 	// ("fatal error: …") is written to stderr only, not to the crash pipe.
-	tail := &tailBuffer{max: crashReport, out: os.Stderr}
+	errs := &crashLines{out: os.Stderr}
 	// Never cancelled: the daemon ends by the signals relayed to it, or
 	// with this process (Pdeathsig).
 	cmd := exec.CommandContext(context.Background(), exe, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, tail
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, errs
 	cmd.WaitDelay = time.Second               // a descendant holding stderr
 	cmd.ExtraFiles = []*os.File{crashW, sigR} // crashFD, signalsFD
 	cmd.Env = append(os.Environ(), envSupervisor+"="+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-
-	// Subscribed before the start: a signal from now on is the daemon's.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 
 	// The kernel sends Pdeathsig when the thread that started the child
 	// ends, not the process: that thread stays locked to this goroutine,
@@ -119,8 +144,8 @@ func superviseRun(args []string, stderr io.Writer) int {
 	_ = crashW.Close() // the daemon has its own copies
 	_ = sigR.Close()
 	if err != nil {
-		fmt.Fprintf(stderr, "relay: cannot start the daemon: %v\n", err)
-		return exitFailure
+		fmt.Fprintf(s.stderr, "relay: cannot start the daemon: %v\n", err)
+		return exitFailure, false
 	}
 
 	crash := make(chan []byte, 1)
@@ -132,71 +157,98 @@ func superviseRun(args []string, stderr io.Writer) int {
 
 	for {
 		select {
-		case s := <-sigs:
-			n := s.(syscall.Signal)
-			if n == syscall.SIGQUIT {
+		case sig := <-s.sigs:
+			n := sig.(syscall.Signal)
+			switch n {
+			case syscall.SIGQUIT:
 				// Go's goroutine dump, from the process that has the
 				// goroutines.
+				s.quit = true
 				_ = cmd.Process.Signal(n)
 				continue
+			case syscall.SIGHUP:
+				s.hup = true
+			default:
+				s.stop = true
 			}
 			_, _ = sigW.Write([]byte{byte(n)})
 		case err := <-ended:
+			if errors.Is(err, exec.ErrWaitDelay) {
+				err = nil // the daemon exited; a descendant kept its stderr
+				if !cmd.ProcessState.Success() {
+					err = &exec.ExitError{ProcessState: cmd.ProcessState}
+				}
+			}
 			var report []byte
 			select {
 			case report = <-crash:
 			case <-time.After(time.Second): // a descendant holds the pipe
 			}
-			return daemonEnded(err, report, tail.bytes(), stderr)
+			return s.ended(err, report, errs.reason())
 		}
 	}
 }
 
-// daemonEnded is relay's exit code for how its daemon process ended: a
-// crash the runtime reported is a runtime failure (1), whatever status Go
-// gave it, and so is a death by a signal (the supervisor was not killed:
-// the daemon alone was, by hand or by the kernel's out-of-memory killer);
-// any other status is the daemon's own.
-func daemonEnded(err error, report, stderrTail []byte, stderr io.Writer) int {
+// ended is relay's exit code for how its daemon process ended:
+//   - a crash the runtime reported is a runtime failure (1), whatever
+//     status Go gave it; a goroutine dump asked for with SIGQUIT says so;
+//   - a death by SIGINT or SIGTERM after relay was asked to stop is a
+//     stop (0): the signal reached the daemon just after its start, before
+//     it could leave its signals to the supervisor, and before it started
+//     anything; the same death by SIGHUP starts the daemon anew;
+//   - any other death by a signal is a runtime failure (the supervisor was
+//     not killed: the daemon alone was, by hand or by the kernel's
+//     out-of-memory killer);
+//   - any other status is the daemon's own.
+func (s *supervision) ended(err error, report []byte, stderrReason string) (code int, again bool) {
 	if len(bytes.TrimSpace(report)) > 0 {
-		fmt.Fprintf(stderr, "relay: internal error (a bug in relay, not a configuration problem; nothing past the committed offsets is lost): the daemon crashed: %s\n", crashReason(report, stderrTail))
-		return exitFailure
+		reason := crashReason(report, stderrReason)
+		if s.quit && strings.HasPrefix(reason, "SIGQUIT") {
+			fmt.Fprintf(s.stderr, "relay: the daemon printed its goroutines and stopped on SIGQUIT, as asked (nothing past the committed offsets is lost)\n")
+			return exitFailure, false
+		}
+		fmt.Fprintf(s.stderr, "relay: internal error (a bug in relay, not a configuration problem; nothing past the committed offsets is lost): the daemon crashed: %s\n", reason)
+		return exitFailure, false
 	}
 	if err == nil {
-		return exitOK
+		return exitOK, false
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		fmt.Fprintf(stderr, "relay: the daemon process: %v\n", err)
-		return exitFailure
+		fmt.Fprintf(s.stderr, "relay: the daemon process: %v\n", err)
+		return exitFailure, false
 	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		fmt.Fprintf(stderr, "relay: the daemon process was killed by %s (%v; nothing past the committed offsets is lost)\n", unix.SignalName(ws.Signal()), ws.Signal())
-		return exitFailure
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return ee.ExitCode(), false
 	}
-	return ee.ExitCode()
+	switch sig := ws.Signal(); {
+	case s.stop && (sig == syscall.SIGINT || sig == syscall.SIGTERM):
+		fmt.Fprintf(s.stderr, "relay: stopped by %s before the daemon started\n", unix.SignalName(sig))
+		return exitOK, false
+	case s.hup && sig == syscall.SIGHUP && !s.stop:
+		fmt.Fprintf(s.stderr, "relay: SIGHUP reached the daemon as it started; starting it again\n")
+		return 0, true
+	default:
+		fmt.Fprintf(s.stderr, "relay: the daemon process was killed by %s (%v; nothing past the committed offsets is lost)\n", unix.SignalName(sig), sig)
+		return exitFailure, false
+	}
 }
 
 // crashReason is the line of a runtime crash report that says why:
 // "panic: …", "fatal error: …", "SIGSEGV: …". A panic's is the report's
 // first line. A fatal error's is written to stderr only, just before the
-// report: it is the last such line of stderr before the report's first.
-func crashReason(report, stderrTail []byte) string {
+// report: stderrReason, the last such line of stderr.
+func crashReason(report []byte, stderrReason string) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(string(report)), "\n")
-	if isCrashReason(first) {
+	switch {
+	case isCrashReason(first):
 		return first
+	case stderrReason != "":
+		return stderrReason
+	default:
+		return "a Go runtime crash (its report is above)"
 	}
-	before := string(stderrTail)
-	if i := strings.LastIndex(before, first); i >= 0 {
-		before = before[:i]
-	}
-	lines := strings.Split(before, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if isCrashReason(lines[i]) {
-			return lines[i]
-		}
-	}
-	return "a Go runtime crash (its report is above)"
 }
 
 func isCrashReason(line string) bool {
@@ -207,51 +259,83 @@ func isCrashReason(line string) bool {
 	return ok && strings.HasPrefix(name, "SIG") && strings.ToUpper(name) == name && !strings.Contains(name, " ")
 }
 
-// tailBuffer passes what is written to out, and keeps the last max bytes
-// of it (and up to max more: trimmed when it doubles, so a write costs its
-// own length amortized). A failed write to out is not the daemon's: were
-// it returned, the copy would stop and the daemon's next log line would
-// meet a closed pipe.
-type tailBuffer struct {
-	out io.Writer
-	mu  sync.Mutex
-	max int
-	b   []byte
+// crashLines passes what is written to out, and remembers the last line
+// that reads as a crash's reason, however long the report after it. A
+// failed write to out is not the daemon's: were it returned, the copy
+// would stop and the daemon's next log line would meet a closed pipe.
+type crashLines struct {
+	out  io.Writer
+	mu   sync.Mutex
+	line []byte // the line being written, up to maxLine
+	last string
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	_, _ = t.out.Write(p)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+const maxLine = 4 << 10
+
+func (c *crashLines) Write(p []byte) (int, error) {
+	_, _ = c.out.Write(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		chunk := rest
+		if i >= 0 {
+			chunk = rest[:i]
+		}
+		if room := maxLine - len(c.line); room > 0 {
+			c.line = append(c.line, chunk[:min(len(chunk), room)]...)
+		}
+		if i < 0 {
+			break
+		}
+		if l := string(c.line); isCrashReason(l) {
+			c.last = l
+		}
+		c.line = c.line[:0]
+		rest = rest[i+1:]
 	}
 	return len(p), nil
 }
 
-func (t *tailBuffer) bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return bytes.Clone(t.b)
+func (c *crashLines) reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
 }
 
 // becomeSupervised sets up the daemon's side: crashes are written to the
-// supervisor too, signals come from it (direct ones are ignored, see
-// above), and the daemon ends when the supervisor is gone. It returns the
-// daemon's signals.
+// supervisor too, signals come from it, and the daemon ends when the
+// supervisor is gone. It returns the daemon's signals.
+//
+// A signal sent to the daemon directly (to every process of the group, or
+// to the daemon's pid alone) is not acted on: the supervisor relays its
+// own copy. The first one is named on stderr, for whoever signalled the
+// wrong process.
 func becomeSupervised(stderr io.Writer) (<-chan os.Signal, error) {
-	_ = os.Unsetenv(envSupervisor)
-	crash := os.NewFile(crashFD, "crash")
-	from := os.NewFile(signalsFD, "signals")
-	if crash == nil || from == nil {
-		return nil, errors.New("the supervisor's pipes are missing")
+	for _, fd := range []int{crashFD, signalsFD} {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			return nil, fmt.Errorf("%s is set, but relay was not started by its supervisor (descriptor %d is not its pipe): unset %s", envSupervisor, fd, envSupervisor)
+		}
 	}
+	supervisor := os.Getppid()
+	_ = os.Unsetenv(envSupervisor)
+	direct := make(chan os.Signal, 1)
+	signal.Notify(direct, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	crash := os.NewFile(crashFD, "crash")
 	if err := debug.SetCrashOutput(crash, debug.CrashOptions{}); err != nil {
 		return nil, fmt.Errorf("crash output: %w", err)
 	}
 	_ = crash.Close() // SetCrashOutput keeps its own descriptor
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	unix.CloseOnExec(signalsFD)
+	from := os.NewFile(signalsFD, "signals")
+	go func() {
+		s := <-direct
+		fmt.Fprintf(stderr, "relay: %s reached the daemon process (pid %d) directly; relay acts on the copy its supervisor (pid %d) relays. A signal sent to the daemon alone does nothing: signal the supervisor\n",
+			unix.SignalName(s.(syscall.Signal)), os.Getpid(), supervisor)
+		for range direct { //nolint:revive // the rest is dropped
+		}
+	}()
 	sigs := make(chan os.Signal, 4)
 	go func() {
 		r := bufio.NewReader(from)
@@ -261,7 +345,6 @@ func becomeSupervised(stderr io.Writer) (<-chan os.Signal, error) {
 				// The supervisor is gone without waiting for the daemon:
 				// it was killed, and Pdeathsig is on its way. End as it
 				// would have.
-				fmt.Fprintln(stderr, "relay: the supervisor process is gone; the daemon ends with it")
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				return
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 	sigs, err := becomeSupervised(os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(exitFailure)
+		os.Exit(exitUsage) // as main
 	}
 	fmt.Printf("ready %d\n", os.Getpid())
 	switch mode {
@@ -59,7 +60,7 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	time.Sleep(time.Minute)
+	time.Sleep(time.Hour) // "sleep": until killed
 	os.Exit(exitOK)
 }
 
@@ -202,19 +203,80 @@ func TestDaemonKilledIsExitOne(t *testing.T) {
 	}
 }
 
+// SIGQUIT dumps the daemon's goroutines (the supervisor's would show
+// nothing), and relay says it stopped as asked, not that it crashed.
+func TestSupervisorRelaysSIGQUIT(t *testing.T) {
+	d := startDaemon(t, "sleep")
+	_ = d.cmd.Process.Signal(syscall.SIGQUIT)
+	if code := d.exit(t); code != exitFailure {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitFailure, d.stderr.String())
+	}
+	stderr := d.stderr.String()
+	if !strings.Contains(stderr, "goroutine ") || !strings.Contains(stderr, "stopped on SIGQUIT, as asked") || strings.Contains(stderr, "internal error") {
+		t.Fatalf("stderr:\n%s", stderr)
+	}
+}
+
 // A SIGKILL of relay (the supervisor, which is what an operator or the
 // kubelet sees) is a SIGKILL of the daemon: no orphan keeps writing under
 // the instance's transactional id.
 func TestSupervisorKilledTakesTheDaemon(t *testing.T) {
 	d := startDaemon(t, "sleep")
 	_ = d.cmd.Process.Kill()
-	_ = d.exit(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for alive(d.child) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the daemon (pid %d) outlived its supervisor's SIGKILL by 30 s", d.child)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	_ = d.exit(t)
+}
+
+// RELAY_SUPERVISOR_PID left in an environment (copied from a daemon's
+// /proc/<pid>/environ, say) does not make relay a daemon without a
+// supervisor: it says so and what to do.
+func TestStraySupervisorVariable(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "run")
+	cmd.Env = append(os.Environ(), envTestDaemon+"=sleep", fmt.Sprintf("%s=%d", envSupervisor, os.Getpid()))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+		t.Fatalf("%v, want exit %d; output:\n%s", err, exitUsage, out)
+	}
+	if !strings.Contains(string(out), "relay was not started by its supervisor") || !strings.Contains(string(out), "unset "+envSupervisor) {
+		t.Fatalf("output does not say what is wrong:\n%s", out)
+	}
+}
+
+// How the daemon's death by a signal ends relay: a stop asked for and
+// met by a daemon too young to take it from the supervisor is a stop; a
+// SIGHUP met so starts it again; anything else is a runtime failure.
+func TestDaemonKilledBySignal(t *testing.T) {
+	diedOf := func(sig string) error {
+		return exec.Command("sh", "-c", "kill -"+sig+" $$").Run()
+	}
+	for _, c := range []struct {
+		s         supervision
+		sig       string
+		code      int
+		again     bool
+		saysWhich string
+	}{
+		{supervision{stop: true}, "TERM", exitOK, false, "stopped by SIGTERM before the daemon started"},
+		{supervision{stop: true}, "INT", exitOK, false, "stopped by SIGINT"},
+		{supervision{hup: true}, "HUP", 0, true, "starting it again"},
+		{supervision{}, "TERM", exitFailure, false, "killed by SIGTERM"},
+		{supervision{hup: true, stop: true}, "HUP", exitFailure, false, "killed by SIGHUP"},
+		{supervision{stop: true}, "KILL", exitFailure, false, "killed by SIGKILL"},
+	} {
+		var stderr bytes.Buffer
+		c.s.stderr = &stderr
+		code, again := c.s.ended(diedOf(c.sig), nil, "")
+		if code != c.code || again != c.again || !strings.Contains(stderr.String(), c.saysWhich) {
+			t.Errorf("%+v, died of SIG%s: exit %d, again %v, %q; want %d, %v, %q",
+				c.s, c.sig, code, again, stderr.String(), c.code, c.again, c.saysWhich)
+		}
 	}
 }
 
@@ -229,17 +291,26 @@ func alive(pid int) bool {
 }
 
 // The reason of each kind of runtime crash report: a panic's first line, a
-// fatal error's line from stderr (it is not in the crash report), a
-// signal's.
+// fatal error's line from stderr (it is not in the crash report, and the
+// runtime writes it in pieces, before a report of any length), a signal's.
 func TestCrashReason(t *testing.T) {
-	for _, c := range []struct{ report, stderr, want string }{
-		{"panic: boom\n\ngoroutine 7 [running]:\n", "", "panic: boom"},
-		{"goroutine 1 [running]:\nruntime.throw()\n", `{"level":"INFO"}` + "\nfatal error: concurrent map writes\n\ngoroutine 1 [running]:\nruntime.throw()\n", "fatal error: concurrent map writes"},
-		{"SIGSEGV: segmentation violation\nPC=0x0 m=3 sigcode=1\n", "", "SIGSEGV: segmentation violation"},
-		{"goroutine 1 [running]:\n", "no reason here\n", "a Go runtime crash (its report is above)"},
+	huge := strings.Repeat("goroutine 9 [select]:\nmain.f()\n\t/src/f.go:1 +0x1\n\n", 20000) // ~1 MB: every goroutine
+	for _, c := range []struct {
+		report string
+		stderr []string
+		want   string
+	}{
+		{"panic: boom\n\ngoroutine 7 [running]:\n", nil, "panic: boom"},
+		{"goroutine 1 [running]:\nruntime.throw()\n", []string{`{"level":"INFO"}` + "\n", "fatal error: ", "concurrent map writes", "\n", "\ngoroutine 1 [running]:\n", huge}, "fatal error: concurrent map writes"},
+		{"SIGSEGV: segmentation violation\nPC=0x0 m=3 sigcode=1\n", nil, "SIGSEGV: segmentation violation"},
+		{"goroutine 1 [running]:\n", []string{"no reason here\n", `{"msg":"panic: inside a log line"}` + "\n"}, "a Go runtime crash (its report is above)"},
 	} {
-		if got := crashReason([]byte(c.report), []byte(c.stderr)); got != c.want {
-			t.Errorf("crashReason(%q, %q) = %q, want %q", c.report, c.stderr, got, c.want)
+		lines := &crashLines{out: io.Discard}
+		for _, w := range c.stderr {
+			_, _ = lines.Write([]byte(w))
+		}
+		if got := crashReason([]byte(c.report), lines.reason()); got != c.want {
+			t.Errorf("crashReason(%.40q, %q) = %q, want %q", c.report, lines.reason(), got, c.want)
 		}
 	}
 }

@@ -119,7 +119,8 @@ func TestWatchSignalsAbandonsPastTheBound(t *testing.T) {
 }
 
 // SIGTERM stops relay gracefully, SIGHUP never does (before or during the
-// stop), and a second SIGTERM abandons the stop.
+// stop), and a second SIGTERM abandons the stop, also when both were
+// queued before the watch read the first.
 func TestWatchSignals(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
@@ -136,6 +137,7 @@ func TestWatchSignals(t *testing.T) {
 	sigs <- syscall.SIGTERM
 	<-ctx.Done()
 	sigs <- syscall.SIGHUP
+	sigs <- syscall.SIGHUP // received: the watch still runs
 	select {
 	case <-abandoned:
 		t.Fatal("SIGHUP abandoned the graceful stop")
@@ -152,4 +154,53 @@ func TestWatchSignals(t *testing.T) {
 			t.Errorf("log has no %q:\n%s", want, logs.String())
 		}
 	}
+
+	// Both signals queued (a quick double Ctrl-C): the second abandons,
+	// whichever the watch sees first of it and the cancelled context.
+	for range 100 {
+		ctx, stop := context.WithCancel(context.Background())
+		queued := make(chan os.Signal, 2)
+		queued <- syscall.SIGTERM
+		queued <- syscall.SIGTERM
+		abandoned := make(chan struct{})
+		go watchSignals(ctx, stop, queued, time.Hour, log, make(chan struct{}), func() { close(abandoned) })
+		select {
+		case <-abandoned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("two queued SIGTERMs did not abandon the stop")
+		}
+		stop()
+	}
+}
+
+// Regression: once the stop began, the watch selected on the cancelled
+// context in a loop and spun a core through the whole graceful stop, the
+// time relay needs its CPU for the last commit.
+func TestWatchSignalsWaitsWithoutSpinning(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	stop()
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		watchSignals(ctx, stop, nil, time.Hour, slog.New(slog.DiscardHandler), done, func() {})
+	}()
+	before := cpuNow(t)
+	time.Sleep(300 * time.Millisecond)
+	spent := cpuNow(t) - before
+	close(done)
+	<-ended
+	if spent > 150*time.Millisecond {
+		t.Fatalf("the watch used %s of CPU in 300 ms of a graceful stop; it must wait, not spin", spent)
+	}
+}
+
+// cpuNow is this process's user and system CPU time.
+func cpuNow(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

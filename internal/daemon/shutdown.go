@@ -33,30 +33,31 @@ func processSignals() <-chan os.Signal {
 // send for "reload" or "your terminal went away", and relay has nothing to
 // re-read, for its configuration is fixed for the life of the process.
 func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.Signal, bound time.Duration, log *slog.Logger, done <-chan struct{}, abandon func()) {
-	stopping := false
+	ctxDone := ctx.Done()
 	var deadline <-chan time.Time
+	stopping := func() {
+		ctxDone = nil // seen: a closed channel in the select would spin
+		t := time.NewTimer(bound)
+		deadline = t.C
+	}
 	for {
 		select {
 		case <-done:
 			return
-		case <-ctx.Done():
-			if !stopping {
-				stopping = true
-				t := time.NewTimer(bound)
-				defer t.Stop()
-				deadline = t.C
-			}
+		case <-ctxDone:
+			stopping()
 		case s := <-sigs:
 			switch {
 			case s == syscall.SIGHUP:
 				log.Info("SIGHUP ignored: relay's configuration is fixed for the life of the process; restart it to change it", "signal", s.String())
-			case stopping:
+			case deadline != nil:
 				log.Warn("second signal; exiting at once", "signal", s.String())
 				abandon()
 				return
 			default:
 				log.Info("stopping gracefully", "signal", s.String(), "bound", bound.String())
 				stop()
+				stopping() // a second signal already queued abandons
 			}
 		case <-deadline:
 			log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
