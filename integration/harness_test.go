@@ -264,7 +264,13 @@ func (b *syncBuffer) String() string {
 // startRelay runs relay with the test defaults and env on top.
 func startRelay(t *testing.T, name string, env map[string]string) *relay {
 	t.Helper()
-	cmd := exec.Command(relayBin, "run")
+	return startRelayCmd(t, name, exec.Command(relayBin, "run"), env)
+}
+
+// startRelayCmd runs cmd, a relay, as startRelay does; cmd's environment
+// is set here.
+func startRelayCmd(t *testing.T, name string, cmd *exec.Cmd, env map[string]string) *relay {
+	t.Helper()
 	base := map[string]string{
 		"RELAY_KAFKA_BOOTSTRAP_SERVERS": bootstrap,
 		"RELAY_HTTP_ADDR":               "",
@@ -280,7 +286,11 @@ func startRelay(t *testing.T, name string, env map[string]string) *relay {
 	for k, v := range env {
 		base[k] = v
 	}
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	// A relay in a chroot (the image test) has its environment already:
+	// the image's; it gets relay's variables only on top.
+	if cmd.Env == nil {
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	}
 	for k, v := range base {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

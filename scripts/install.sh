@@ -10,7 +10,12 @@
 # package is older than go.mod needs; with any Go 1.21 or newer the go
 # command fetches the toolchain go.mod names by itself.
 #
-# usage: install.sh
+# With `release`, it also installs what scripts/release.sh needs for the
+# architectures named after it: Debian's musl-tools (amd64), and the
+# aarch64 cross compiler, the arm64 musl (a foreign architecture for dpkg)
+# and qemu-user to run the result (arm64).
+#
+# usage: install.sh [release [amd64] [arm64]]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -34,6 +39,12 @@ fi
 # find_missing sets missing to the Debian packages of what is not there.
 # Kafka 4 and Apicurio 3.0 both run on Java 17; the stack scripts use the
 # java on PATH for the broker.
+release=()
+if [[ "${1:-}" == release ]]; then
+  shift
+  release=("$@")
+fi
+
 find_missing() {
   missing=()
   java_ok || missing+=(openjdk-17-jre-headless)
@@ -41,30 +52,50 @@ find_missing() {
   have curl || missing+=(curl)
   have gcc || missing+=(gcc)
   have make || missing+=(make)
+  # The release's, installed without recommends (qemu-user's would
+  # register binfmt handlers with the kernel).
+  bare=()
+  local a
+  for a in "${release[@]}"; do
+    case "$a" in
+      amd64) have musl-gcc || bare+=(musl-tools) ;;
+      arm64)
+        have aarch64-linux-gnu-gcc || bare+=(gcc-aarch64-linux-gnu)
+        [[ -f /usr/lib/aarch64-linux-musl/libc.a ]] || bare+=(musl-dev:arm64)
+        have qemu-aarch64 || bare+=(qemu-user)
+        ;;
+    esac
+  done
 }
 
 find_missing
-((${#missing[@]} == 0)) && exit 0
+((${#missing[@]} + ${#bare[@]} == 0)) && exit 0
 
 if [[ "$(id -u)" -ne 0 ]] || ! have apt-get; then
   {
-    echo "install.sh: missing: ${missing[*]}"
+    echo "install.sh: missing: ${missing[*]} ${bare[*]}"
     if have apt-get; then
       echo "install them with:"
-      echo "  sudo apt-get install -y ${missing[*]}"
+      ((${#bare[@]} == 0)) || [[ " ${bare[*]} " != *":arm64 "* ]] || echo "  sudo dpkg --add-architecture arm64 && sudo apt-get update"
+      ((${#missing[@]} == 0)) || echo "  sudo apt-get install -y ${missing[*]}"
+      ((${#bare[@]} == 0)) || echo "  sudo apt-get install -y --no-install-recommends ${bare[*]}"
     else
-      echo "install them (Java 17 or newer, Maven, curl, gcc, make) with the system's package manager"
+      echo "install them (Java 17 or newer, Maven, curl, gcc, make; for a release, musl and an aarch64 cross compiler) with the system's package manager"
     fi
   } >&2
   exit 1
 fi
-say "installing ${missing[*]}"
-# A fresh container has no package lists yet.
+say "installing ${missing[*]} ${bare[*]}"
+if [[ " ${bare[*]} " == *":arm64 "* ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
+# A fresh container has no package lists yet (nor an added architecture's).
 DEBIAN_FRONTEND=noninteractive apt-get update -qq
 # With recommends: gcc needs libc6-dev, which it only recommends, for cgo.
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+((${#missing[@]} == 0)) || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+((${#bare[@]} == 0)) || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${bare[@]}"
 find_missing
-if ((${#missing[@]})); then
-  echo "install.sh: still missing after apt-get: ${missing[*]} (is another java first on PATH?)" >&2
+if ((${#missing[@]} + ${#bare[@]})); then
+  echo "install.sh: still missing after apt-get: ${missing[*]} ${bare[*]} (is another java first on PATH?)" >&2
   exit 1
 fi

@@ -136,7 +136,7 @@ func TestDeprecatedJSONNoticeOnStderr(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := runArgs(t, "127.0.0.1:1", "version")
-	for _, want := range []string{"relay " + buildinfo.Version, "commit: " + buildinfo.Commit, "go: go1.", "librdkafka: "} {
+	for _, want := range []string{"relay " + buildinfo.Version, "commit: " + buildinfo.Commit, "date: " + buildinfo.Date, "go: go1.", "librdkafka: "} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("relay version: exit %d, missing %q in:\n%s", code, want, out)
 		}

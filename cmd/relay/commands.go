@@ -24,10 +24,10 @@ arguments: configuration comes from the environment.`,
 func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "print relay's version, commit, and Go and librdkafka versions",
+		Short: "print relay's version, commit and date, and its Go and librdkafka versions",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ngo: %s\nlibrdkafka: %s\n", buildinfo.Version, buildinfo.Commit,
+			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ndate: %s\ngo: %s\nlibrdkafka: %s\n", buildinfo.Version, buildinfo.Commit, buildinfo.Date,
 				buildinfo.GoVersion(), buildinfo.Librdkafka())
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -76,6 +77,11 @@ func superviseRun(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	signal.Ignore(syscall.SIGPIPE)
 	exe, err := os.Executable()
+	if err != nil && filepath.IsAbs(os.Args[0]) {
+		// Linux tells the executable through /proc, which a bare chroot
+		// lacks; a container's entrypoint names it by its absolute path.
+		exe, err = os.Args[0], nil
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "relay: cannot find its own executable to run the daemon: %v\n", err)
 		return exitFailure

@@ -1,7 +1,8 @@
-// Package buildinfo is what relay knows of its own build: the version and
-// commit `make build` sets with -ldflags
-// "-X relay/internal/buildinfo.Version=… -X relay/internal/buildinfo.Commit=…",
-// the Go version, and the librdkafka version linked in.
+// Package buildinfo is what relay knows of its own build: the version,
+// commit and date `make build` and `make release` set with -ldflags
+// "-X relay/internal/buildinfo.Version=… -X relay/internal/buildinfo.Commit=…
+// -X relay/internal/buildinfo.Date=…", the Go version, and the librdkafka
+// version linked in.
 package buildinfo
 
 import (
@@ -14,6 +15,9 @@ import (
 var (
 	Version = "dev"
 	Commit  = "unknown"
+	// Date is the commit's time (SOURCE_DATE_EPOCH), not the build's: a
+	// release build is reproducible.
+	Date = "unknown"
 )
 
 // GoVersion is the Go release relay was built with.

@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 		{"MaxRecordsPerTxn", c.MaxRecordsPerTxn, 5000},
 		{"ShutdownTimeout", c.ShutdownTimeout, 30 * time.Second},
 		{"OpTimeout", c.OpTimeout, 5 * time.Second},
-		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:9464"},
+		{"HTTPAddr", c.HTTPAddr, ":9464"},
 		{"output", c.Derived("orders").Output, "orders.valid"},
 		{"auto.offset.reset", c.Kafka["auto.offset.reset"], "earliest"},
 		{"TransactionTimeout", c.TransactionTimeout, 60 * time.Second},
