@@ -1,0 +1,449 @@
+// Package helm_test checks relay's Helm chart (deploy/helm/relay) the way a
+// cluster would take it, without a cluster: helm lint, a render through
+// Helm's Go SDK for each values file in testdata, every manifest decoded
+// strictly into the official Kubernetes types, the pods evaluated against
+// the Pod Security Standards' restricted profile, relay's own
+// configuration loaded from the rendered environment, and the chart's
+// promises about relay (a stable transactional id, a grace period above
+// the shutdown bound, probes on the served port).
+package helm_test
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	"relay/internal/config"
+)
+
+const chartDir = "relay"
+
+// rendered is one render of the chart: its objects by kind.
+type rendered struct {
+	statefulSet     *appsv1.StatefulSet
+	services        []corev1.Service
+	configMaps      []corev1.ConfigMap
+	serviceAccounts []corev1.ServiceAccount
+	pdbs            []policyv1.PodDisruptionBudget
+	cronJobs        []batchv1.CronJob
+	// The Prometheus Operator's kinds (CRDs, outside k8s.io/api).
+	monitors []monitor
+	rules    []prometheusRule
+}
+
+// monitor is a ServiceMonitor or PodMonitor, in the fields the chart sets.
+type monitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		Endpoints           []endpoint           `json:"endpoints,omitempty"`
+		PodMetricsEndpoints []endpoint           `json:"podMetricsEndpoints,omitempty"`
+	} `json:"spec"`
+}
+
+type endpoint struct {
+	Port     string `json:"port"`
+	Path     string `json:"path"`
+	Interval string `json:"interval"`
+}
+
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []map[string]any `json:"groups"`
+	} `json:"spec"`
+}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func valuesFile(t *testing.T, name string) map[string]any {
+	t.Helper()
+	v, err := chartutil.ReadValuesFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// render renders the chart with vals as `helm install relay` would in
+// namespace kafka, values.schema.json enforced.
+func render(t *testing.T, vals map[string]any) (*rendered, error) {
+	t.Helper()
+	c := loadChart(t)
+	caps := chartutil.DefaultCapabilities.Copy()
+	values, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "relay", Namespace: "kafka", IsInstall: true}, caps)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(c, values)
+	if err != nil {
+		return nil, err
+	}
+	out := &rendered{}
+	names := slices.Sorted(maps.Keys(files))
+	for _, name := range names {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue // _helpers.tpl, NOTES.txt
+		}
+		for i, doc := range strings.Split(files[name], "\n---") {
+			if strings.TrimSpace(doc) == "" || isComments(doc) {
+				continue
+			}
+			if err := out.add([]byte(doc)); err != nil {
+				t.Fatalf("%s, document %d: %v\n%s", name, i, err, doc)
+			}
+		}
+	}
+	if out.statefulSet == nil {
+		t.Fatal("no StatefulSet rendered")
+	}
+	return out, nil
+}
+
+func isComments(doc string) bool {
+	for _, l := range strings.Split(doc, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// add decodes one manifest strictly (an unknown or duplicate field is an
+// error) into its official type.
+func (r *rendered) add(doc []byte) error {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return err
+	}
+	strict := func(v any) error { return yaml.UnmarshalStrict(doc, v) }
+	switch tm.APIVersion + " " + tm.Kind {
+	case "apps/v1 StatefulSet":
+		if r.statefulSet != nil {
+			return fmt.Errorf("a second StatefulSet")
+		}
+		r.statefulSet = &appsv1.StatefulSet{}
+		return strict(r.statefulSet)
+	case "v1 Service":
+		return appendStrict(&r.services, strict)
+	case "v1 ConfigMap":
+		return appendStrict(&r.configMaps, strict)
+	case "v1 ServiceAccount":
+		return appendStrict(&r.serviceAccounts, strict)
+	case "policy/v1 PodDisruptionBudget":
+		return appendStrict(&r.pdbs, strict)
+	case "batch/v1 CronJob":
+		return appendStrict(&r.cronJobs, strict)
+	case "monitoring.coreos.com/v1 ServiceMonitor", "monitoring.coreos.com/v1 PodMonitor":
+		return appendStrict(&r.monitors, strict)
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		return appendStrict(&r.rules, strict)
+	default:
+		return fmt.Errorf("unexpected kind %s %s", tm.APIVersion, tm.Kind)
+	}
+}
+
+func appendStrict[T any](list *[]T, strict func(any) error) error {
+	var v T
+	if err := strict(&v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
+	return nil
+}
+
+var valueFiles = []string{"minimal.yaml", "full.yaml", "existing-rules.yaml"}
+
+// helm lint, as `helm lint deploy/helm/relay -f testdata/<file>`: no error
+// and no warning.
+func TestChartLints(t *testing.T) {
+	for _, f := range valueFiles {
+		t.Run(f, func(t *testing.T) {
+			l := lint.All(chartDir, valuesFile(t, f), "kafka", false)
+			for _, m := range l.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("%s", m)
+				}
+			}
+		})
+	}
+}
+
+// Every values file renders into manifests the API types take strictly,
+// pods the restricted profile admits, and an environment relay's own
+// configuration loads.
+func TestChartRenders(t *testing.T) {
+	for _, f := range valueFiles {
+		t.Run(f, func(t *testing.T) {
+			r, err := render(t, valuesFile(t, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods := map[string]*corev1.PodTemplateSpec{"StatefulSet": &r.statefulSet.Spec.Template}
+			for i := range r.cronJobs {
+				pods["CronJob "+r.cronJobs[i].Name] = &r.cronJobs[i].Spec.JobTemplate.Spec.Template
+			}
+			for what, pod := range pods {
+				assertRestricted(t, what, pod)
+				assertRelayConfigLoads(t, what, pod)
+			}
+			assertStatefulSet(t, r.statefulSet)
+		})
+	}
+}
+
+// assertRestricted evaluates pod against the Pod Security Standards'
+// restricted profile, latest version, as the admission controller does.
+func assertRestricted(t *testing.T, what string, pod *corev1.PodTemplateSpec) {
+	t.Helper()
+	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
+	res := policy.AggregateCheckResults(ev.EvaluatePod(lv, &pod.ObjectMeta, &pod.Spec))
+	if !res.Allowed {
+		t.Errorf("%s: the restricted profile refuses the pod: %s: %s", what, res.ForbiddenReason(), res.ForbiddenDetail())
+	}
+}
+
+// assertRelayConfigLoads loads relay's configuration from the container's
+// environment as the kubelet would expand it (the pod name for
+// $(POD_NAME); a value from a Secret or ConfigMap stands in as "x").
+func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSpec) {
+	t.Helper()
+	c := pod.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		v := e.Value
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			v = "relay-3"
+		case e.ValueFrom != nil:
+			v = "http://hook:8080/x"
+		}
+		env[e.Name] = strings.ReplaceAll(v, "$(POD_NAME)", env["POD_NAME"])
+	}
+	if strings.Contains(what, "CronJob") {
+		// The audit runs with the daemon's environment, without an
+		// instance identity (relay's operator commands derive their own).
+		if _, ok := env["RELAY_TRANSACTIONAL_ID"]; ok {
+			t.Errorf("%s: the audit has the instance's RELAY_TRANSACTIONAL_ID", what)
+		}
+		env["RELAY_TRANSACTIONAL_ID"] = "relay-cli"
+	}
+	environ := make([]string, 0, len(env))
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if _, err := config.Load(lookup, environ); err != nil {
+		t.Errorf("%s: relay refuses the rendered environment: %v", what, err)
+	}
+	if unknown := config.Unknown(environ); len(unknown) > 0 {
+		t.Errorf("%s: variables relay does not know: %v", what, unknown)
+	}
+}
+
+// assertStatefulSet checks what the chart promises about relay.
+func assertStatefulSet(t *testing.T, s *appsv1.StatefulSet) {
+	t.Helper()
+	if s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("podManagementPolicy %q, want Parallel", s.Spec.PodManagementPolicy)
+	}
+	pod := s.Spec.Template.Spec
+	c := pod.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+
+	// A transactional id stable per pod: from the pod's name, which a
+	// StatefulSet keeps across restarts and reschedules.
+	if e := env["POD_NAME"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("POD_NAME is not the pod's name: %+v", e)
+	}
+	if v := env["RELAY_TRANSACTIONAL_ID"].Value; !strings.HasSuffix(v, "-$(POD_NAME)") || strings.Count(v, "$(") != 1 {
+		t.Errorf("RELAY_TRANSACTIONAL_ID %q is not derived from the pod name", v)
+	}
+	if e, ok := env["RELAY_KAFKA_GROUP_INSTANCE_ID"]; ok && e.Value != "$(POD_NAME)" {
+		t.Errorf("static membership from %q, want the pod name", e.Value)
+	}
+	// Kubernetes expands $(VAR) only from variables defined before.
+	if slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" }) >
+		slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "RELAY_TRANSACTIONAL_ID" }) {
+		t.Error("POD_NAME is defined after RELAY_TRANSACTIONAL_ID, which the kubelet would then not expand")
+	}
+
+	// The grace period covers the shutdown bound and the span flush.
+	bound, err := time.ParseDuration(env["RELAY_SHUTDOWN_TIMEOUT"].Value)
+	if err != nil {
+		t.Fatalf("RELAY_SHUTDOWN_TIMEOUT: %v", err)
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= bound+5*time.Second {
+		t.Errorf("terminationGracePeriodSeconds %v is not above RELAY_SHUTDOWN_TIMEOUT %s + the 5 s span flush", g, bound)
+	}
+
+	// The probes reach the port relay serves, on the pod's interface.
+	addr := env["RELAY_HTTP_ADDR"].Value
+	host, port, err := splitAddr(addr)
+	if err != nil || host != "" {
+		t.Fatalf("RELAY_HTTP_ADDR %q: want :PORT, every interface (%v)", addr, err)
+	}
+	var served *corev1.ContainerPort
+	for i := range c.Ports {
+		if c.Ports[i].ContainerPort == int32(port) {
+			served = &c.Ports[i]
+		}
+	}
+	if served == nil {
+		t.Fatalf("no container port %d (RELAY_HTTP_ADDR)", port)
+	}
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("%s probe: not an HTTP GET", name)
+			continue
+		}
+		if pp := p.HTTPGet.Port; pp.StrVal != served.Name && int(pp.IntVal) != port {
+			t.Errorf("%s probe on port %s, relay serves %d (%s)", name, pp.String(), port, served.Name)
+		}
+	}
+	if c.LivenessProbe.HTTPGet.Path != "/livez" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("probes on %s and %s, want /livez and /readyz", c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path)
+	}
+
+	// The security context, spelled out (the profile check above admits
+	// some of these by the pod's context instead).
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container security context: %+v", sc)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 65532 {
+		t.Errorf("the pod does not run as the image's user 65532: %+v", psc)
+	}
+}
+
+func splitAddr(addr string) (string, int, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("no port")
+	}
+	p, err := strconv.Atoi(addr[i+1:])
+	return addr[:i], p, err
+}
+
+// The whole of full.yaml: every optional object, and what each holds.
+func TestChartOptionalObjects(t *testing.T) {
+	r, err := render(t, valuesFile(t, "full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.monitors) != 2 || len(r.rules) != 1 || len(r.cronJobs) != 1 || len(r.pdbs) != 1 {
+		t.Fatalf("monitors %d, rules %d, cron jobs %d, PDBs %d; want 2, 1, 1, 1", len(r.monitors), len(r.rules), len(r.cronJobs), len(r.pdbs))
+	}
+	// The PrometheusRule holds the alert rules promtool checks.
+	alerts, err := os.ReadFile(filepath.Join(chartDir, "files", "relay-alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Groups []map[string]any `json:"groups"`
+	}
+	if err := yaml.Unmarshal(alerts, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.rules[0].Spec.Groups, want.Groups) {
+		t.Error("the PrometheusRule's groups differ from files/relay-alerts.yml")
+	}
+	// The dashboard ConfigMap holds the dashboard, byte for byte.
+	dash, err := os.ReadFile(filepath.Join(chartDir, "files", "relay-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cm := range r.configMaps {
+		if d, ok := cm.Data["relay-dashboard.json"]; ok {
+			found = true
+			if !bytes.Equal([]byte(d), bytes.TrimRight(dash, "\n")) {
+				t.Error("the dashboard ConfigMap differs from files/relay-dashboard.json")
+			}
+		}
+	}
+	if !found {
+		t.Error("no dashboard ConfigMap")
+	}
+	// The audit: relay audit of the source over the window, a Job that
+	// fails on a finding, never two at once.
+	cj := r.cronJobs[0]
+	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	args := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
+	for _, want := range []string{"relay audit", "--source=orders", "--from=25h", "--metrics-file="} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the audit runs %q, without %q", args, want)
+		}
+	}
+	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.JobTemplate.Spec.BackoffLimit == nil || *cj.Spec.JobTemplate.Spec.BackoffLimit != 0 {
+		t.Errorf("audit CronJob: concurrency %q, backoff limit %v", cj.Spec.ConcurrencyPolicy, cj.Spec.JobTemplate.Spec.BackoffLimit)
+	}
+}
+
+// What a user gets wrong is refused with a message naming it.
+func TestChartRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(v map[string]any)
+		want string
+	}{
+		{"no source topics", func(v map[string]any) { v["relay"].(map[string]any)["sourceTopics"] = "" }, "relay.sourceTopics is required"},
+		{"no brokers", func(v map[string]any) { delete(v, "kafka") }, "kafka"},
+		{"a grace period below the bound", func(v map[string]any) { v["terminationGracePeriodSeconds"] = 30 }, "would race relay's final commit"},
+		{"a misspelt value", func(v map[string]any) { v["replica"] = 3 }, "replica"},
+		{"a RELAY_ variable relay spells otherwise", func(v map[string]any) {
+			v["relay"].(map[string]any)["env"] = map[string]any{"retry_tiers": "30s"}
+		}, "retry_tiers"},
+		{"the audit without a source", func(v map[string]any) { v["audit"] = map[string]any{"enabled": true} }, "audit.source is required"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := valuesFile(t, "minimal.yaml")
+			c.edit(v)
+			_, err := render(t, v)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v; want an error saying %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+{{/* The release's name for every object, cut to Kubernetes' 63. */}}
+{{- define "relay.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "relay.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "relay.labels" -}}
+{{ include "relay.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "relay.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "relay.tag" -}}
+{{- default .Chart.AppVersion .Values.image.tag -}}
+{{- end -}}
+
+{{- define "relay.image" -}}
+{{- printf "%s:%s" .Values.image.repository (include "relay.tag" .) -}}
+{{- end -}}
+
+{{- define "relay.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "relay.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The rules file's ConfigMap, when there is one. */}}
+{{- define "relay.rulesConfigMap" -}}
+{{- if .Values.relay.rules.existingConfigMap -}}
+{{- .Values.relay.rules.existingConfigMap -}}
+{{- else if .Values.relay.rules.inline -}}
+{{- printf "%s-rules" (include "relay.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The grace period the kubelet gives a stopping pod before its SIGKILL: the
+shutdown bound, the span flush relay does after it (up to 5 s), and a
+margin. A SIGKILL inside the bound races relay's final commit.
+*/}}
+{{- define "relay.gracePeriod" -}}
+{{- $derived := add .Values.relay.shutdownTimeoutSeconds 5 .Values.terminationGraceMarginSeconds -}}
+{{- if .Values.terminationGracePeriodSeconds -}}
+{{- if lt (int .Values.terminationGracePeriodSeconds) (int $derived) -}}
+{{- fail (printf "terminationGracePeriodSeconds %v is below the shutdown bound + span flush + margin (%v s): the kubelet's SIGKILL would race relay's final commit" .Values.terminationGracePeriodSeconds $derived) -}}
+{{- end -}}
+{{- .Values.terminationGracePeriodSeconds -}}
+{{- else -}}
+{{- $derived -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A librdkafka property as relay's variable: security.protocol → RELAY_KAFKA_SECURITY_PROTOCOL. */}}
+{{- define "relay.kafkaVar" -}}
+{{- if hasPrefix "RELAY_KAFKA_" . -}}
+{{- . -}}
+{{- else -}}
+{{- printf "RELAY_KAFKA_%s" (. | upper | replace "." "_") -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The environment relay and its audit share. */}}
+{{- define "relay.env" -}}
+- name: RELAY_SOURCE_TOPICS
+  value: {{ required "relay.sourceTopics is required" .Values.relay.sourceTopics | quote }}
+- name: RELAY_GROUP_ID
+  value: {{ .Values.relay.groupId | quote }}
+- name: RELAY_KAFKA_BOOTSTRAP_SERVERS
+  value: {{ required "kafka.bootstrapServers is required" .Values.kafka.bootstrapServers | quote }}
+{{- range $name, $value := .Values.kafka.properties }}
+- name: {{ include "relay.kafkaVar" $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- if include "relay.rulesConfigMap" . }}
+- name: RELAY_RULES_FILE
+  value: {{ printf "/etc/relay/rules/%s" .Values.relay.rules.key | quote }}
+{{- end }}
+{{- range $name, $value := .Values.relay.env }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The restricted Pod Security Standard, for relay and its audit. */}}
+{{- define "relay.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "relay.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
