@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scripts/stack/up.sh
+scripts/stack/up.sh --without-jaeger
 echo
 echo "building relay..."
 mkdir -p bin .cache/logs

@@ -181,7 +181,16 @@ func demo(o options) error {
 	// what a replay would do today (a dry run writes nothing).
 	relayCmd("quarantine", "stats")
 	relayCmd("replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "demo: would a replay help today?", "--dry-run")
+	relayCmd("audit", "--source", o.source, "--progress", "none")
 	fmt.Println("\nThe local stack keeps running. Stop it with: make down   (make down PURGE=1 also deletes its data)")
+	fmt.Println(`
+Next, on a real cluster:
+  make image                                   # dist/oci: relay's image, to push to your registry
+  relay topics apply                           # with your RELAY_* variables: relay's topics
+  helm install relay deploy/helm/relay \
+    --set image.repository=REGISTRY/relay --set relay.sourceTopics=orders \
+    --set kafka.bootstrapServers=BROKERS
+  See docs/DEPLOYMENT.md (image, chart, upgrades) and deploy/helm/relay/README.md.`)
 	if res.missing > 0 || res.duplicates > 0 || res.unexpected > 0 || waitErr != nil {
 		return errors.New("demo run did not end cleanly (see above)")
 	}
