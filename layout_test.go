@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// mayImport is the dependency direction the README's Layout section draws:
+// mayImport is the dependency direction docs/ARCHITECTURE.md's Layout section draws:
 // each package of relay and the packages of relay it may import. A package
 // missing here, or an import not listed, fails the test, so a new
 // dependency is a decision written down, not an accident.
@@ -72,7 +72,7 @@ func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {
 	for pkg, imports := range got {
 		allowed, known := mayImport[pkg]
 		if !known {
-			t.Errorf("%s is not in the layout (layout_test.go mayImport, README Layout): say what it may import", pkg)
+			t.Errorf("%s is not in the layout (layout_test.go mayImport, docs/ARCHITECTURE.md Layout): say what it may import", pkg)
 			continue
 		}
 		if slices.Contains(allowed, "*") {

@@ -18,7 +18,7 @@ const (
 	ruleTestsFile = "prometheus/relay-alerts.test.yml"
 	runbookFile   = "../docs/RUNBOOK.md"
 	// runbookURL starts every runbook_url: the placeholder base operators
-	// replace with where they browse the repository (README, "Dashboard
+	// replace with where they browse the repository (docs/OPERATIONS.md, "Dashboard
 	// and alerts"), then the runbook.
 	runbookURL = "https://relay.invalid/docs/RUNBOOK.md#"
 )

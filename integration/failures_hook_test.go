@@ -16,7 +16,7 @@ import (
 	"relay/internal/schema"
 )
 
-// TestHookOutcomes runs the hook contract (README, the failure state machine) through relay: each
+// TestHookOutcomes runs the hook contract (docs/GUIDE.md, the failure state machine) through relay: each
 // record's id says how the hook answers. It checks the outcome of each,
 // that a replacement record is written in the canonical schema, and that
 // every call for a record carries the same Idempotency-Key.

@@ -157,7 +157,7 @@ type traceNames struct{ service, producer, source, group, txn string }
 // newTraceNames makes names of the test's own, unless
 // RELAY_TEST_TRACE_PICTURE is set. Then the test runs for
 // scripts/trace-picture.sh, against a Jaeger of the script's own, and its
-// trace is the README's picture: the services are relay and
+// trace is the picture in docs/TRACING.md: the services are relay and
 // orders-producer, the topic orders-<random>, the group relay-<random>
 // (still unique on the shared broker).
 func newTraceNames(t *testing.T) traceNames {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's picture of one record's trace, as Jaeger's UI shows it
+# docs/TRACING.md's picture of one record's trace, as Jaeger's UI shows it
 # (docs/images/trace.png). A developer tool, not part of make test or CI.
 #
 # It starts a Jaeger of its own on other ports (the stack's keeps running

@@ -32,5 +32,5 @@ var FailureHeaders = []HeaderDoc{
 	{[]string{ReplayID, ReplayCount}, "kept from a replayed record"},
 	{[]string{KeySeq}, "key ordering, tiers only: the record's place in its key's queue; records of a blocked key are processed in this order"},
 	{[]string{RecordTimestamp}, "tiers only: the record's own timestamp (the source's; the replay's for a replayed record), which it keeps when it leaves the tiers"},
-	{[]string{TraceParent, TraceState}, "with tracing on, the context of the record's process span (see README, Tracing); else carried from the record"},
+	{[]string{TraceParent, TraceState}, "with tracing on, the context of the record's process span (see docs/TRACING.md); else carried from the record"},
 }

@@ -77,7 +77,7 @@ func (w *waits) commit() {
 func (w *waits) abort() { clear(w.passed) }
 
 // forget drops the waits of revoked partitions: their next owner starts
-// their records' budgets again (see the README on partition ordering).
+// their records' budgets again (see docs/GUIDE.md on partition ordering).
 func (w *waits) forget(partitions []int32) {
 	for pk := range w.m {
 		for _, p := range partitions {

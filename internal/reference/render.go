@@ -35,7 +35,7 @@ func Render(cmds []Command) []byte {
 	d := &doc{}
 	d.heading(1, "relay reference")
 	d.para("Generated from relay's code by `go generate ./cmd/relay`: do not edit it by hand. " +
-		"The [README](../README.md) explains how relay works; this file lists the names its users see and set.")
+		"The [user guide](GUIDE.md) explains how relay works; this file lists the names its users see and set.")
 	var toc []string
 	for _, s := range sections {
 		toc = append(toc, "- ["+s.title+"](#"+anchor(s.title)+")")
