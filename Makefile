@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test test-cluster unit integration bench up down cluster lint rules build release image image-amd64 fuzz deps
+.PHONY: demo test test-cluster unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -17,7 +17,7 @@ demo: deps
 
 ## test: everything — vet, lint, the alerting rules, unit tests, integration tests against the real broker,
 ## then the three-broker cluster's tests (started only then, so that it does not share the cores with the rest)
-test: deps up lint rules image-amd64
+test: deps up lint rules image
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 RELAY_TEST_IMAGE=$(CURDIR)/dist/oci \
 	  $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-cluster
@@ -88,10 +88,6 @@ release:
 ## dist/oci (an OCI image layout, both architectures, SBOM attached) and a docker-load tarball per architecture
 image:
 	scripts/image.sh
-
-# image-amd64: the image for this machine only, which the image test runs
-image-amd64:
-	scripts/image.sh amd64
 
 ## lint: go vet plus golangci-lint (installed into .cache/bin on first use)
 lint: $(GOLANGCI)
