@@ -35,12 +35,13 @@ unit:
 ## rules: promtool checks the alerting rules in deploy/prometheus and runs
 ## their unit tests; then deploy/'s Go tests check the dashboard and the
 ## rules against the metrics relay exports (RELAY_PROMTOOL: and that
-## promtool parses every dashboard query)
+## promtool parses every dashboard query), and the Helm chart, with a
+## server-side dry run on a kube-apiserver built from source (RELAY_KUBE_APISERVER)
 rules:
-	promtool="$$($(PROMTOOL_PATH))" && \
+	promtool="$$($(PROMTOOL_PATH))" && kube_apiserver="$$(scripts/tools/kube-apiserver.sh path)" && \
 	  "$$promtool" check rules deploy/prometheus/relay-alerts.yml && \
 	  "$$promtool" test rules deploy/prometheus/relay-alerts.test.yml && \
-	  cd deploy && RELAY_PROMTOOL="$$promtool" $(GO) test -count=1 ./...
+	  cd deploy && RELAY_PROMTOOL="$$promtool" RELAY_KUBE_APISERVER="$$kube_apiserver" $(GO) test -count=1 ./...
 
 ## integration: only the integration tests (broker required)
 integration: up

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need and a fresh machine may
 # lack: Java 17+ and Maven (the local stack), curl (its readiness checks),
-# gcc (cgo, for librdkafka), and make for .ci/run, which runs this before
-# make. `make demo`, `make test` and .ci/run all start here, so all three
-# need and install the same things.
+# gcc (cgo, for librdkafka), etcd (the chart's dry run), and make for
+# .ci/run, which runs this before make. `make demo`, `make test` and
+# .ci/run all start here, so all three need and install the same things.
 #
 # As root with apt-get, it installs what is missing. Otherwise it prints the
 # one command that would, and fails. Go is not installed: Debian's golang
@@ -52,6 +52,8 @@ find_missing() {
   have curl || missing+=(curl)
   have gcc || missing+=(gcc)
   have make || missing+=(make)
+  # The chart's server-side dry run (make test) runs kube-apiserver on it.
+  have etcd || missing+=(etcd-server)
   # The release's, installed without recommends (qemu-user's would
   # register binfmt handlers with the kernel).
   bare=()

@@ -52,6 +52,8 @@ type rendered struct {
 	// The Prometheus Operator's kinds (CRDs, outside k8s.io/api).
 	monitors []monitor
 	rules    []prometheusRule
+	// docs are the manifests as rendered, for the server-side dry run.
+	docs [][]byte
 }
 
 // monitor is a ServiceMonitor or PodMonitor, in the fields the chart sets.
@@ -121,6 +123,7 @@ func render(t *testing.T, vals map[string]any) (*rendered, error) {
 			if strings.TrimSpace(doc) == "" || isComments(doc) {
 				continue
 			}
+			out.docs = append(out.docs, []byte(doc))
 			if err := out.add([]byte(doc)); err != nil {
 				t.Fatalf("%s, document %d: %v\n%s", name, i, err, doc)
 			}
