@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,8 +98,8 @@ func superviseRun(args []string, stderr io.Writer) int {
 type supervision struct {
 	sigs   <-chan os.Signal
 	stderr io.Writer
-	// relayed is what the supervisor passed on: a stop (SIGINT, SIGTERM),
-	// a SIGHUP, a SIGQUIT.
+	// What the supervisor passed on: a stop (SIGINT, SIGTERM), a SIGHUP,
+	// a SIGQUIT.
 	stop, hup, quit bool
 }
 
@@ -179,18 +178,15 @@ func (s *supervision) run(exe string, args []string) (code int, again bool) {
 			}
 			_, _ = sigW.Write([]byte{byte(n)})
 		case err := <-ended:
-			if errors.Is(err, exec.ErrWaitDelay) {
-				err = nil // the daemon exited; a descendant kept its stderr
-				if !cmd.ProcessState.Success() {
-					err = &exec.ExitError{ProcessState: cmd.ProcessState}
-				}
-			}
 			var report []byte
 			select {
 			case report = <-crash:
 			case <-time.After(time.Second): // a descendant holds the pipe
 			}
-			return s.ended(err, report, errs.reason())
+			// How the daemon ended is its process state; Wait's error adds
+			// nothing to it (an exit status, or a descendant that kept its
+			// stderr past WaitDelay), unless the wait itself failed.
+			return s.ended(cmd.ProcessState, err, report, errs.reason())
 		}
 	}
 }
@@ -206,7 +202,7 @@ func (s *supervision) run(exe string, args []string) (code int, again bool) {
 //     not killed: the daemon alone was, by hand or by the kernel's
 //     out-of-memory killer);
 //   - any other status is the daemon's own.
-func (s *supervision) ended(err error, report []byte, stderrReason string) (code int, again bool) {
+func (s *supervision) ended(state *os.ProcessState, waitErr error, report []byte, stderrReason string) (code int, again bool) {
 	if len(bytes.TrimSpace(report)) > 0 {
 		reason := crashReason(report, stderrReason)
 		if s.quit && strings.HasPrefix(reason, "SIGQUIT") {
@@ -216,17 +212,13 @@ func (s *supervision) ended(err error, report []byte, stderrReason string) (code
 		fmt.Fprintf(s.stderr, "relay: internal error (a bug in relay, not a configuration problem; nothing past the committed offsets is lost): the daemon crashed: %s\n", reason)
 		return exitFailure, false
 	}
-	if err == nil {
-		return exitOK, false
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		fmt.Fprintf(s.stderr, "relay: the daemon process: %v\n", err)
+	if state == nil {
+		fmt.Fprintf(s.stderr, "relay: the daemon process: %v\n", waitErr)
 		return exitFailure, false
 	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
+	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
-		return ee.ExitCode(), false
+		return state.ExitCode(), false
 	}
 	switch sig := ws.Signal(); {
 	case s.stop && (sig == syscall.SIGINT || sig == syscall.SIGTERM):

@@ -253,8 +253,10 @@ func TestStraySupervisorVariable(t *testing.T) {
 // met by a daemon too young to take it from the supervisor is a stop; a
 // SIGHUP met so starts it again; anything else is a runtime failure.
 func TestDaemonKilledBySignal(t *testing.T) {
-	diedOf := func(sig string) error {
-		return exec.Command("sh", "-c", "kill -"+sig+" $$").Run()
+	diedOf := func(sig string) (*os.ProcessState, error) {
+		c := exec.Command("sh", "-c", "kill -"+sig+" $$")
+		err := c.Run()
+		return c.ProcessState, err
 	}
 	for _, c := range []struct {
 		s         supervision
@@ -272,7 +274,8 @@ func TestDaemonKilledBySignal(t *testing.T) {
 	} {
 		var stderr bytes.Buffer
 		c.s.stderr = &stderr
-		code, again := c.s.ended(diedOf(c.sig), nil, "")
+		state, err := diedOf(c.sig)
+		code, again := c.s.ended(state, err, nil, "")
 		if code != c.code || again != c.again || !strings.Contains(stderr.String(), c.saysWhich) {
 			t.Errorf("%+v, died of SIG%s: exit %d, again %v, %q; want %d, %v, %q",
 				c.s, c.sig, code, again, stderr.String(), c.code, c.again, c.saysWhich)
