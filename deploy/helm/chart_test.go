@@ -10,8 +10,10 @@ package helm_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -321,8 +323,9 @@ func assertStatefulSet(t *testing.T, s *appsv1.StatefulSet) {
 
 	// The probes reach the port relay serves, on the pod's interface.
 	addr := env["RELAY_HTTP_ADDR"].Value
-	host, port, err := splitAddr(addr)
-	if err != nil || host != "" {
+	host, portText, err := net.SplitHostPort(addr)
+	port, perr := strconv.Atoi(portText)
+	if err = errors.Join(err, perr); err != nil || host != "" {
 		t.Fatalf("RELAY_HTTP_ADDR %q: want :PORT, every interface (%v)", addr, err)
 	}
 	var served *corev1.ContainerPort
@@ -358,15 +361,6 @@ func assertStatefulSet(t *testing.T, s *appsv1.StatefulSet) {
 	if psc := pod.SecurityContext; psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 65532 {
 		t.Errorf("the pod does not run as the image's user 65532: %+v", psc)
 	}
-}
-
-func splitAddr(addr string) (string, int, error) {
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return "", 0, fmt.Errorf("no port")
-	}
-	p, err := strconv.Atoi(addr[i+1:])
-	return addr[:i], p, err
 }
 
 // The whole of full.yaml: every optional object, and what each holds.
