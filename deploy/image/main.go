@@ -34,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -267,7 +268,7 @@ func rootFS(bin, certs []byte, created time.Time) ([]byte, error) {
 // index.json, where `oras discover` or a registry's referrers API finds it
 // once pushed.
 func attach(p layout.Path, idx v1.ImageIndex, sbom []byte, created time.Time) error {
-	subject, err := descriptorOf(idx)
+	subject, err := partial.Descriptor(idx)
 	if err != nil {
 		return err
 	}
@@ -281,7 +282,7 @@ func attach(p layout.Path, idx v1.ImageIndex, sbom []byte, created time.Time) er
 		ArtifactType:  sbomType,
 		Config:        config,
 		Layers:        []v1.Descriptor{layer},
-		Subject:       &subject,
+		Subject:       subject,
 		Annotations:   map[string]string{"org.opencontainers.image.created": created.Format(time.RFC3339)},
 	}
 	raw, err := json.Marshal(m)
@@ -294,22 +295,6 @@ func attach(p layout.Path, idx v1.ImageIndex, sbom []byte, created time.Time) er
 		}
 	}
 	return p.AppendDescriptor(v1.Descriptor{MediaType: types.OCIManifestSchema1, ArtifactType: sbomType, Size: int64(len(raw)), Digest: digestOf(raw)})
-}
-
-func descriptorOf(idx v1.ImageIndex) (v1.Descriptor, error) {
-	mt, err := idx.MediaType()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	size, err := idx.Size()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		return v1.Descriptor{}, err
-	}
-	return v1.Descriptor{MediaType: mt, Size: size, Digest: d}, nil
 }
 
 func digestOf(b []byte) v1.Hash {
