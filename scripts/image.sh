@@ -21,9 +21,5 @@ for a in "${arches[@]}"; do
   bins+=(-bin "$a=$out/relay-linux-$a")
 done
 first="$out/relay-linux-${arches[0]}"
-if [[ "${arches[0]}" == "$(go env GOHOSTARCH)" ]]; then
-  librdkafka="$("$first" version | sed -n 's/^librdkafka: //p')"
-else
-  librdkafka="$(qemu-aarch64 "$first" version | sed -n 's/^librdkafka: //p')"
-fi
+librdkafka="$(run_release "${arches[0]}" "$first" version | sed -n 's/^librdkafka: //p')"
 (cd deploy && go run ./image -version "$VERSION" -revision "$COMMIT" -librdkafka "$librdkafka" -out "$out" "${bins[@]}")

@@ -46,17 +46,6 @@ build() {
     -o "$file" ./cmd/relay
 }
 
-# run ARCH FILE ARGS...: runs a binary of ARCH here.
-run() {
-  local arch="$1"
-  shift
-  if [[ "$arch" == "$(go env GOHOSTARCH)" ]]; then
-    "$@"
-  else
-    qemu-aarch64 "$@"
-  fi
-}
-
 for arch in "${arches[@]}"; do
   bin="$OUT/relay-linux-$arch"
   say "building $bin ($VERSION, $DATE)"
@@ -65,7 +54,7 @@ for arch in "${arches[@]}"; do
     echo "release.sh: $bin is not statically linked (it names a program interpreter)" >&2
     exit 1
   fi
-  out="$(run "$arch" "$bin" version)"
+  out="$(run_release "$arch" "$bin" version)"
   grep -qx "relay $VERSION" <<<"$out" && grep -qx "date: $DATE" <<<"$out" || {
     echo "release.sh: $bin version says:" >&2
     echo "$out" >&2
