@@ -42,15 +42,36 @@ func Rules(cfg *config.Config) (*rules.Set, error) {
 	return rules.Load(cfg.RulesFile)
 }
 
+// RegistryClient is a client of the registry cfg names, with relay's
+// credential.
+func RegistryClient(cfg *config.Config) (*schema.Client, error) {
+	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
+	tlsConf, err := cfg.SchemaRegistryTLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	a := schema.Auth{User: cfg.SchemaRegistryUser, TLS: tlsConf}
+	if cfg.SchemaRegistrySecret != nil {
+		a.Password = cfg.SchemaRegistrySecret.Get
+	}
+	client.Authenticate(a)
+	return client, nil
+}
+
 // Admitter connects admission to the registry and checks, before the first
 // record, that the reader version exists and every accepted version can be
 // read as it. It waits while the registry is unavailable, 1 s at first,
 // doubling up to 5 s (retry.Schedule), until ctx ends.
-func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger) (*schema.Admitter, error) {
-	client := schema.NewClient(cfg.SchemaRegistryURL, cfg.SchemaTimeout)
-	if cfg.SchemaRegistryUser != "" || cfg.SchemaRegistrySecret != "" {
-		client.SetCredentials(cfg.SchemaRegistryUser, cfg.SchemaRegistrySecret)
+//
+// access, when not nil, hears whether the registry accepts relay's
+// credential after each answer. A credential refused at start-up is a
+// *schema.UnauthorizedError, at once.
+func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger, access schema.AccessFunc) (*schema.Admitter, error) {
+	client, err := RegistryClient(cfg)
+	if err != nil {
+		return nil, err
 	}
+	client.OnAccess(access)
 	set := schema.Settings{
 		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
 		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,

@@ -65,11 +65,34 @@ func TestAdmitterWaitsOnlyForAnUnavailableRegistry(t *testing.T) {
 	defer reg.Close()
 	cfg := testConfig(t, map[string]string{"RELAY_SCHEMA_REGISTRY_URL": reg.URL, "RELAY_SCHEMA_SUBJECT": "orders-value", "RELAY_SCHEMA_ACCEPT": "1"})
 	var logs bytes.Buffer
-	_, err := Admitter(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	_, err := Admitter(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 	if !errors.Is(err, schema.ErrNotFound) || hits.Load() != 2 {
 		t.Fatalf("%v after %d requests; want not found after one wait", err, hits.Load())
 	}
 	if !strings.Contains(logs.String(), "schema registry unavailable at start-up; retrying") {
 		t.Fatalf("the wait is not logged:\n%s", logs.String())
+	}
+}
+
+// A registry that refuses relay's credential at start-up is not waited
+// for: the credential will not fix itself, and relay stops naming it.
+func TestRefusedCredentialAtStartUpIsNotWaitedFor(t *testing.T) {
+	var hits atomic.Int32
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.Header.Get("Authorization") != "Bearer right" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer reg.Close()
+	cfg := testConfig(t, map[string]string{"RELAY_SCHEMA_REGISTRY_URL": reg.URL, "RELAY_SCHEMA_SUBJECT": "orders-value", "RELAY_SCHEMA_ACCEPT": "1",
+		"RELAY_SCHEMA_REGISTRY_PASSWORD": "wrong"})
+	var refused []bool
+	_, err := Admitter(context.Background(), cfg, slog.New(slog.DiscardHandler), func(r bool, _ int) { refused = append(refused, r) })
+	var un *schema.UnauthorizedError
+	if !errors.As(err, &un) || hits.Load() != 1 || len(refused) != 1 || !refused[0] {
+		t.Fatalf("%v after %d requests, heard %v; want an *UnauthorizedError at once", err, hits.Load(), refused)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"relay/internal/secret"
 )
 
 // Config is relay's validated configuration. Zero values are never used:
@@ -43,7 +45,8 @@ type Config struct {
 
 	SchemaRegistryURL    string // "" = no admission
 	SchemaRegistryUser   string
-	SchemaRegistrySecret string
+	SchemaRegistrySecret *secret.Value // nil: none
+	SchemaRegistryTLS    secret.TLSFiles
 	SchemaSubject        string
 	SchemaAccept         string // parsed by the schema package
 	SchemaReaderVersion  int    // 0 = highest accepted
@@ -54,6 +57,9 @@ type Config struct {
 	HookTimeout          time.Duration
 	HookConcurrency      int
 	HookBatch            int
+	HookToken            *secret.Value // nil: none
+	HookSigningSecret    *secret.Value // nil: none
+	HookTLS              secret.TLSFiles
 	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
 	TraceURL            string
 	RedactPattern       *regexp.Regexp
@@ -73,6 +79,10 @@ type Config struct {
 	// kafkaVar maps a librdkafka property back to the variable that set it,
 	// so errors reported by librdkafka can name the variable.
 	kafkaVar map[string]string
+	// KafkaSecrets are the secret properties read from files
+	// (RELAY_KAFKA_SASL_PASSWORD_FILE and the like), by property: clients
+	// take their current value when they are built.
+	KafkaSecrets map[string]*secret.Value
 
 	// TransactionTimeout and MaxPollInterval are read from the passthrough
 	// (or derived, or librdkafka's defaults) because relay's own bounds
@@ -130,7 +140,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	p.readFailures(c)
 	p.readChecks(c)
 	c.LogLevel = p.level(EnvLogLevel)
-	c.Kafka, c.kafkaVar = p.kafka(environ)
+	c.Kafka, c.kafkaVar, c.KafkaSecrets = p.kafka(environ)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
 	c.SessionTimeout = p.kafkaMillis(c, "session.timeout.ms", defaultSessionTimeout)
 	if _, set := c.Kafka["transaction.timeout.ms"]; set {
@@ -200,7 +210,8 @@ func (p *parser) readFailures(c *Config) {
 func (p *parser) readChecks(c *Config) {
 	c.SchemaRegistryURL = p.raw(EnvSchemaRegistryURL)
 	c.SchemaRegistryUser = p.raw(EnvSchemaRegistryUser)
-	c.SchemaRegistrySecret = p.raw(EnvSchemaRegistrySecret)
+	c.SchemaRegistrySecret = p.secret(EnvSchemaRegistrySecret)
+	c.SchemaRegistryTLS = p.tlsFiles(EnvSchemaRegistryCA, EnvSchemaRegistryCert, EnvSchemaRegistryKey)
 	c.SchemaSubject = p.raw(EnvSchemaSubject)
 	c.SchemaAccept = p.raw(EnvSchemaAccept)
 	c.SchemaTimeout = p.duration(EnvSchemaTimeout)
@@ -210,6 +221,9 @@ func (p *parser) readChecks(c *Config) {
 	c.HookTimeout = p.duration(EnvHookTimeout)
 	c.HookConcurrency = p.intRange(EnvHookConcurrency, 1, maxHookConcurrency)
 	c.HookBatch = p.intRange(EnvHookBatch, 1, maxHookConcurrency)
+	c.HookToken = p.secret(EnvHookToken)
+	c.HookSigningSecret = p.secret(EnvHookSigningSecret)
+	c.HookTLS = p.tlsFiles(EnvHookCA, EnvHookCert, EnvHookKey)
 	c.TraceURL = p.raw(EnvTraceURL)
 	checkTraceURL(p, c.TraceURL)
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {
@@ -316,8 +330,35 @@ func secretProp(prop string) bool {
 	return false
 }
 
-// secretVars are relay variables whose values relay config masks.
-var secretVars = map[string]bool{EnvSchemaRegistrySecret: true}
+// secretVar reports whether name is one of relay's secret variables.
+func secretVar(name string) bool {
+	for _, v := range Vars {
+		if v.Name == name {
+			return v.Secret
+		}
+	}
+	return false
+}
+
+// FileSecrets are the secrets read from files, which relay reads again
+// when they change.
+func (c *Config) FileSecrets() []*secret.Value {
+	var out []*secret.Value
+	for _, v := range []*secret.Value{c.SchemaRegistrySecret, c.HookToken, c.HookSigningSecret} {
+		if v != nil && v.File != "" {
+			out = append(out, v)
+		}
+	}
+	props := make([]string, 0, len(c.KafkaSecrets))
+	for p := range c.KafkaSecrets {
+		props = append(props, p)
+	}
+	sort.Strings(props)
+	for _, p := range props {
+		out = append(out, c.KafkaSecrets[p])
+	}
+	return out
+}
 
 // Effective lists the configuration as NAME=value lines, secrets masked, in
 // the order of Vars and then the passthrough properties sorted by name.
@@ -331,7 +372,10 @@ func (c *Config) Effective() []string {
 		switch {
 		case v.Name == EnvSchemaReaderVersion && val == "" && c.SchemaReaderVersion > 0:
 			val = strconv.Itoa(c.SchemaReaderVersion) // derived from the accepted versions
-		case secretVars[v.Name] && val != "":
+		case v.Secret && c.raw[v.Name+secret.FileSuffix] != "":
+			out = append(out, v.Name+secret.FileSuffix+"="+c.raw[v.Name+secret.FileSuffix])
+			continue
+		case v.Secret && val != "":
 			val = "****"
 		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:
 			val = redactURL(val)
@@ -345,7 +389,10 @@ func (c *Config) Effective() []string {
 	sort.Strings(props)
 	for _, p := range props {
 		val := c.Kafka[p]
-		if secretProp(p) {
+		switch s := c.KafkaSecrets[p]; {
+		case s != nil:
+			val = s.File
+		case secretProp(p):
 			val = "****"
 		}
 		out = append(out, c.VarForProperty(p)+"="+val)
@@ -363,7 +410,8 @@ func Unknown(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "RELAY_") && !strings.HasPrefix(name, KafkaPrefix) && !strings.HasPrefix(name, "RELAY_STACK_") && !known[name] {
+		known := known[name] || (strings.HasSuffix(name, secret.FileSuffix) && secretVar(strings.TrimSuffix(name, secret.FileSuffix)))
+		if strings.HasPrefix(name, "RELAY_") && !strings.HasPrefix(name, KafkaPrefix) && !strings.HasPrefix(name, "RELAY_STACK_") && !known {
 			out = append(out, name)
 		}
 	}

@@ -1,12 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"relay/internal/secret"
 )
 
 type parser struct {
@@ -37,6 +40,46 @@ func (p *parser) raw(name string) string {
 		}
 	}
 	return ""
+}
+
+// secret reads a secret variable, or the file its _FILE form names; nil
+// when neither is set. Setting both, or naming a file that cannot be read,
+// is an error.
+func (p *parser) secret(name string) *secret.Value {
+	v, ok, err := secret.Lookup(p.lookup, name)
+	switch {
+	case err != nil:
+		p.varError(err)
+		return nil
+	case !ok:
+		p.seen[name] = ""
+		return nil
+	case v.File != "":
+		p.seen[name+secret.FileSuffix] = v.File
+		return v
+	}
+	p.seen[name] = strings.TrimSpace(v.Get())
+	return secret.Fixed(name, strings.TrimSpace(v.Get()))
+}
+
+// tlsFiles reads the variables naming a TLS client's PEM files and checks
+// that they load.
+func (p *parser) tlsFiles(ca, cert, key string) secret.TLSFiles {
+	f := secret.TLSFiles{CA: p.raw(ca), Cert: p.raw(cert), Key: p.raw(key), CAVar: ca, CertVar: cert, KeyVar: key}
+	if _, err := f.Config(); err != nil {
+		p.varError(err)
+	}
+	return f
+}
+
+// varError records a *secret.VarError as the *Error it is.
+func (p *parser) varError(err error) {
+	var ve *secret.VarError
+	if errors.As(err, &ve) {
+		p.fail(ve.Var, "%s", ve.Problem)
+		return
+	}
+	p.errs = append(p.errs, err)
 }
 
 func (p *parser) list(name string) []string {
@@ -122,17 +165,42 @@ func (p *parser) level(name string) slog.Level {
 }
 
 // kafka collects RELAY_KAFKA_* into librdkafka properties.
-func (p *parser) kafka(environ []string) (props, vars map[string]string) {
-	props, vars = map[string]string{}, map[string]string{}
+func (p *parser) kafka(environ []string) (props, vars map[string]string, secrets map[string]*secret.Value) {
+	props, vars, secrets = map[string]string{}, map[string]string{}, map[string]*secret.Value{}
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(name, KafkaPrefix) || len(name) == len(KafkaPrefix) {
 			continue
 		}
-		prop := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, KafkaPrefix), "_", "."))
+		base, fromFile := strings.CutSuffix(name, secret.FileSuffix)
+		prop := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(base, KafkaPrefix), "_", "."))
 		if why, managed := managedProps[prop]; managed {
 			p.fail(name, "%s is managed by relay: %s", prop, why)
 			continue
+		}
+		if instead, java := javaProps[prop]; java {
+			p.fail(name, "%s is a property of Kafka's Java client, which librdkafka does not have: %s", prop, instead)
+			continue
+		}
+		if fromFile {
+			if !secretProp(prop) {
+				p.fail(name, "only secret properties (passwords, keys, tokens) have a %s form; %s is not one", secret.FileSuffix, prop)
+				continue
+			}
+			v, _, err := secret.Lookup(p.lookup, base)
+			if err != nil {
+				p.varError(err)
+				continue
+			}
+			if v == nil { // environ and lookup disagree: nothing to read
+				continue
+			}
+			props[prop], vars[prop], secrets[prop] = v.Get(), name, v
+			p.seen[name] = v.File
+			continue
+		}
+		if _, both := p.lookup(name + secret.FileSuffix); both && secretProp(prop) {
+			continue // reported once, by the _FILE form
 		}
 		props[prop], vars[prop] = strings.TrimSpace(val), name
 	}
@@ -145,7 +213,7 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string) {
 	if strings.TrimSpace(props["bootstrap.servers"]) == "" {
 		p.fail(EnvBootstrapServers, "required but not set")
 	}
-	return props, vars
+	return props, vars, secrets
 }
 
 func (p *parser) kafkaMillis(c *Config, prop string, def time.Duration) time.Duration {

@@ -38,6 +38,9 @@ const (
 	EnvSchemaRegistryURL    = "RELAY_SCHEMA_REGISTRY_URL"
 	EnvSchemaRegistryUser   = "RELAY_SCHEMA_REGISTRY_USER"
 	EnvSchemaRegistrySecret = "RELAY_SCHEMA_REGISTRY_PASSWORD"
+	EnvSchemaRegistryCA     = "RELAY_SCHEMA_REGISTRY_SSL_CA_LOCATION"
+	EnvSchemaRegistryCert   = "RELAY_SCHEMA_REGISTRY_SSL_CERTIFICATE_LOCATION"
+	EnvSchemaRegistryKey    = "RELAY_SCHEMA_REGISTRY_SSL_KEY_LOCATION"
 	EnvSchemaSubject        = "RELAY_SCHEMA_SUBJECT"
 	EnvSchemaAccept         = "RELAY_SCHEMA_ACCEPT"
 	EnvSchemaReaderVersion  = "RELAY_SCHEMA_READER_VERSION"
@@ -48,6 +51,11 @@ const (
 	EnvHookTimeout          = "RELAY_HOOK_TIMEOUT"
 	EnvHookConcurrency      = "RELAY_HOOK_CONCURRENCY"
 	EnvHookBatch            = "RELAY_HOOK_BATCH"
+	EnvHookToken            = "RELAY_HOOK_TOKEN"
+	EnvHookSigningSecret    = "RELAY_HOOK_SIGNING_SECRET"
+	EnvHookCA               = "RELAY_HOOK_SSL_CA_LOCATION"
+	EnvHookCert             = "RELAY_HOOK_SSL_CERTIFICATE_LOCATION"
+	EnvHookKey              = "RELAY_HOOK_SSL_KEY_LOCATION"
 	EnvRedactPattern        = "RELAY_REDACT_PATTERN"
 	EnvErrorMessageMax      = "RELAY_ERROR_MESSAGE_MAX"
 	EnvCompatHeaders        = "RELAY_COMPAT_HEADERS"
@@ -90,6 +98,9 @@ type Var struct {
 	// DefaultNote, when set, is how the reference shows a default that is
 	// not a fixed value of relay's (derived, or librdkafka's own).
 	DefaultNote string
+	// Secret: masked by relay config, and also read from the file that
+	// <Name>_FILE names.
+	Secret bool
 }
 
 // Vars lists relay's own variables, and the passthrough variables whose
@@ -115,8 +126,11 @@ var Vars = []Var{
 	{Name: EnvOrdering, Default: "key", Help: "ordering policy: `key` (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic), `partition` (a failing record waits in place, its partition paused, the tier delays as waits) or `unordered` (non-blocking retry tiers, order not kept)"},
 	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: `release` (they go on) or `hold` (they are quarantined too, code `KEY_HELD`)"},
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: `.../apis/ccompat/v7`); empty: values are relayed unchecked"},
-	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user; with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},
-	{Name: EnvSchemaRegistrySecret, Help: "registry password or bearer token (masked by `relay config`)"},
+	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user (Confluent Cloud: the API key); with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},
+	{Name: EnvSchemaRegistrySecret, Secret: true, Help: "registry password (Confluent Cloud: the API secret) or bearer token"},
+	{Name: EnvSchemaRegistryCA, Help: "PEM file of the CA that signs the registry's certificate; default: the system's roots"},
+	{Name: EnvSchemaRegistryCert, Help: "PEM file of relay's client certificate for the registry (with `" + EnvSchemaRegistryKey + "`); read again when it changes"},
+	{Name: EnvSchemaRegistryKey, Help: "PEM file of the private key of `" + EnvSchemaRegistryCert + "`"},
 	{Name: EnvSchemaSubject, Help: "subject the writer schemas must be registered under (required with a registry)"},
 	{Name: EnvSchemaAccept, Help: "accepted versions of the subject, e.g. `3-5` or `1,3-5` (required with a registry)"},
 	{Name: EnvSchemaReaderVersion, Help: "canonical version every accepted record is upcast to; default: the highest accepted"},
@@ -127,6 +141,11 @@ var Vars = []Var{
 	{Name: EnvHookTimeout, Default: "2s", Help: "deadline of one hook call"},
 	{Name: EnvHookConcurrency, Default: "32", Help: "hook calls in flight at once (under key ordering never two of one key; 1: one record at a time; at most 1024)"},
 	{Name: EnvHookBatch, Default: "1", Help: "records per hook request at most: above 1, relay speaks the hook's batch protocol (one POST with many records, one result per record); 1: one request per record"},
+	{Name: EnvHookToken, Secret: true, Help: "bearer token relay sends the hook (`Authorization: Bearer …`)"},
+	{Name: EnvHookSigningSecret, Secret: true, Help: "key of the HMAC-SHA256 signature relay puts on every hook request: `Relay-Signature: t=<unix seconds>,v1=<hex HMAC of \"<t>.<body>\">` (see the security guide for verifying it)"},
+	{Name: EnvHookCA, Help: "PEM file of the CA that signs the hook's certificate; default: the system's roots"},
+	{Name: EnvHookCert, Help: "PEM file of relay's client certificate for the hook (with `" + EnvHookKey + "`); read again when it changes"},
+	{Name: EnvHookKey, Help: "PEM file of the private key of `" + EnvHookCert + "`"},
 	{Name: EnvRedactPattern, Help: "extra RE2 pattern redacted from error messages, next to the built-in ones (URL credentials, tokens, API keys, e-mail addresses, card numbers)"},
 	{Name: EnvErrorMessageMax, Default: "512", Help: "bytes of `relay.error.message` at most (64..4096)"},
 	{Name: EnvCompatHeaders, Help: "also write compatibility headers: `spring` (`kafka_dlt-*`), `connect` (`__connect.errors.*`), or both comma-separated"},
@@ -166,6 +185,20 @@ var managedProps = map[string]string{
 	"enable.partition.eof":      "relay does not use partition EOF events",
 	"go.delivery.reports":       "relay reads the reports of failed deliveries to hold back the partition they came from",
 	"go.delivery.report.fields": "relay reads only whether a delivery failed, and where",
+}
+
+// javaProps are properties of Kafka's Java client that users paste from a
+// Java set-up, and what librdkafka takes instead.
+var javaProps = map[string]string{
+	"sasl.jaas.config": "set RELAY_KAFKA_SASL_USERNAME and RELAY_KAFKA_SASL_PASSWORD (PLAIN, SCRAM-SHA-256/512) " +
+		"or RELAY_KAFKA_SASL_OAUTHBEARER_METHOD=oidc with RELAY_KAFKA_SASL_OAUTHBEARER_CLIENT_ID, _CLIENT_SECRET and _TOKEN_ENDPOINT_URL (OAUTHBEARER) instead",
+	"ssl.truststore.location": "set RELAY_KAFKA_SSL_CA_LOCATION to a PEM file of the CA instead (`keytool -exportcert -rfc` turns a truststore entry into one)",
+	"ssl.truststore.password": "librdkafka reads the CA from a PEM file (RELAY_KAFKA_SSL_CA_LOCATION), which has no password",
+	"ssl.truststore.type":     "librdkafka reads the CA from a PEM file (RELAY_KAFKA_SSL_CA_LOCATION)",
+	"ssl.keystore.type": "librdkafka reads a PKCS#12 keystore (RELAY_KAFKA_SSL_KEYSTORE_LOCATION and _PASSWORD), " +
+		"or PEM files (RELAY_KAFKA_SSL_CERTIFICATE_LOCATION, RELAY_KAFKA_SSL_KEY_LOCATION); a JKS keystore must be converted (`keytool -importkeystore -deststoretype PKCS12`)",
+	"sasl.login.callback.handler.class":  "librdkafka loads no Java classes: OAUTHBEARER with OIDC is built in (RELAY_KAFKA_SASL_OAUTHBEARER_METHOD=oidc)",
+	"sasl.client.callback.handler.class": "librdkafka loads no Java classes (AWS MSK IAM: see the security guide)",
 }
 
 // defaultOf is the default Vars gives the variable name.

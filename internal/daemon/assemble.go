@@ -37,7 +37,7 @@ func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pip
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int)) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -56,6 +56,11 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 	}
 	if cfg.HookURL != "" {
 		client := hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider())
+		auth, err := HookAuth(cfg)
+		if err != nil {
+			return nil, err
+		}
+		client.Authenticate(auth, hookAccess)
 		o.Hook = client
 		if cfg.HookBatch > 1 {
 			o.Hook = hook.NewBatcher(client, cfg.HookBatch, cfg.HookConcurrency)
@@ -66,6 +71,22 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}
 	}
 	return pipeline.New(o)
+}
+
+// HookAuth is how relay authenticates itself to the hook, from cfg.
+func HookAuth(cfg *config.Config) (hook.Auth, error) {
+	tlsConf, err := cfg.HookTLS.Config()
+	if err != nil {
+		return hook.Auth{}, err
+	}
+	a := hook.Auth{TLS: tlsConf}
+	if cfg.HookToken != nil {
+		a.Token = cfg.HookToken.Get
+	}
+	if cfg.HookSigningSecret != nil {
+		a.SigningSecret = cfg.HookSigningSecret.Get
+	}
+	return a, nil
 }
 
 func describeBudget(cfg *config.Config) string {

@@ -238,7 +238,7 @@ func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeA
 // consume checks the topics, starts the ledger watch, assembles the
 // machine and runs the loop until ctx ends or the loop fails.
 func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
-	ready, err := d.prepare(ctx, consumer)
+	ready, err := d.prepare(ctx, consumer, metrics)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,8 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log)
+	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
+		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log))
 	if err != nil {
 		_ = consumer.Close()
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
@@ -263,6 +264,13 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
 }
 
+// What sets relay's credential for the registry and the hook, for the
+// messages that say a credential is refused.
+const (
+	registryCredentialVars = config.EnvSchemaRegistryUser + ", " + config.EnvSchemaRegistrySecret + " (or its _FILE), " + config.EnvSchemaRegistryCert
+	hookCredentialVars     = config.EnvHookToken + ", " + config.EnvHookSigningSecret + " (or their _FILE), " + config.EnvHookCert
+)
+
 // prepared is what holds once the start-up checks passed.
 type prepared struct {
 	retention map[string]time.Duration
@@ -272,7 +280,7 @@ type prepared struct {
 
 // prepare runs what must hold before relay consumes. It closes the
 // consumer when it fails; a failure that a signal caused is errStopped.
-func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer) (prepared, error) {
+func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, metrics *telemetry.Metrics) (prepared, error) {
 	var p prepared
 	var err error
 	p.retention, p.retired, err = startChecks(ctx, consumer, d.cfg, d.log)
@@ -280,7 +288,12 @@ func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer) (prepare
 		return p, d.notStarted(ctx, consumer, "preflight failed; relay does not start", err)
 	}
 	if d.cfg.SchemaRegistryURL != "" {
-		if p.adm, err = checks.Admitter(ctx, d.cfg, d.log); err != nil {
+		access := metrics.Access(telemetry.DependencyRegistry, registryCredentialVars, d.log)
+		if p.adm, err = checks.Admitter(ctx, d.cfg, d.log, access); err != nil {
+			var un *schema.UnauthorizedError
+			if errors.As(err, &un) {
+				err = &ConfigError{Err: fmt.Errorf("%s, %s: %w", config.EnvSchemaRegistryUser, config.EnvSchemaRegistrySecret, err)}
+			}
 			return p, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
 		}
 	}

@@ -206,7 +206,7 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hook request: %w", err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	c.prepare(hr, body)
 	hr.Header.Set(BatchHeader, strconv.Itoa(n))
 	// Not through the traced transport: the batch belongs to no one
 	// record's trace; each record carries its own context in the body.
@@ -219,10 +219,13 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	if err != nil {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
+	c.heard(resp.StatusCode)
 	switch st := resp.StatusCode; {
 	case st == http.StatusTooManyRequests:
 		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
 			Err: errors.New("hook answered 429 to a batch")}
+	case Refused(st):
+		return nil, tiers.Failf(tiers.CauseHookUnauthorized, "hook answered %d to a batch of %d records: it refuses relay's credential", st, n)
 	case st != http.StatusOK:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d to a batch of %d records", st, n)
 	}

@@ -3,6 +3,10 @@ package hook
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +46,87 @@ type Client struct {
 	timeout time.Duration
 	http    *http.Client
 	plain   *http.Client // without tracing, for batches
+	base    *http.Transport
+	auth    Auth
+	access  func(refused bool, status int) // nil: nobody listens
+}
+
+// Auth is how relay authenticates itself to the hook; the zero value sends
+// nothing. Token and SigningSecret are asked for their value at every
+// call, so a secret rotated in its file is used from the next call on.
+type Auth struct {
+	// Token, when it gives a value, is sent as Authorization: Bearer.
+	Token func() string
+	// SigningSecret, when it gives a value, signs every request: see
+	// SignatureHeader.
+	SigningSecret func() string
+	// TLS, when set, is the TLS configuration of the hook's connections:
+	// a private CA, a client certificate.
+	TLS *tls.Config
+}
+
+// SignatureHeader carries relay's HMAC-SHA256 signature of a request:
+//
+//	Relay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
+//
+// A hook verifies it by computing the HMAC of the timestamp as sent, a
+// dot and the raw body, comparing in constant time, and refusing a
+// timestamp older than its replay window (five minutes is usual).
+const SignatureHeader = "Relay-Signature"
+
+// Sign is the value of SignatureHeader for body at t with secret.
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Refused reports whether status is the answer to a refused credential.
+func Refused(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// Authenticate sets how relay authenticates itself, and access, when not
+// nil, hears after each answer whether the hook refused relay's
+// credential (401/403) or accepted it (2xx, 400, 422). Call it before the
+// first call.
+func (c *Client) Authenticate(a Auth, access func(refused bool, status int)) {
+	c.auth, c.access = a, access
+	if a.TLS != nil {
+		c.base.TLSClientConfig = a.TLS
+	}
+}
+
+// prepare adds the headers every request carries: its type and relay's
+// credential.
+func (c *Client) prepare(hr *http.Request, body []byte) {
+	hr.Header.Set("Content-Type", "application/json")
+	if c.auth.Token != nil {
+		if t := c.auth.Token(); t != "" {
+			hr.Header.Set("Authorization", "Bearer "+t)
+		}
+	}
+	if c.auth.SigningSecret != nil {
+		if s := c.auth.SigningSecret(); s != "" {
+			hr.Header.Set(SignatureHeader, Sign(s, time.Now(), body))
+		}
+	}
+}
+
+// heard reports the answer's status to whoever listens for refusals.
+func (c *Client) heard(st int) {
+	if c.access == nil {
+		return
+	}
+	switch {
+	case Refused(st):
+		c.access(true, st)
+	case st/100 == 2 || st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
+		c.access(false, st)
+	}
 }
 
 // New builds a client for url; timeout bounds each call, and concurrency
@@ -61,7 +146,7 @@ func New(url string, timeout time.Duration, concurrency int, tp trace.TracerProv
 			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))}
 	}
-	return &Client{url: url, timeout: timeout, http: c, plain: plain}
+	return &Client{url: url, timeout: timeout, http: c, plain: plain, base: base}
 }
 
 // Call sends req. It returns the replacement record when the hook gives
@@ -77,7 +162,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	if err != nil {
 		return nil, fmt.Errorf("hook request: %w", err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	c.prepare(hr, body)
 	hr.Header.Set("Idempotency-Key", req.MessageID)
 	resp, err := c.http.Do(hr)
 	if err != nil {
@@ -89,6 +174,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	if err != nil {
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
+	c.heard(resp.StatusCode)
 	return decide(resp.StatusCode, answer, resp.Header.Get("Retry-After"))
 }
 
@@ -122,6 +208,8 @@ func decide(st int, answer []byte, retry string) (map[string]any, error) {
 		return nil, tiers.Failf(tiers.CauseHookInvalidInput, "hook answered 400")
 	case st == http.StatusTooManyRequests:
 		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(retry, time.Now()), Err: errors.New("hook answered 429")}
+	case Refused(st):
+		return nil, tiers.Failf(tiers.CauseHookUnauthorized, "hook answered %d: it refuses relay's credential", st)
 	case st >= 500:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d", st)
 	default:

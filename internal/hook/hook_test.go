@@ -30,6 +30,8 @@ func TestStatusMapping(t *testing.T) {
 		{429, ``, "7", tiers.CodeHookRateLimited, 7 * time.Second},
 		{503, ``, "", tiers.CodeHookUnavailable, 0},
 		{500, ``, "", tiers.CodeHookUnavailable, 0},
+		{401, ``, "", tiers.CodeHookUnauthorized, 0},
+		{403, `{"error":"forbidden"}`, "", tiers.CodeHookUnauthorized, 0},
 		{302, ``, "", tiers.CodeHookUnexpectedStatus, 0},
 		{404, ``, "", tiers.CodeHookUnexpectedStatus, 0},
 		{200, `not json`, "", tiers.CodeHookUnexpectedStatus, 0},

@@ -71,6 +71,13 @@ func build(cfg *config.Config, kind string, managed kafka.ConfigMap, opts []Opti
 			m[k] = v
 		}
 	}
+	// A secret read from a file: its value now, so a client built after a
+	// rotation has the new one.
+	for k, v := range cfg.KafkaSecrets {
+		if _, ok := m[k]; ok {
+			m[k] = v.Get()
+		}
+	}
 	applyDefaults(m, kind)
 	for k, v := range managed {
 		m[k] = v

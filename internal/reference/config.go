@@ -9,10 +9,16 @@ import (
 func variables(d *doc) {
 	d.para("relay reads its configuration from environment variables only. A bad value stops relay before it " +
 		"connects to anything (exit 2), naming the variable. An unknown `RELAY_*` variable is reported as a warning. " +
-		"`relay config` prints the values in use, secrets masked, including those relay derives.")
+		"`relay config` prints the values in use, secrets masked, including those relay derives. " +
+		"Every secret — the secret variables below, and every `" + config.KafkaPrefix + "*` property that holds a password, key or token — " +
+		"can instead come from a file: `<NAME>_FILE` names it (setting both is an error); relay reads it again when it changes and on `SIGHUP`.")
 	rows := make([][]string, 0, len(config.Vars))
 	for _, v := range config.Vars {
-		rows = append(rows, []string{code(v.Name), defaultOf(v), v.Help})
+		help := v.Help
+		if v.Secret {
+			help += ". Secret: masked by `relay config`; or set `" + v.Name + "_FILE` to a file holding it, read again when the file changes"
+		}
+		rows = append(rows, []string{code(v.Name), defaultOf(v), help})
 	}
 	d.table([]string{"variable", "default", "meaning"}, rows)
 }

@@ -54,7 +54,7 @@ func NewJudge(ctx context.Context, cfg *config.Config) (*Judge, int, error) {
 	}
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	adm, err := checks.Admitter(c, cfg, slog.New(slog.DiscardHandler))
+	adm, err := checks.Admitter(c, cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return nil, n, err
 	}

@@ -284,6 +284,10 @@ func registryFailure(id int, err error) error {
 	if errors.Is(err, ErrNotFound) {
 		return tiers.Failf(tiers.CauseSchemaNotFound, "schema id %d: %v", id, err)
 	}
+	var un *UnauthorizedError
+	if errors.As(err, &un) {
+		return tiers.Fail(tiers.CauseRegistryUnauthorized, err)
+	}
 	return tiers.Fail(tiers.CauseRegistryUnavailable, err)
 }
 

@@ -143,10 +143,15 @@ func TestAdmitFailures(t *testing.T) {
 func TestRegistryOutageIsTransientAndNotCached(t *testing.T) {
 	e, a := setup(t, "2-3", 3)
 	in := encode(t, e.ids[1], v2, map[string]any{"id": "o", "amount": int64(1)})
-	for _, st := range []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusUnauthorized} {
+	want := map[int]tiers.Cause{
+		http.StatusServiceUnavailable: tiers.CauseRegistryUnavailable, http.StatusInternalServerError: tiers.CauseRegistryUnavailable,
+		// A refused credential is as transient (and as uncached), with a code of its own.
+		http.StatusUnauthorized: tiers.CauseRegistryUnauthorized, http.StatusForbidden: tiers.CauseRegistryUnauthorized,
+	}
+	for _, st := range []int{http.StatusServiceUnavailable, http.StatusInternalServerError, http.StatusUnauthorized, http.StatusForbidden} {
 		e.reg.failNext(st, 1)
 		_, err := a.Admit(context.Background(), in)
-		if c := causeOf(t, err); c != tiers.CauseRegistryUnavailable {
+		if c := causeOf(t, err); c != want[st] {
 			t.Fatalf("status %d: cause %d (%v)", st, c, err)
 		}
 	}

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +23,29 @@ type UnavailableError struct{ Err error }
 
 func (e *UnavailableError) Error() string { return "schema registry unavailable: " + e.Err.Error() }
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// UnauthorizedError says the registry refused relay's credential: it
+// answered 401 or 403. No record is at fault, and asking again with the
+// same credential gives the same answer until someone fixes it.
+type UnauthorizedError struct {
+	Status int
+	Err    error
+}
+
+func (e *UnauthorizedError) Error() string {
+	return fmt.Sprintf("schema registry refuses relay's credential (%d %s): %v", e.Status, http.StatusText(e.Status), e.Err)
+}
+func (e *UnauthorizedError) Unwrap() error { return e.Err }
+
+// AccessFunc hears, after each registry answer, whether the registry
+// refused relay's credential (401/403) or accepted it (any 2xx); other
+// answers say nothing about the credential and are not reported.
+type AccessFunc func(refused bool, status int)
+
+// Refused reports whether status is the answer to a refused credential.
+func Refused(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
+}
 
 // SubjectVersion is one registration of a schema.
 type SubjectVersion struct {
@@ -46,8 +70,23 @@ type Registry interface {
 // its context. The conns share one HTTP transport that keeps up to
 // MaxCalls idle connections to the registry.
 type Client struct {
-	idle chan *conn // the connections not carrying a call
-	all  []*conn
+	idle   chan *conn // the connections not carrying a call
+	all    []*conn
+	base   *http.Transport
+	auth   *Auth
+	access AccessFunc // nil: nobody listens
+}
+
+// Auth is how relay authenticates itself to the registry.
+type Auth struct {
+	// User, when not empty, sends basic auth with Password; else Password,
+	// when it gives a value, is sent as a bearer token. Password is asked
+	// at every request, so a rotated secret is used from the next one on.
+	User     string
+	Password func() string
+	// TLS, when set, configures the registry's connections: a private
+	// CA, a client certificate.
+	TLS *tls.Config
 }
 
 // MaxCalls bounds the registry calls of one client in flight at once.
@@ -68,11 +107,11 @@ type conn struct {
 // /apis/ccompat/v7 base). timeout bounds each HTTP exchange as a backstop to
 // the callers' deadlines.
 func NewClient(url string, timeout time.Duration) *Client {
-	c := &Client{idle: make(chan *conn, MaxCalls)}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = MaxCalls
+	c := &Client{idle: make(chan *conn, MaxCalls), base: base}
 	for range MaxCalls {
-		rt := &ctxTransport{base: base}
+		rt := &ctxTransport{base: base, client: c}
 		src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"),
 			srclient.WithClient(&http.Client{Transport: rt, Timeout: timeout}))
 		src.CachingEnabled(false)
@@ -84,29 +123,48 @@ func NewClient(url string, timeout time.Duration) *Client {
 	return c
 }
 
-// SetCredentials sets basic auth (user and password) or, with an empty
-// user, a bearer token. Call it before the first call.
-func (c *Client) SetCredentials(user, secret string) {
-	for _, cn := range c.all {
-		if user == "" {
-			cn.src.SetBearerToken(secret)
-			continue
-		}
-		cn.src.SetCredentials(user, secret)
+// Authenticate sets how relay authenticates itself. Call it before the
+// first call.
+func (c *Client) Authenticate(a Auth) {
+	c.auth = &a
+	if a.TLS != nil {
+		c.base.TLSClientConfig = a.TLS
 	}
 }
 
-// ctxTransport gives each request the context of the call in progress.
+// OnAccess sets who hears whether the registry accepts relay's
+// credential. Call it before the first call.
+func (c *Client) OnAccess(f AccessFunc) { c.access = f }
+
+// ctxTransport gives each request the context of the call in progress,
+// and remembers the status of its last answer: srclient keeps only the
+// body of an error, and a 401 from a proxy may have a JSON body without
+// an error code.
 type ctxTransport struct {
-	base http.RoundTripper
-	ctx  context.Context // set by the call that owns the conn
+	base   http.RoundTripper
+	client *Client
+	ctx    context.Context // set by the call that owns the conn
+	status int             // of the last answer of the call; 0: none
 }
 
 func (t *ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.ctx != nil {
 		r = r.WithContext(t.ctx)
 	}
-	return t.base.RoundTrip(r)
+	if a := t.client.auth; a != nil && a.Password != nil {
+		// RoundTrip must not change the request it was given.
+		r = r.Clone(r.Context())
+		if a.User != "" {
+			r.SetBasicAuth(a.User, a.Password())
+		} else if tok := a.Password(); tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil {
+		t.status = resp.StatusCode
+	}
+	return resp, err
 }
 
 // call runs f on a free connection, with ctx on its requests.
@@ -121,9 +179,17 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 	if err := ctx.Err(); err != nil {
 		return &UnavailableError{fmt.Errorf("%s: %w", what, err)}
 	}
-	cn.rt.ctx = ctx
+	cn.rt.ctx, cn.rt.status = ctx, 0
 	defer func() { cn.rt.ctx = nil }()
-	return typed(what, f(cn.src))
+	err := f(cn.src)
+	st := cn.rt.status
+	if c.access != nil && (Refused(st) || st/100 == 2) {
+		c.access(Refused(st), st)
+	}
+	if err != nil && Refused(st) {
+		return &UnauthorizedError{Status: st, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return typed(what, err)
 }
 
 // Schema implements Registry.

@@ -61,6 +61,8 @@ var Instruments = []Metric{
 		Note: "Tracing never slows the loop: with the collector away, spans are dropped and counted here."},
 	{Name: MetricPointsDropped, Kind: Counter, Help: "metric data points of OTLP exports the collector did not take",
 		Note: "Only with an OTLP metric endpoint set; a partial success counts only the points the collector rejected. With the default cumulative temporality the next export that succeeds carries the totals on."},
+	{Name: MetricCredentialRefused, Kind: Gauge, Labels: []string{"dependency"}, Help: "1 while a dependency (schema_registry, hook) refuses relay's credential with 401 or 403",
+		Note: "No record is at fault: records wait within their retry budget (codes `SCHEMA_REGISTRY_UNAUTHORIZED`, `HOOK_UNAUTHORIZED`) and `/readyz` answers 503 until the credential is fixed. Alert when above 0."},
 	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
 }
 

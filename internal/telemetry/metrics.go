@@ -72,6 +72,7 @@ type Metrics struct {
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
 	codes                                                *codeLabels
+	refused                                              refusals
 	now                                                  func() time.Time
 }
 
@@ -183,6 +184,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.wedgeInstruments(meter); err != nil {
+		return err
+	}
+	if err = m.refusedGauge(meter); err != nil {
 		return err
 	}
 	if _, err = meter.Int64ObservableCounter(MetricRecordsConsumed, describe(MetricRecordsConsumed),

@@ -40,6 +40,10 @@ func Listen(ctx context.Context, addr string, m *Metrics) (*Server, error) {
 			http.Error(w, "not consuming", http.StatusServiceUnavailable)
 			return
 		}
+		if why := m.Refused(); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	s := &Server{

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,25 @@ func TestEndpoints(t *testing.T) {
 	m.Ready(true)
 	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz while consuming = %d, want 200", code)
+	}
+	// A refused credential makes relay not ready until it is accepted.
+	var logs strings.Builder
+	access := m.Access(DependencyHook, "RELAY_HOOK_TOKEN", slog.New(slog.NewTextHandler(&logs, nil)))
+	access(true, 401)
+	access(true, 401)
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "RELAY_HOOK_TOKEN") {
+		t.Errorf("/readyz while the hook refuses relay = %d %q, want 503 naming the variable", code, body)
+	}
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, `relay_dependency_credential_refused{dependency="hook"} 1`) ||
+		!strings.Contains(body, `relay_dependency_credential_refused{dependency="schema_registry"} 0`) {
+		t.Errorf("metrics while refused:\n%s", body)
+	}
+	access(false, 204)
+	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz once the hook accepts relay = %d, want 200", code)
+	}
+	if n := strings.Count(logs.String(), "refuses relay's credential"); n != 1 || !strings.Contains(logs.String(), "accepts relay's credential again") {
+		t.Errorf("logged %d refusals (want one per episode):\n%s", n, logs.String())
 	}
 
 	m.Assigned(3)

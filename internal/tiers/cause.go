@@ -48,20 +48,22 @@ func ParseClass(s string) (Class, bool) {
 type Cause int
 
 const (
-	CauseWireFormat          Cause = iota + 1 // not Confluent wire format
-	CauseSchemaNotFound                       // the registry does not know the schema id
-	CauseSchemaUnsupported                    // known schema, version outside the accepted set
-	CausePayloadMalformed                     // body does not decode with its writer schema
-	CauseFieldMissing                         // upcast needs a field the writer lacks and that has no default
-	CauseRegistryUnavailable                  // registry unreachable, 5xx or timed out
-	CauseRuleReject                           // a rule with action reject matched
-	CauseRuleQuarantine                       // a rule with action quarantine matched
-	CauseHookReject                           // hook answered 422
-	CauseHookInvalidInput                     // hook answered 400
-	CauseHookUnavailable                      // hook 5xx, timeout, refused
-	CauseHookRateLimited                      // hook 429
-	CauseHookUnexpected                       // hook answered another status
-	CauseUnknown                              // anything else
+	CauseWireFormat           Cause = iota + 1 // not Confluent wire format
+	CauseSchemaNotFound                        // the registry does not know the schema id
+	CauseSchemaUnsupported                     // known schema, version outside the accepted set
+	CausePayloadMalformed                      // body does not decode with its writer schema
+	CauseFieldMissing                          // upcast needs a field the writer lacks and that has no default
+	CauseRegistryUnavailable                   // registry unreachable, 5xx or timed out
+	CauseRuleReject                            // a rule with action reject matched
+	CauseRuleQuarantine                        // a rule with action quarantine matched
+	CauseHookReject                            // hook answered 422
+	CauseHookInvalidInput                      // hook answered 400
+	CauseHookUnavailable                       // hook 5xx, timeout, refused
+	CauseHookRateLimited                       // hook 429
+	CauseHookUnexpected                        // hook answered another status
+	CauseUnknown                               // anything else
+	CauseRegistryUnauthorized                  // registry answered 401 or 403: relay's credential is refused
+	CauseHookUnauthorized                      // hook answered 401 or 403: relay's credential is refused
 )
 
 // Error is a failure a stage has recognised. Any other error is CauseUnknown.

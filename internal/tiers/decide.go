@@ -9,17 +9,19 @@ import (
 // upper-snake and bounded in number (rule codes are bounded by the rules
 // file; hook codes are sanitised and capped, see RejectCode).
 const (
-	CodeWireFormatInvalid         = "WIRE_FORMAT_INVALID"
-	CodeSchemaNotFound            = "SCHEMA_NOT_FOUND"
-	CodeSchemaUnsupported         = "SCHEMA_UNSUPPORTED"
-	CodePayloadMalformed          = "PAYLOAD_MALFORMED"
-	CodeFieldMissing              = "FIELD_MISSING"
-	CodeSchemaRegistryUnavailable = "SCHEMA_REGISTRY_UNAVAILABLE"
-	CodeHookUnavailable           = "HOOK_UNAVAILABLE"
-	CodeHookRateLimited           = "HOOK_RATE_LIMITED"
-	CodeHookInvalidInput          = "HOOK_INVALID_INPUT"
-	CodeHookUnexpectedStatus      = "HOOK_UNEXPECTED_STATUS"
-	CodeUnclassified              = "UNCLASSIFIED"
+	CodeWireFormatInvalid          = "WIRE_FORMAT_INVALID"
+	CodeSchemaNotFound             = "SCHEMA_NOT_FOUND"
+	CodeSchemaUnsupported          = "SCHEMA_UNSUPPORTED"
+	CodePayloadMalformed           = "PAYLOAD_MALFORMED"
+	CodeFieldMissing               = "FIELD_MISSING"
+	CodeSchemaRegistryUnavailable  = "SCHEMA_REGISTRY_UNAVAILABLE"
+	CodeSchemaRegistryUnauthorized = "SCHEMA_REGISTRY_UNAUTHORIZED"
+	CodeHookUnauthorized           = "HOOK_UNAUTHORIZED"
+	CodeHookUnavailable            = "HOOK_UNAVAILABLE"
+	CodeHookRateLimited            = "HOOK_RATE_LIMITED"
+	CodeHookInvalidInput           = "HOOK_INVALID_INPUT"
+	CodeHookUnexpectedStatus       = "HOOK_UNEXPECTED_STATUS"
+	CodeUnclassified               = "UNCLASSIFIED"
 	// RejectedPrefix starts every business rejection code.
 	RejectedPrefix = "REJECTED_"
 	// RulePrefix starts the code of a rule whose action is quarantine.
@@ -53,6 +55,9 @@ var table = map[Cause]row{
 	CauseFieldMissing: {Invalid, CodeFieldMissing},
 	// Unreachable, 5xx or slow: the registry may come back.
 	CauseRegistryUnavailable: {Transient, CodeSchemaRegistryUnavailable},
+	// 401/403: the registry refuses relay's credential. Never the record's
+	// fault: it waits, within the budget, for the credential to be fixed.
+	CauseRegistryUnauthorized: {Transient, CodeSchemaRegistryUnauthorized},
 	// A rule said no: a business decision, not a fault.
 	CauseRuleReject: {Rejected, ""},
 	// A rule asked for quarantine: the record is unfit, not rejected.
@@ -65,6 +70,8 @@ var table = map[Cause]row{
 	CauseHookUnavailable: {Transient, CodeHookUnavailable},
 	// 429: the hook asks us to slow down, with Retry-After if it says so.
 	CauseHookRateLimited: {Transient, CodeHookRateLimited},
+	// 401/403: the hook refuses relay's credential, whatever the record.
+	CauseHookUnauthorized: {Transient, CodeHookUnauthorized},
 	// A status the contract does not define: a person must look.
 	CauseHookUnexpected: {Invalid, CodeHookUnexpectedStatus},
 	// Neither safely transient nor safely permanent: small budget.

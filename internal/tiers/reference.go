@@ -16,20 +16,22 @@ type Row struct {
 // causeDoc says what each cause is, and gives the pattern of the codes
 // built from a name.
 var causeDoc = map[Cause]struct{ pattern, meaning string }{
-	CauseWireFormat:          {"", "the value is not in the Confluent wire format (magic byte 0, 4-byte schema id, body)"},
-	CauseSchemaNotFound:      {"", "the registry does not know the schema id"},
-	CauseSchemaUnsupported:   {"", "known schema, but its version is not among the accepted versions"},
-	CausePayloadMalformed:    {"", "the body does not decode with its writer schema"},
-	CauseFieldMissing:        {"", "the upcast needs a field the writer lacks and that has no default"},
-	CauseRegistryUnavailable: {"", "the registry is unreachable, answers 5xx or times out"},
-	CauseRuleReject:          {RejectedPrefix + "<RULE>", "a rule with `action: reject` matched"},
-	CauseRuleQuarantine:      {RulePrefix + "<NAME>", "a rule with `action: quarantine` matched"},
-	CauseHookReject:          {RejectedPrefix + "<hook code>", "the hook answered 422; without a code, `" + RejectCode("") + "`"},
-	CauseHookInvalidInput:    {"", "the hook answered 400: it cannot read what relay sent"},
-	CauseHookUnavailable:     {"", "the hook answered 5xx, timed out or refused the connection"},
-	CauseHookRateLimited:     {"", "the hook answered 429 (its `Retry-After` is honoured)"},
-	CauseHookUnexpected:      {"", "the hook answered a status its contract does not define"},
-	CauseUnknown:             {"", "any other failure"},
+	CauseWireFormat:           {"", "the value is not in the Confluent wire format (magic byte 0, 4-byte schema id, body)"},
+	CauseSchemaNotFound:       {"", "the registry does not know the schema id"},
+	CauseSchemaUnsupported:    {"", "known schema, but its version is not among the accepted versions"},
+	CausePayloadMalformed:     {"", "the body does not decode with its writer schema"},
+	CauseFieldMissing:         {"", "the upcast needs a field the writer lacks and that has no default"},
+	CauseRegistryUnavailable:  {"", "the registry is unreachable, answers 5xx or times out"},
+	CauseRuleReject:           {RejectedPrefix + "<RULE>", "a rule with `action: reject` matched"},
+	CauseRuleQuarantine:       {RulePrefix + "<NAME>", "a rule with `action: quarantine` matched"},
+	CauseHookReject:           {RejectedPrefix + "<hook code>", "the hook answered 422; without a code, `" + RejectCode("") + "`"},
+	CauseHookInvalidInput:     {"", "the hook answered 400: it cannot read what relay sent"},
+	CauseHookUnavailable:      {"", "the hook answered 5xx, timed out or refused the connection"},
+	CauseHookRateLimited:      {"", "the hook answered 429 (its `Retry-After` is honoured)"},
+	CauseHookUnexpected:       {"", "the hook answered a status its contract does not define"},
+	CauseUnknown:              {"", "any other failure"},
+	CauseRegistryUnauthorized: {"", "the registry answered 401 or 403: it refuses relay's credential (`RELAY_SCHEMA_REGISTRY_*`); never the record's fault, relay is not ready while it lasts"},
+	CauseHookUnauthorized:     {"", "the hook answered 401 or 403: it refuses relay's credential (`RELAY_HOOK_*`); never the record's fault, relay is not ready while it lasts"},
 }
 
 // Table returns the classification table in the order of the causes.

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// problems are the variables Load names, joined.
+func problems(err error) string {
+	var names []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *Error
+		if errors.As(e, &ce) {
+			names = append(names, ce.Var+": "+ce.Problem)
+		}
+	}
+	return strings.Join(names, "\n")
+}
+
+func TestSecretsComeFromFiles(t *testing.T) {
+	pw := writeFile(t, "sasl", "s3cret\n")
+	tok := writeFile(t, "token", "h00k-token\n")
+	c, err := load(t, with(map[string]string{
+		KafkaPrefix + "SASL_PASSWORD_FILE": pw, KafkaPrefix + "SASL_USERNAME": "relay",
+		EnvHookToken + "_FILE": tok, EnvHookSigningSecret: "sign-key",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka["sasl.password"] != "s3cret" || c.KafkaSecrets["sasl.password"].Get() != "s3cret" {
+		t.Fatalf("sasl.password %q", c.Kafka["sasl.password"])
+	}
+	if c.HookToken.Get() != "h00k-token" || c.HookToken.File != tok || c.HookSigningSecret.Get() != "sign-key" {
+		t.Fatalf("hook token %q from %q, signing %q", c.HookToken.Get(), c.HookToken.File, c.HookSigningSecret.Get())
+	}
+	if got := c.VarForProperty("sasl.password"); got != KafkaPrefix+"SASL_PASSWORD_FILE" {
+		t.Errorf("VarForProperty = %q", got)
+	}
+	out := strings.Join(c.Effective(), "\n")
+	for _, leak := range []string{"s3cret", "h00k-token", "sign-key"} {
+		if strings.Contains(out, leak) {
+			t.Fatalf("relay config shows %q:\n%s", leak, out)
+		}
+	}
+	for _, want := range []string{EnvHookToken + "_FILE=" + tok, KafkaPrefix + "SASL_PASSWORD_FILE=" + pw, EnvHookSigningSecret + "=****"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("relay config lacks %q:\n%s", want, out)
+		}
+	}
+	if len(c.FileSecrets()) != 2 {
+		t.Errorf("file secrets %d, want 2", len(c.FileSecrets()))
+	}
+	// Rotated by a symlink swap or a rewrite: Reload sees it.
+	if err := os.WriteFile(pw, []byte("n3w\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := c.KafkaSecrets["sasl.password"].Reload(); !changed || err != nil || c.KafkaSecrets["sasl.password"].Get() != "n3w" {
+		t.Fatalf("reload: %v %v %q", changed, err, c.KafkaSecrets["sasl.password"].Get())
+	}
+	if unknown := Unknown([]string{EnvHookToken + "_FILE=x", EnvSchemaRegistrySecret + "_FILE=y", "RELAY_SOURCE_TOPICS_FILE=z"}); strings.Join(unknown, ",") != "RELAY_SOURCE_TOPICS_FILE" {
+		t.Errorf("unknown %v: only secrets have a _FILE form", unknown)
+	}
+}
+
+func TestBadSecretsAreNamed(t *testing.T) {
+	pw := writeFile(t, "pw", "x")
+	empty := writeFile(t, "empty", "\n")
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{EnvHookToken: "a", EnvHookToken + "_FILE": pw}, EnvHookToken + ": set together with " + EnvHookToken + "_FILE"},
+		{map[string]string{KafkaPrefix + "SASL_PASSWORD": "a", KafkaPrefix + "SASL_PASSWORD_FILE": pw}, KafkaPrefix + "SASL_PASSWORD: set together with"},
+		{map[string]string{EnvSchemaRegistrySecret + "_FILE": "/nonexistent/pw"}, EnvSchemaRegistrySecret + "_FILE: cannot read the secret"},
+		{map[string]string{EnvHookSigningSecret + "_FILE": empty}, EnvHookSigningSecret + "_FILE: " + empty + " is empty"},
+		{map[string]string{KafkaPrefix + "BOOTSTRAP_SERVERS_FILE": pw}, KafkaPrefix + "BOOTSTRAP_SERVERS_FILE: only secret properties"},
+		{map[string]string{KafkaPrefix + "SASL_JAAS_CONFIG": `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";`},
+			KafkaPrefix + "SASL_JAAS_CONFIG: sasl.jaas.config is a property of Kafka's Java client, which librdkafka does not have: set RELAY_KAFKA_SASL_USERNAME and RELAY_KAFKA_SASL_PASSWORD"},
+		{map[string]string{KafkaPrefix + "SSL_TRUSTSTORE_LOCATION": "/etc/kafka/truststore.jks"}, "set RELAY_KAFKA_SSL_CA_LOCATION"},
+		{map[string]string{EnvHookCert: pw}, EnvHookCert + ": goes with " + EnvHookKey},
+		{map[string]string{EnvSchemaRegistryCA: pw}, EnvSchemaRegistryCA + ": " + pw + " holds no PEM certificate"},
+	}
+	for _, tc := range cases {
+		_, err := load(t, with(tc.env))
+		if err == nil || !strings.Contains(problems(err), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.env, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), `password="p"`)) {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+}
