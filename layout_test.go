@@ -56,7 +56,7 @@ var mayImport = map[string][]string{
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger"},
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
-		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/statetopic",
+		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/secret", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.
 	"internal/reference": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},

@@ -52,6 +52,8 @@ find_missing() {
   have curl || missing+=(curl)
   have gcc || missing+=(gcc)
   have make || missing+=(make)
+  # The secured listeners' CA and certificates (scripts/stack/kafka.sh).
+  have openssl || missing+=(openssl)
   # The chart's server-side dry run (make test) runs kube-apiserver on it.
   have etcd || missing+=(etcd-server)
   # The release's, installed without recommends (qemu-user's would

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -47,8 +49,91 @@ their source. It never deletes a topic or changes its settings.`,
 		},
 	}
 	apply.Flags().IntVar(&replication, "replication-factor", 3, "replication factor of created topics (capped at the brokers present)")
-	c.AddCommand(plan, apply)
+	var principal string
+	acls := &cobra.Command{
+		Use:   "acls [run|topics|quarantine|replay|audit]",
+		Short: "list the Kafka ACLs relay's principal needs, per command",
+		Long: `Lists the least a principal needs on a cluster with an authorizer to run
+each relay command with this configuration (all of them without an
+argument): every topic by its name, the groups and the operator commands'
+transactional ids by the prefix RELAY_GROUP_ID, the instance's
+transactional id by its name. Read, Write and Alter imply Describe.
+With --principal, the kafka-acls.sh commands that grant them instead.
+relay run checks them at start-up and names any that is missing.`,
+		Args:      cobra.MaximumNArgs(1),
+		ValidArgs: topics.Commands,
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(a.acls(args, principal, out))
+		},
+	}
+	acls.Flags().StringVar(&principal, "principal", "", "print kafka-acls.sh commands granting the ACLs to this principal (e.g. User:relay)")
+	outputFlag(acls, &out, false)
+	c.AddCommand(plan, apply, acls)
 	return c
+}
+
+// acls is `relay topics acls`.
+func (a *app) acls(args []string, principal string, out output) int {
+	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
+	if !ok {
+		return exitUsage
+	}
+	commands := topics.Commands
+	if len(args) == 1 {
+		commands = args
+	}
+	type row struct {
+		For string `json:"command"`
+		topics.ACL
+	}
+	var rows []row
+	for _, cmd := range commands {
+		list, err := topics.ACLs(cfg, cmd)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
+			return exitUsage
+		}
+		for _, acl := range list {
+			rows = append(rows, row{cmd, acl})
+		}
+	}
+	switch {
+	case out == outJSON:
+		if err := writeJSON(a.stdout, rows); err != nil {
+			fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	case principal != "":
+		if !strings.HasPrefix(principal, "User:") {
+			fmt.Fprintf(a.stderr, "relay topics acls: --principal %q: a principal is User:<name>\n", principal)
+			return exitUsage
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			line := r.Command(principal)
+			if !seen[line] {
+				seen[line] = true
+				fmt.Fprintln(a.stdout, line)
+			}
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMMAND\tRESOURCE\tPATTERN\tNAME\tOPERATION\tWHY")
+	for _, r := range rows {
+		pattern := "literal"
+		if r.Prefixed {
+			pattern = "prefixed"
+		}
+		why := r.Why
+		if r.Optional {
+			why = "optional: " + why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.For, r.Resource, pattern, r.Name, r.Operation, why)
+	}
+	_ = tw.Flush()
+	return exitOK
 }
 
 // topics is `relay topics plan` and, with apply, `relay topics apply`.

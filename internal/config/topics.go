@@ -56,3 +56,9 @@ func (c *Config) WaitsInPlace() bool { return c.Ordering == "partition" }
 func (c *Config) expand(template, source string) string {
 	return strings.NewReplacer("{topic}", source, "{group}", c.GroupID).Replace(template)
 }
+
+// ReaderGroup is the group id of relay's readers of its own topics (the
+// watermark probe, the operator commands' readers), named after the
+// group, so that a prefixed ACL on RELAY_GROUP_ID covers them. They
+// assign partitions and never commit: the group holds no offsets.
+func (c *Config) ReaderGroup(role string) string { return c.GroupID + "." + role }

@@ -27,6 +27,7 @@ import (
 	"relay/internal/pipeline"
 	"relay/internal/rules"
 	"relay/internal/schema"
+	"relay/internal/secret"
 	"relay/internal/telemetry"
 	"relay/internal/tracing"
 	"relay/internal/txn"
@@ -124,7 +125,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	stopped := make(chan struct{})
 	defer close(stopped)
 	defer d.flushTraces() // within the bound watchSignals keeps
-	opts.Go(func() { watchSignals(ctx, stop, sigs, cfg.ShutdownTimeout, log, stopped, opts.Abandon) })
+	var reload chan struct{}
+	if secrets := cfg.FileSecrets(); len(secrets) > 0 {
+		reload = make(chan struct{}, 1)
+		opts.Go(func() {
+			secret.Watch(ctx, secrets, secret.WatchInterval, reload, func(v *secret.Value) { d.secretChanged(v, consumer) }, log)
+		})
+	}
+	opts.Go(func() { watchSignals(ctx, stop, sigs, cfg.ShutdownTimeout, log, stopped, opts.Abandon, reload) })
 
 	err = d.consume(ctx, consumer, ruleSet, metrics)
 	if errors.Is(err, errStopped) {
@@ -147,6 +155,9 @@ type daemon struct {
 	clientsLeft atomic.Bool
 	// traces is the tracer provider; without tracing it makes no span.
 	traces *tracing.Provider
+	// producer is the loop's latest transactional producer, which a
+	// rotated SASL secret is given to.
+	producer atomic.Pointer[kafka.Producer]
 }
 
 // flushTraces exports the spans still queued and stops the exporter,
@@ -271,6 +282,32 @@ const (
 	hookCredentialVars     = config.EnvHookToken + ", " + config.EnvHookSigningSecret + " (or their _FILE), " + config.EnvHookCert
 )
 
+// secretChanged gives a Kafka SASL secret read again to the clients
+// running now (new connections authenticate with it; new clients are
+// built with it anyway). The registry's and the hook's are asked for at
+// every request.
+func (d *daemon) secretChanged(v *secret.Value, consumer *kafka.Consumer) {
+	user, pass := d.cfg.Kafka["sasl.username"], d.cfg.Kafka["sasl.password"]
+	if s := d.cfg.KafkaSecrets["sasl.username"]; s != nil {
+		user = s.Get()
+	}
+	if s := d.cfg.KafkaSecrets["sasl.password"]; s != nil {
+		pass = s.Get()
+	}
+	if v != d.cfg.KafkaSecrets["sasl.password"] && v != d.cfg.KafkaSecrets["sasl.username"] {
+		return
+	}
+	clients := []interface{ SetSaslCredentials(string, string) error }{consumer}
+	if p := d.producer.Load(); p != nil {
+		clients = append(clients, p)
+	}
+	for _, c := range clients {
+		if err := c.SetSaslCredentials(user, pass); err != nil {
+			d.log.Warn("cannot give a client the new SASL credentials; it keeps the old ones until it is built again", "err", err)
+		}
+	}
+}
+
 // prepared is what holds once the start-up checks passed.
 type prepared struct {
 	retention map[string]time.Duration
@@ -291,8 +328,12 @@ func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, metrics 
 		access := metrics.Access(telemetry.DependencyRegistry, registryCredentialVars, d.log)
 		if p.adm, err = checks.Admitter(ctx, d.cfg, d.log, access); err != nil {
 			var un *schema.UnauthorizedError
-			if errors.As(err, &un) {
-				err = &ConfigError{Err: fmt.Errorf("%s, %s: %w", config.EnvSchemaRegistryUser, config.EnvSchemaRegistrySecret, err)}
+			var tlsErr *schema.TLSError
+			switch {
+			case errors.As(err, &un):
+				err = &ConfigError{Err: fmt.Errorf("%s, %s: %w", config.EnvSchemaRegistryUser, d.cfg.SchemaRegistrySecret.VarName(config.EnvSchemaRegistrySecret), err)}
+			case errors.As(err, &tlsErr):
+				err = &ConfigError{Err: fmt.Errorf("%s, %s, %s: %w", config.EnvSchemaRegistryCA, config.EnvSchemaRegistryCert, config.EnvSchemaRegistryKey, err)}
 			}
 			return p, d.notStarted(ctx, consumer, "schema admission cannot start; relay does not start", err)
 		}
@@ -314,7 +355,13 @@ func (d *daemon) notStarted(ctx context.Context, consumer *kafka.Consumer, msg s
 // loop runs the transactional loop until ctx ends or it fails.
 func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine watchedMachine, ruleSet *rules.Set, metrics *telemetry.Metrics) error {
 	cfg := d.cfg
-	newProducer := func() (txn.Producer, error) { return kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs)) }
+	newProducer := func() (txn.Producer, error) {
+		p, err := kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs))
+		if err == nil {
+			d.producer.Store(p)
+		}
+		return p, err
+	}
 	lag := &lagReader{c: consumer}
 	metrics.SetLag(lag.lag)
 	metrics.SetLivenessBound(livenessBound(cfg))

@@ -94,7 +94,7 @@ func TestWatchSignalsAbandonsPastTheBound(t *testing.T) {
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
 	abandoned := make(chan struct{})
-	go watchSignals(stopped, stop, nil, 20*time.Millisecond, log, make(chan struct{}), func() { close(abandoned) })
+	go watchSignals(stopped, stop, nil, 20*time.Millisecond, log, make(chan struct{}), func() { close(abandoned) }, nil)
 	select {
 	case <-abandoned:
 	case <-time.After(5 * time.Second):
@@ -108,7 +108,7 @@ func TestWatchSignalsAbandonsPastTheBound(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		watchSignals(stopped, stop, nil, time.Hour, log, done, func() { t.Error("abandoned a stop that ended") })
+		watchSignals(stopped, stop, nil, time.Hour, log, done, func() { t.Error("abandoned a stop that ended") }, nil)
 	}()
 	close(done)
 	select {
@@ -128,7 +128,7 @@ func TestWatchSignals(t *testing.T) {
 	defer stop()
 	sigs := make(chan os.Signal)
 	abandoned := make(chan struct{})
-	go watchSignals(ctx, stop, sigs, time.Hour, log, make(chan struct{}), func() { close(abandoned) })
+	go watchSignals(ctx, stop, sigs, time.Hour, log, make(chan struct{}), func() { close(abandoned) }, nil)
 	sigs <- syscall.SIGHUP
 	sigs <- syscall.SIGHUP // received: the first did not end the watch
 	if ctx.Err() != nil {
@@ -163,7 +163,7 @@ func TestWatchSignals(t *testing.T) {
 		queued <- syscall.SIGTERM
 		queued <- syscall.SIGTERM
 		abandoned := make(chan struct{})
-		go watchSignals(ctx, stop, queued, time.Hour, log, make(chan struct{}), func() { close(abandoned) })
+		go watchSignals(ctx, stop, queued, time.Hour, log, make(chan struct{}), func() { close(abandoned) }, nil)
 		select {
 		case <-abandoned:
 		case <-time.After(5 * time.Second):
@@ -183,7 +183,7 @@ func TestWatchSignalsWaitsWithoutSpinning(t *testing.T) {
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		watchSignals(ctx, stop, nil, time.Hour, slog.New(slog.DiscardHandler), done, func() {})
+		watchSignals(ctx, stop, nil, time.Hour, slog.New(slog.DiscardHandler), done, func() {}, nil)
 	}()
 	before := cpuNow(t)
 	time.Sleep(300 * time.Millisecond)

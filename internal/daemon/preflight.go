@@ -34,6 +34,10 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 		return nil, nil, fmt.Errorf("admin client: %w", err)
 	}
 	defer admin.Close()
+	refused := func() error { return credentialRefused(consumer, cfg) }
+	if err := checkACLs(ctx, admin, cfg, log, refused); err != nil {
+		return nil, nil, err
+	}
 	retention, err := preflight(ctx, admin, cfg, log)
 	if err == nil {
 		err = fitTransactionTimeout(ctx, admin, cfg, log)
@@ -47,6 +51,73 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 		return err
 	})
 	return retention, retired, err
+}
+
+// credentialRefused reads the errors the consumer (and the admin client
+// on its handle) has queued, and turns a refused credential — SASL
+// authentication failed, a TLS handshake the broker or relay refused —
+// into a *ConfigError naming the variables to check: waiting will not fix
+// it. Nothing else is consumed: before the loop subscribes, errors are
+// all the queue holds.
+func credentialRefused(c *kafka.Consumer, cfg *config.Config) error {
+	for range 100 {
+		ev := c.Poll(0)
+		if ev == nil {
+			return nil
+		}
+		e, ok := ev.(kafka.Error)
+		if !ok {
+			continue
+		}
+		if vars := kafkaerr.CredentialVars(e, cfg.Kafka, cfg.VarForProperty); vars != "" {
+			what := "the broker refuses relay's credential"
+			if e.Code() == kafka.ErrSsl {
+				what = "the TLS handshake with the broker failed"
+			}
+			// Not wrapped: a Kafka error in the chain would be retried.
+			return &ConfigError{Err: fmt.Errorf("%s: %s: %s", vars, what, e.Error())}
+		}
+	}
+	return nil
+}
+
+// checkACLs asks the brokers whether relay's principal holds every ACL
+// `relay topics acls run` lists. A missing one is a *ConfigError naming
+// each resource and operation; a missing optional one is a warning. The
+// brokers say nothing of transactional ids: that ACL is found out when
+// the producer starts.
+func checkACLs(ctx context.Context, a *kafka.AdminClient, cfg *config.Config, log *slog.Logger, refused func() error) error {
+	need, err := topics.ACLs(cfg, "run")
+	if err != nil {
+		return err
+	}
+	var missing []topics.ACL
+	err = untilReachable(ctx, log, func() (err error) {
+		c, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+		defer cancel()
+		if missing, err = topics.MissingACLs(c, a, need); err != nil {
+			if r := refused(); r != nil {
+				return r
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var required []topics.ACL
+	for _, m := range missing {
+		if !m.Optional {
+			required = append(required, m)
+			continue
+		}
+		log.Warn("relay's principal lacks an optional ACL; relay goes on without what it gives", "resource", m.Resource, "name", m.Name,
+			"operation", m.Operation, "for", m.Why)
+	}
+	if len(required) > 0 {
+		return &ConfigError{Err: &topics.ACLError{Command: "run", Missing: required}}
+	}
+	return nil
 }
 
 // preflight checks that every source exists and that every hop relay writes

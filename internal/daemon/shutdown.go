@@ -30,9 +30,11 @@ func processSignals() <-chan os.Signal {
 // acknowledged, so an open transaction is simply aborted by the broker.
 //
 // SIGHUP never stops relay: it is the signal supervisors and terminals
-// send for "reload" or "your terminal went away", and relay has nothing to
-// re-read, for its configuration is fixed for the life of the process.
-func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.Signal, bound time.Duration, log *slog.Logger, done <-chan struct{}, abandon func()) {
+// send for "reload" or "your terminal went away". relay re-reads its
+// secret files on it (reload; nil when there is none): the rest of its
+// configuration is fixed for the life of the process.
+func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.Signal, bound time.Duration, log *slog.Logger, done <-chan struct{}, abandon func(),
+	reload chan<- struct{}) {
 	ctxDone := ctx.Done()
 	var deadline <-chan time.Time
 	stopping := func() {
@@ -48,6 +50,12 @@ func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.S
 			stopping()
 		case s := <-sigs:
 			switch {
+			case s == syscall.SIGHUP && reload != nil:
+				log.Info("SIGHUP: reading the secret files again; the rest of relay's configuration is fixed for the life of the process", "signal", s.String())
+				select {
+				case reload <- struct{}{}:
+				default: // a reload is under way
+				}
 			case s == syscall.SIGHUP:
 				log.Info("SIGHUP ignored: relay's configuration is fixed for the life of the process; restart it to change it", "signal", s.String())
 			case deadline != nil:

@@ -156,7 +156,7 @@ func Reader(cfg *config.Config, group string, r Read) (*kafka.Consumer, error) {
 // Probe is a reader for watermark queries: read_uncommitted, so the high
 // watermark it is told is the partition's end.
 func Probe(cfg *config.Config) (*kafka.Consumer, error) {
-	return Reader(cfg, "relay-probe", Read{Uncommitted: true})
+	return Reader(cfg, cfg.ReaderGroup("probe"), Read{Uncommitted: true})
 }
 
 // Writer is a transactional producer of an operator command (the ledger

@@ -7,6 +7,7 @@ package kafkaerr
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -187,4 +188,34 @@ func StaleGeneration(err error) bool {
 // Missing reports whether err says a topic or partition does not exist.
 func Missing(err error) bool {
 	return Is(err, kafka.ErrUnknownPartition, kafka.ErrUnknownTopicOrPart, kafka.ErrUnknownTopic)
+}
+
+// CredentialVars says, for an error that says the broker refused relay's
+// credential (SASL authentication failed) or a TLS handshake failed, which
+// variables set what to check, named by name (the variable of a
+// librdkafka property) after props (the properties in use); "" for any
+// other error.
+func CredentialVars(err error, props map[string]string, name func(prop string) string) string {
+	var list []string
+	add := func(ps ...string) {
+		for _, p := range ps {
+			list = append(list, name(p))
+		}
+	}
+	switch Code(err) {
+	case kafka.ErrAuthentication, kafka.ErrSaslAuthenticationFailed:
+		if strings.EqualFold(props["sasl.mechanism"], "OAUTHBEARER") || strings.EqualFold(props["sasl.mechanisms"], "OAUTHBEARER") {
+			add("sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url")
+		} else {
+			add("sasl.username", "sasl.password", "sasl.mechanism")
+		}
+	case kafka.ErrSsl:
+		add("ssl.ca.location")
+		if props["ssl.certificate.location"] != "" || props["ssl.keystore.location"] != "" {
+			add("ssl.certificate.location", "ssl.key.location")
+		}
+	default:
+		return ""
+	}
+	return strings.Join(list, ", ")
 }

@@ -75,8 +75,8 @@ type Snapshot struct {
 // quarantine.
 const readBound = 10 * time.Minute
 
-// readerGroup names the operator commands' readers.
-const readerGroup = "relay-cli"
+// readerRole names the operator commands' readers (config.ReaderGroup).
+const readerRole = "cli"
 
 // Load reads the state topic and every quarantine topic to their ends
 // (committed records only) and joins them by failure id. Memory holds the
@@ -118,7 +118,7 @@ func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.
 		return fmt.Errorf("state topic %s does not exist (relay topics apply creates it)", stateTopic)
 	}
 	var events []*ledger.Event
-	s.StateEnds, err = statetopic.ReadToEnd(ctx, cfg, readerGroup, stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
+	s.StateEnds, err = statetopic.ReadToEnd(ctx, cfg, cfg.ReaderGroup(readerRole), stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
 		e, ok, err := ledger.Decode(string(m.Key), m.Value)
 		if err != nil && s.Warning == nil {
 			s.Warning = err
@@ -151,7 +151,7 @@ func (s *Snapshot) readQuarantine(ctx context.Context, cfg *config.Config, a top
 		s.Retention[topic] = r
 	}
 	cancel()
-	_, err = statetopic.ReadToEnd(ctx, cfg, readerGroup, topic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
+	_, err = statetopic.ReadToEnd(ctx, cfg, cfg.ReaderGroup(readerRole), topic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
 		s.add(m, topic, src, keep)
 	})
 	return err

@@ -16,7 +16,7 @@ import (
 // others did to the selected failures meanwhile.
 func openTail(cfg *config.Config, from map[int32]int64) (*kafka.Consumer, error) {
 	topic := cfg.StateTopicName()
-	c, err := kafkaclient.Reader(cfg, "relay-cli", kafkaclient.Read{})
+	c, err := kafkaclient.Reader(cfg, cfg.ReaderGroup("cli"), kafkaclient.Read{})
 	if err != nil {
 		return nil, err
 	}

@@ -285,7 +285,8 @@ func registryFailure(id int, err error) error {
 		return tiers.Failf(tiers.CauseSchemaNotFound, "schema id %d: %v", id, err)
 	}
 	var un *UnauthorizedError
-	if errors.As(err, &un) {
+	var tlsErr *TLSError
+	if errors.As(err, &un) || errors.As(err, &tlsErr) {
 		return tiers.Fail(tiers.CauseRegistryUnauthorized, err)
 	}
 	return tiers.Fail(tiers.CauseRegistryUnavailable, err)

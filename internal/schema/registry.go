@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,6 +37,26 @@ func (e *UnauthorizedError) Error() string {
 	return fmt.Sprintf("schema registry refuses relay's credential (%d %s): %v", e.Status, http.StatusText(e.Status), e.Err)
 }
 func (e *UnauthorizedError) Unwrap() error { return e.Err }
+
+// TLSError says the TLS handshake with the registry failed: relay does not
+// trust the registry's certificate, or the registry refused relay's (or
+// its lack of one). Like a refused credential, it waits for an operator.
+type TLSError struct{ Err error }
+
+func (e *TLSError) Error() string {
+	return "TLS handshake with the schema registry failed: " + e.Err.Error()
+}
+func (e *TLSError) Unwrap() error { return e.Err }
+
+// tlsFailure reports whether err is a failed TLS handshake.
+func tlsFailure(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var alert tls.AlertError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &alert) ||
+		strings.Contains(err.Error(), "remote error: tls:")
+}
 
 // AccessFunc hears, after each registry answer, whether the registry
 // refused relay's credential (401/403) or accepted it (any 2xx); other
@@ -188,6 +209,12 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 	}
 	if err != nil && Refused(st) {
 		return &UnauthorizedError{Status: st, Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	if err != nil && st == 0 && tlsFailure(err) {
+		if c.access != nil {
+			c.access(true, 0)
+		}
+		return &TLSError{fmt.Errorf("%s: %w", what, err)}
 	}
 	return typed(what, err)
 }

@@ -60,6 +60,14 @@ func FromFile(name, file string) (*Value, error) {
 	return v, nil
 }
 
+// VarName is the variable that set v, name when v is nil.
+func (v *Value) VarName(name string) string {
+	if v == nil {
+		return name
+	}
+	return v.Var
+}
+
 // Get is the current value. A nil Value is the empty secret.
 func (v *Value) Get() string {
 	if v == nil {

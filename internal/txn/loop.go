@@ -72,6 +72,7 @@ type Loop struct {
 	handler     Handler
 	log         *slog.Logger
 	obs         Observer
+	refused     refusal
 
 	// The watchdog's state (see watchdog.go): the reapers of wedged
 	// producers, how many of those are still open, and the times of
@@ -209,6 +210,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 
 	for ctx.Err() == nil && l.fatal == nil {
 		l.obs.Alive()
+		l.checkRefused(false)
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
 			if bh, ok := l.handler.(BatchHandler); ok && bh.BatchSize() > 1 {
@@ -281,6 +283,9 @@ func (l *Loop) consumerError(e kafka.Error) {
 	if e.IsFatal() {
 		l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, e)
 		return
+	}
+	if credentialError(e) {
+		l.noteRefused("consumer", e)
 	}
 	l.log.Warn("consumer error", "err", e, "code", e.Code().String())
 }
@@ -466,6 +471,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 		return
 	}
 	l.obs.Committed(l.records, l.outputs, time.Since(start))
+	l.checkRefused(true)
 	if tl, ok := l.handler.(TxnListener); ok {
 		tl.OnCommit()
 	}

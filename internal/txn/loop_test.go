@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -71,7 +72,10 @@ type countingObserver struct {
 	NopObserver
 	committed, aborted int
 	reasons            []string
+	ready              []bool
 }
+
+func (o *countingObserver) Ready(r bool) { o.ready = append(o.ready, r) }
 
 func (o *countingObserver) Committed(int, int, time.Duration) { o.committed++ }
 func (o *countingObserver) Aborted(why string) {
@@ -485,5 +489,24 @@ func TestOwnershipListenerHearsEveryChange(t *testing.T) {
 	}
 	if len(o.owned) != 2 || len(o.owned[0]) != 2 || len(o.owned[1]) != 0 {
 		t.Fatalf("heard %v; want both partitions, then none", o.owned)
+	}
+}
+
+// A broker that refuses relay's credential makes relay not ready, and
+// fails no record: the record in hand is committed once the broker takes
+// it, and relay is ready again.
+func TestRefusedCredentialIsNotReadyUntilACommit(t *testing.T) {
+	h := newHarness(t)
+	h.set.MaxRecords = 1
+	c := h.c
+	refused := kafka.NewError(kafka.ErrAuthentication, "SASL authentication error: Authentication failed", false)
+	if err := h.run(c.assign(0), refused, refused, c.msg(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.obs.ready); got != "[true false true false]" {
+		t.Fatalf("ready %s; want ready, not ready on the refusal (once), ready after the commit, not ready at the stop", got)
+	}
+	if p := h.prods[0]; p.committedTxns != 1 || len(p.produced) != 1 {
+		t.Fatalf("committed %d with %d outputs", p.committedTxns, len(p.produced))
 	}
 }

@@ -122,6 +122,9 @@ func (l *Loop) drainEvents(h *handle) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
 			}
 		case kafka.Error:
+			if credentialError(e) && !h.abandoned.Load() {
+				l.noteRefused("producer", e)
+			}
 			l.log.Warn("producer error", "err", e, "code", e.Code().String(), "fatal", e.IsFatal(), "abandoned", h.abandoned.Load())
 		}
 	}

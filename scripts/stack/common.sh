@@ -18,12 +18,21 @@ RELAY_STACK_CONTROLLER_PORT="${RELAY_STACK_CONTROLLER_PORT:-9093}"
 # back to it by the broker's metadata.
 RELAY_STACK_KAFKA_PROXIED_PORT="${RELAY_STACK_KAFKA_PROXIED_PORT:-9095}"
 RELAY_STACK_KAFKA_PROXY_PORT="${RELAY_STACK_KAFKA_PROXY_PORT:-9096}"
+# The secured listeners of the same broker (kafka.sh): SASL_SSL with SCRAM
+# and SSL with client certificates required, both under an authorizer with
+# no ACL but those the tests create. The plain listeners' clients are
+# ANONYMOUS, a super user, so the other tests see no difference. The CA,
+# the broker's and a client's certificates live in $RELAY_STACK_DIR/kafka/tls.
+RELAY_STACK_KAFKA_SASL_SSL_PORT="${RELAY_STACK_KAFKA_SASL_SSL_PORT:-9097}"
+RELAY_STACK_KAFKA_SSL_PORT="${RELAY_STACK_KAFKA_SSL_PORT:-9098}"
 # The three-node cluster (cluster.sh): node N listens on BASE+N-1, so the
 # defaults are brokers 9192-9194 and controllers 9292-9294. Both ranges are
 # below the ephemeral range, so a restarted node always gets its port back.
 RELAY_STACK_CLUSTER_BROKER_PORT_BASE="${RELAY_STACK_CLUSTER_BROKER_PORT_BASE:-9192}"
 RELAY_STACK_CLUSTER_CONTROLLER_PORT_BASE="${RELAY_STACK_CLUSTER_CONTROLLER_PORT_BASE:-9292}"
 RELAY_STACK_REGISTRY_PORT="${RELAY_STACK_REGISTRY_PORT:-8081}"
+# The registry's HTTPS port, which requires a client certificate.
+RELAY_STACK_REGISTRY_TLS_PORT="${RELAY_STACK_REGISTRY_TLS_PORT:-8444}"
 # Apicurio (Quarkus) always opens a management interface (health/metrics);
 # it is fixed at build time, so we can only move it, not turn it off.
 RELAY_STACK_REGISTRY_MGMT_PORT="${RELAY_STACK_REGISTRY_MGMT_PORT:-9000}"
@@ -35,6 +44,9 @@ RELAY_STACK_JAEGER_QUERY_PORT="${RELAY_STACK_JAEGER_QUERY_PORT:-16686}"
 RELAY_STACK_JAEGER_QUERY_GRPC_PORT="${RELAY_STACK_JAEGER_QUERY_GRPC_PORT:-16685}"
 
 STACK_LOG_DIR="$RELAY_STACK_DIR/logs"
+# The test CA and certificates of the secured listeners and the registry's
+# HTTPS port (tls_material).
+STACK_TLS_DIR="$RELAY_STACK_DIR/tls"
 STACK_RUN_DIR="$RELAY_STACK_DIR/run"
 # Programs the stack builds (jaeger) or installs (golangci-lint, by make).
 # shellcheck disable=SC2034
@@ -282,4 +294,36 @@ go_tool_install() {
   mv -f "$tmp" "$bin"
   printf '%s\n' "$stamp" >"$stamp_file"
   log "built $name in $((SECONDS - start))s"
+}
+
+# tls_material writes, once, a CA and a server certificate (valid for
+# 127.0.0.1 and localhost) for the broker's secured listeners and the
+# registry's HTTPS port, and a client certificate (CN=relay-tls) that the mTLS tests
+# present. Tests sign others with the CA's key when they need them.
+tls_material() {
+  [[ -f "$STACK_TLS_DIR/broker.pem" && -f "$STACK_TLS_DIR/relay-tls.key" ]] && return 0
+  command -v openssl >/dev/null || die "openssl is missing; $STACK_INSTALL_HINT"
+  mkdir -p "$STACK_LOG_DIR"
+  log "writing a CA and certificates for the secured listeners into $STACK_TLS_DIR"
+  local tmp="$STACK_TLS_DIR.tmp"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=relay test CA" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req -newkey rsa:2048 -nodes -keyout broker.key -out broker.csr -subj "/CN=broker"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' >broker.ext
+    openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out broker.crt -days 3650 -extfile broker.ext
+    # Kafka reads a PEM keystore as the PKCS#8 key followed by the chain.
+    openssl pkcs8 -topk8 -nocrypt -in broker.key -out broker.pk8
+    cat broker.pk8 broker.crt ca.pem >broker.pem
+    openssl req -newkey rsa:2048 -nodes -keyout relay-tls.key -out relay-tls.csr -subj "/CN=relay-tls"
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    openssl x509 -req -in relay-tls.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out relay-tls.pem -days 3650 -extfile client.ext
+    rm -f ./*.csr ./*.ext broker.pk8 ca.srl
+  ) >>"$STACK_LOG_DIR/tls.log" 2>&1 || die "openssl could not write the certificates (see $STACK_LOG_DIR/tls.log)"
+  chmod 600 "$tmp"/*.key "$tmp/broker.pem"
+  rm -rf "$STACK_TLS_DIR"
+  mv "$tmp" "$STACK_TLS_DIR"
 }

@@ -76,12 +76,34 @@ write_config() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$RELAY_STACK_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,CONTROLLER://127.0.0.1:$RELAY_STACK_CONTROLLER_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXIED_PORT
+listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,CONTROLLER://127.0.0.1:$RELAY_STACK_CONTROLLER_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXIED_PORT,SASL_SSL://127.0.0.1:$RELAY_STACK_KAFKA_SASL_SSL_PORT,SSL://127.0.0.1:$RELAY_STACK_KAFKA_SSL_PORT
 # PROXIED advertises the port of a test proxy in front of it (see common.sh).
-advertised.listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXY_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$RELAY_STACK_KAFKA_PORT,PROXIED://127.0.0.1:$RELAY_STACK_KAFKA_PROXY_PORT,SASL_SSL://127.0.0.1:$RELAY_STACK_KAFKA_SASL_SSL_PORT,SSL://127.0.0.1:$RELAY_STACK_KAFKA_SSL_PORT
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
+
+# Secured listeners, as a managed Kafka has them: every request is
+# authorised, and nothing is allowed without an ACL. The plain listeners'
+# clients (ANONYMOUS: the other tests, the broker itself) are super users;
+# the principals of the secured listeners have only the ACLs the security
+# tests give them.
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:ANONYMOUS
+sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+# Clients authenticate again every 10 s (KIP-368), with the credential they
+# hold then: a rotated password is proven in use within seconds.
+listener.name.sasl_ssl.connections.max.reauth.ms=10000
+ssl.keystore.type=PEM
+ssl.keystore.location=$STACK_TLS_DIR/broker.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$STACK_TLS_DIR/ca.pem
+listener.name.ssl.ssl.client.auth=required
+# A client certificate's principal is its CN: CN=relay is User:relay.
+ssl.principal.mapping.rules=RULE:^CN=([^,]+).*\$/\$1/,DEFAULT
 log.dirs=$KAFKA_DATA
 
 # Topics must be created explicitly, as in production.
@@ -132,13 +154,15 @@ cmd_start() {
   fi
   rm -f "$(pid_file kafka)"
   local port
-  for port in "$RELAY_STACK_KAFKA_PORT" "$RELAY_STACK_CONTROLLER_PORT" "$RELAY_STACK_KAFKA_PROXIED_PORT"; do
+  for port in "$RELAY_STACK_KAFKA_PORT" "$RELAY_STACK_CONTROLLER_PORT" "$RELAY_STACK_KAFKA_PROXIED_PORT" \
+    "$RELAY_STACK_KAFKA_SASL_SSL_PORT" "$RELAY_STACK_KAFKA_SSL_PORT"; do
     if port_in_use "$port"; then
       die "port 127.0.0.1:$port is already in use by another process (not our kafka); stop it or set RELAY_STACK_KAFKA_PORT / RELAY_STACK_CONTROLLER_PORT. $(describe_port "$port")"
     fi
   done
   require_java
   cmd_install
+  tls_material
   write_config
   format_storage
   local -a java

@@ -68,7 +68,7 @@ cmd_start() {
   fi
   rm -f "$(pid_file registry)"
   local port
-  for port in "$RELAY_STACK_REGISTRY_PORT" "$RELAY_STACK_REGISTRY_MGMT_PORT"; do
+  for port in "$RELAY_STACK_REGISTRY_PORT" "$RELAY_STACK_REGISTRY_MGMT_PORT" "$RELAY_STACK_REGISTRY_TLS_PORT"; do
     if port_in_use "$port"; then
       die "port 127.0.0.1:$port is already in use by another process (not our registry); stop it or set RELAY_STACK_REGISTRY_PORT / RELAY_STACK_REGISTRY_MGMT_PORT. $(describe_port "$port")"
     fi
@@ -79,6 +79,7 @@ cmd_start() {
   java="$(find_java 17)" ||
     die "Apicurio Registry $APICURIO_VERSION needs Java 17+, none found (checked RELAY_STACK_REGISTRY_JAVA_HOME, JAVA_HOME, PATH, /usr/lib/jvm); $STACK_INSTALL_HINT"
   cmd_install
+  tls_material
   # Settings are Quarkus/Apicurio env vars (the app reads env over its
   # bundled application.properties):
   # - storage: SQL on in-memory H2 (Apicurio's default, spelled out so a
@@ -88,6 +89,11 @@ cmd_start() {
   #   contentId, which like Confluent's schema id is shared by identical
   #   schemas across subjects. ON would return per-version globalIds
   #   (Apicurio 2.x behaviour), unlike Confluent.
+  # - an HTTPS port beside the plain one, its certificate signed by the
+  #   stack's CA (the registry TLS tests). Apicurio 3.0.9 cannot require a
+  #   client certificate: its build fixes quarkus.http.ssl.client-auth to
+  #   NONE ("build time fixed to 'NONE'"), so the tests put a proxy that
+  #   does in front of it;
   # - the working dir is the install dir so nothing is written into the repo.
   (
     cd "$APICURIO_HOME"
@@ -98,6 +104,10 @@ cmd_start() {
     export QUARKUS_MANAGEMENT_HOST=127.0.0.1
     export QUARKUS_MANAGEMENT_PORT="$RELAY_STACK_REGISTRY_MGMT_PORT"
     export APICURIO_CCOMPAT_LEGACY_ID_MODE_ENABLED=false
+    export QUARKUS_HTTP_SSL_PORT="$RELAY_STACK_REGISTRY_TLS_PORT"
+    export QUARKUS_HTTP_INSECURE_REQUESTS=enabled
+    export QUARKUS_HTTP_SSL_CERTIFICATE_FILES="$STACK_TLS_DIR/broker.crt"
+    export QUARKUS_HTTP_SSL_CERTIFICATE_KEY_FILES="$STACK_TLS_DIR/broker.key"
     # The bundled console format has a broken date pattern ("YYYY-MMx-dd").
     export QUARKUS_LOG_CONSOLE_FORMAT='%d{yyyy-MM-dd HH:mm:ss,SSS} %-5p [%c{3.}] (%t) %m%n'
     start_bg registry "$REGISTRY_LOG" "$java" -Xms128m -Xmx512m -XX:+UseG1GC \
