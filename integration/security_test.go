@@ -310,7 +310,7 @@ func TestRefusedKafkaCredentialsStopRelayNamingTheVariable(t *testing.T) {
 
 	wrong := scramEnv(t, user, password+"-wrong")
 	code, out := runToExit(t, "wrong-password", merge(env, wrong), 60*time.Second)
-	if code != 2 || !strings.Contains(out, "RELAY_KAFKA_SASL_PASSWORD_FILE") || !strings.Contains(out, "the broker refuses relay's credential") {
+	if code != 2 || !strings.Contains(out, "RELAY_KAFKA_SASL_PASSWORD_FILE") || !strings.Contains(out, "relay's credential is refused") {
 		t.Fatalf("wrong password: exit %d:\n%s", code, tail(out, 10))
 	}
 	if strings.Contains(out, password) {

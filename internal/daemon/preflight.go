@@ -70,7 +70,7 @@ func credentialRefused(c *kafka.Consumer, cfg *config.Config) error {
 			continue
 		}
 		if vars := kafkaerr.CredentialVars(e, cfg.Kafka, cfg.VarForProperty); vars != "" {
-			what := "the broker refuses relay's credential"
+			what := "relay's credential is refused"
 			if e.Code() == kafka.ErrSsl {
 				what = "the TLS handshake with the broker failed"
 			}

@@ -298,10 +298,11 @@ go_tool_install() {
 
 # tls_material writes, once, a CA and a server certificate (valid for
 # 127.0.0.1 and localhost) for the broker's secured listeners and the
-# registry's HTTPS port, and a client certificate (CN=relay-tls) that the mTLS tests
-# present. Tests sign others with the CA's key when they need them.
+# registry's HTTPS port, a client certificate (CN=relay-tls) that the mTLS
+# tests present, and the signing key of the OAuth tests' token issuer with
+# its JWKS. Tests sign others with the CA's key when they need them.
 tls_material() {
-  [[ -f "$STACK_TLS_DIR/broker.pem" && -f "$STACK_TLS_DIR/relay-tls.key" ]] && return 0
+  [[ -f "$STACK_TLS_DIR/broker.pem" && -f "$STACK_TLS_DIR/jwks.json" ]] && return 0
   command -v openssl >/dev/null || die "openssl is missing; $STACK_INSTALL_HINT"
   mkdir -p "$STACK_LOG_DIR"
   log "writing a CA and certificates for the secured listeners into $STACK_TLS_DIR"
@@ -321,6 +322,11 @@ tls_material() {
     openssl req -newkey rsa:2048 -nodes -keyout relay-tls.key -out relay-tls.csr -subj "/CN=relay-tls"
     printf 'extendedKeyUsage=clientAuth\n' >client.ext
     openssl x509 -req -in relay-tls.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out relay-tls.pem -days 3650 -extfile client.ext
+    # The test issuer's signing key, and its public half as the JWKS the
+    # broker validates OAUTHBEARER tokens with (n in base64url).
+    openssl genrsa -out oauth.key 2048
+    n="$(openssl rsa -in oauth.key -noout -modulus | cut -d= -f2 | perl -ne 'chomp; print pack("H*", $_)' | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+    printf '{"keys":[{"kty":"RSA","use":"sig","alg":"RS256","kid":"relay-test","n":"%s","e":"AQAB"}]}\n' "$n" >jwks.json
     rm -f ./*.csr ./*.ext broker.pk8 ca.srl
   ) >>"$STACK_LOG_DIR/tls.log" 2>&1 || die "openssl could not write the certificates (see $STACK_LOG_DIR/tls.log)"
   chmod 600 "$tmp"/*.key "$tmp/broker.pem"

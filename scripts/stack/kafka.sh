@@ -63,6 +63,8 @@ java_cmd() {
     -Djava.awt.headless=true \
     "-Dlog4j2.configurationFile=$STACK_SCRIPT_DIR/log4j2.yaml" \
     "-Dkafka.logs.dir=$STACK_LOG_DIR" \
+    "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://$STACK_TLS_DIR/jwks.json" \
+    "-Dorg.apache.kafka.sasl.oauthbearer.allowed.files=$STACK_TLS_DIR/jwks.json" \
     -cp "$KAFKA_LIB/*"
 }
 
@@ -91,9 +93,22 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false
 super.users=User:ANONYMOUS
-sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256
+sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,OAUTHBEARER
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+# OAUTHBEARER: JWTs of the tests' issuer (iss relay-test-issuer, aud
+# relay-test-kafka), checked against its JWKS; the principal is the sub.
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.jwks.endpoint.url=file://$STACK_TLS_DIR/jwks.json
+# Kafka 4.1's OAuthBearerValidatorCallbackHandler builds its default
+# validator (DefaultJwtValidator) without a key resolver, and so checks
+# neither signature, issuer nor audience (ClientJwtValidator): the broker's
+# validator must be named. The OAuth tests fail without it (a token of
+# another audience, or signed by another key, would be accepted).
+sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+sasl.oauthbearer.expected.issuer=relay-test-issuer
+sasl.oauthbearer.expected.audience=relay-test-kafka
 # Clients authenticate again every 10 s (KIP-368), with the credential they
 # hold then: a rotated password is proven in use within seconds.
 listener.name.sasl_ssl.connections.max.reauth.ms=10000
