@@ -33,7 +33,7 @@ var mayImport = map[string][]string{
 	"internal/ledger": {"internal/envelope"},
 	"internal/schema": {"internal/tiers"},
 	"internal/rules":  {"internal/tiers"},
-	"internal/hook":   {"internal/tiers", "internal/tracing"},
+	"internal/hook":   {"internal/secret", "internal/tiers", "internal/tracing"},
 	// The failure state machine: one record's fate, no Kafka clients, no
 	// configuration.
 	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"relay/internal/secret"
 )
 
 // Accepted returns the parsed accepted versions (valid after Load).
@@ -299,13 +301,4 @@ func checkURL(p *parser, name, raw string) {
 }
 
 // redactURL hides the password of a URL for messages and relay config.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "****")
-	}
-	return u.String()
-}
+func redactURL(raw string) string { return secret.MaskURL(raw) }

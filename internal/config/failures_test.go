@@ -169,13 +169,14 @@ func TestFitBrokerTransactionMax(t *testing.T) {
 func TestEffectiveMasksRegistrySecrets(t *testing.T) {
 	c, err := load(t, with(map[string]string{
 		EnvSchemaRegistryURL: "https://user:pa55@registry:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1",
-		EnvSchemaRegistrySecret: "t0ken",
+		EnvSchemaRegistrySecret: "t0ken", EnvHookURL: "https://hook.example/check?code=hook-k3y",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := strings.Join(c.Effective(), "\n")
-	if strings.Contains(out, "pa55") || strings.Contains(out, "t0ken") || !strings.Contains(out, EnvRetryTiers+"=30s,5m") {
+	if strings.Contains(out, "pa55") || strings.Contains(out, "t0ken") || !strings.Contains(out, EnvRetryTiers+"=30s,5m") ||
+		strings.Contains(out, "hook-k3y") || !strings.Contains(out, EnvHookURL+"=https://hook.example/check?code=%2A%2A%2A%2A") {
 		t.Fatalf("effective config:\n%s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -136,5 +137,21 @@ func TestClientCertificateIsPresented(t *testing.T) {
 	c.Authenticate(Auth{TLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}, nil)
 	if _, err := c.Call(context.Background(), &Request{MessageID: "o/0/1"}); err != nil {
 		t.Fatalf("with a client certificate: %v", err)
+	}
+}
+
+// The hook URL's query string (an API key, often) and password never
+// reach an error, which goes to logs and to the failure envelope.
+func TestErrorsDoNotShowTheURLsSecrets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // refused from now on
+	c := New("http://user:pa55@"+addr+"/hook?code=s3cret-key", time.Second, 1, nil)
+	_, err = c.Call(context.Background(), &Request{MessageID: "o/0/1"})
+	if err == nil || strings.Contains(err.Error(), "s3cret-key") || strings.Contains(err.Error(), "pa55") || !strings.Contains(err.Error(), "code=%2A%2A%2A%2A") {
+		t.Fatalf("error %v", err)
 	}
 }

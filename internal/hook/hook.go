@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
+	"relay/internal/secret"
 	"relay/internal/tiers"
 	"relay/internal/tracing"
 )
@@ -49,6 +51,7 @@ type Client struct {
 	base    *http.Transport
 	auth    Auth
 	access  func(refused bool, status int) // nil: nobody listens
+	safeURL string                         // url without its secrets, for errors
 }
 
 // Auth is how relay authenticates itself to the hook; the zero value sends
@@ -116,6 +119,17 @@ func (c *Client) prepare(hr *http.Request, body []byte) {
 	}
 }
 
+// masked is err with the hook's URL masked (secret.MaskURL): the Go client
+// puts the whole URL, query string and all, in its errors, and these go
+// to logs and to the failure envelope.
+func (c *Client) masked(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = c.safeURL
+	}
+	return err
+}
+
 // heard reports the answer's status to whoever listens for refusals.
 func (c *Client) heard(st int) {
 	if c.access == nil {
@@ -135,7 +149,7 @@ func (c *Client) heard(st int) {
 // tracer provider (tp not nil) each call is a client span, a child of
 // the span in its context, and carries that context (traceparent,
 // tracestate).
-func New(url string, timeout time.Duration, concurrency int, tp trace.TracerProvider) *Client {
+func New(target string, timeout time.Duration, concurrency int, tp trace.TracerProvider) *Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = max(concurrency, 2)
 	base.MaxIdleConns = max(base.MaxIdleConns, base.MaxIdleConnsPerHost)
@@ -146,7 +160,7 @@ func New(url string, timeout time.Duration, concurrency int, tp trace.TracerProv
 			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))}
 	}
-	return &Client{url: url, timeout: timeout, http: c, plain: plain, base: base}
+	return &Client{url: target, timeout: timeout, http: c, plain: plain, base: base, safeURL: secret.MaskURL(target)}
 }
 
 // Call sends req. It returns the replacement record when the hook gives
@@ -167,7 +181,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	resp, err := c.http.Do(hr)
 	if err != nil {
 		// Refused, reset, timed out: the hook may come back.
-		return nil, tiers.Fail(tiers.CauseHookUnavailable, err)
+		return nil, tiers.Fail(tiers.CauseHookUnavailable, c.masked(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))

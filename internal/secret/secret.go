@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -122,4 +123,28 @@ func Lookup(lookup func(string) (string, bool), name string) (v *Value, ok bool,
 		return Fixed(name, val), true, nil
 	}
 	return nil, false, nil
+}
+
+// MaskURL masks what a URL may carry of a secret: the password of its user
+// info, and every value of its query string (hooks and registries take API
+// keys there: ?code=…, ?api_key=…). A URL that does not parse is masked
+// whole.
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "****"
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "****")
+		}
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"****"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
