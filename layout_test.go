@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 	"internal/txn": {"internal/kafkaerr", "internal/retry"},
 
 	"internal/ledger": {"internal/envelope"},
-	"internal/schema": {"internal/tiers"},
+	"internal/schema": {"internal/secret", "internal/tiers"},
 	"internal/rules":  {"internal/tiers"},
 	"internal/hook":   {"internal/secret", "internal/tiers", "internal/tracing"},
 	// The failure state machine: one record's fate, no Kafka clients, no

@@ -175,7 +175,7 @@ func TestRegistryOverTLSWithClientCertificateAndPassword(t *testing.T) {
 	writeSecret(t, pw, "second") // rotated in its file: no restart
 	waitHTTP(t, "http://"+httpAddr+"/readyz", http.StatusOK, "ok", 60*time.Second)
 	waitSettled(t, s, 60*time.Second)
-	r.waitLog("secret changed; relay uses the new value", 10*time.Second)
+	r.waitLog("secret file changed; read again", 10*time.Second)
 	r.stop()
 
 	// The record went to its tier for the refusal, never to quarantine,

@@ -444,7 +444,7 @@ func TestSCRAMPasswordRotatesWithoutARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.signal(syscall.SIGHUP)
-	r.waitLog("secret changed; relay uses the new value", 30*time.Second)
+	r.waitLog("secret file changed; read again", 30*time.Second)
 	bg.Wait()
 	// Past two more re-authentications with the new password.
 	time.Sleep(21 * time.Second)

@@ -223,9 +223,39 @@ func TestChartRenders(t *testing.T) {
 			for what, pod := range pods {
 				assertRestricted(t, what, pod)
 				assertRelayConfigLoads(t, what, pod)
+				assertSecretFiles(t, what, pod)
 			}
 			assertStatefulSet(t, r.statefulSet)
 		})
+	}
+}
+
+// assertSecretFiles checks that every secret relay reads from a file
+// (a *_FILE variable) is in a Secret mounted whole and read-only: a
+// subPath mount never sees the Secret change, and relay could not follow
+// a rotation.
+func assertSecretFiles(t *testing.T, what string, pod *corev1.PodTemplateSpec) {
+	t.Helper()
+	c := pod.Spec.Containers[0]
+	volumes := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, e := range c.Env {
+		if !strings.HasSuffix(e.Name, "_FILE") || e.Name == "RELAY_RULES_FILE" {
+			continue // RELAY_RULES_FILE names the rules, not a secret
+		}
+		i := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return strings.HasPrefix(e.Value, strings.TrimSuffix(m.MountPath, "/")+"/")
+		})
+		if i < 0 {
+			t.Errorf("%s: %s=%s is in no mounted volume", what, e.Name, e.Value)
+			continue
+		}
+		m := c.VolumeMounts[i]
+		if !m.ReadOnly || m.SubPath != "" || volumes[m.Name].Secret == nil {
+			t.Errorf("%s: %s is read from mount %+v: want a Secret mounted whole, read-only", what, e.Name, m)
+		}
 	}
 }
 
@@ -268,6 +298,18 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 			t.Errorf("%s: the audit has the instance's RELAY_TRANSACTIONAL_ID", what)
 		}
 		env["RELAY_TRANSACTIONAL_ID"] = "relay-cli"
+	}
+	// A secret file lives in the pod; here each is a file of its own
+	// with a stand-in secret, so that relay reads it as it would there.
+	dir := t.TempDir()
+	for k, v := range env {
+		if strings.HasSuffix(k, "_FILE") && strings.HasPrefix(v, "/var/run/secrets/relay/") {
+			f := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(v, "/var/run/secrets/relay/"), "/", "_"))
+			if err := os.WriteFile(f, []byte("stand-in\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env[k] = f
+		}
 	}
 	environ := make([]string, 0, len(env))
 	for k, v := range env {

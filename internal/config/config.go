@@ -330,6 +330,13 @@ func secretProp(prop string) bool {
 	return false
 }
 
+// fileProp reports whether a librdkafka property may come from a file
+// (RELAY_KAFKA_<PROP>_FILE): the secrets, and the user names that rotate
+// with them (a Confluent Cloud API key is the user name of its secret).
+func fileProp(prop string) bool {
+	return secretProp(prop) || prop == "sasl.username" || prop == "sasl.oauthbearer.client.id"
+}
+
 // secretVar reports whether name is one of relay's secret variables.
 func secretVar(name string) bool {
 	for _, v := range Vars {

@@ -183,8 +183,8 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string, secrets
 			continue
 		}
 		if fromFile {
-			if !secretProp(prop) {
-				p.fail(name, "only secret properties (passwords, keys, tokens) have a %s form; %s is not one", secret.FileSuffix, prop)
+			if !fileProp(prop) {
+				p.fail(name, "only secret properties (passwords, keys, tokens) and sasl.username have a %s form; %s is not one", secret.FileSuffix, prop)
 				continue
 			}
 			v, _, err := secret.Lookup(p.lookup, base)
@@ -199,7 +199,7 @@ func (p *parser) kafka(environ []string) (props, vars map[string]string, secrets
 			p.seen[name] = v.File
 			continue
 		}
-		if _, both := p.lookup(name + secret.FileSuffix); both && secretProp(prop) {
+		if _, both := p.lookup(name + secret.FileSuffix); both && fileProp(prop) {
 			continue // reported once, by the _FILE form
 		}
 		props[prop], vars[prop] = strings.TrimSpace(val), name

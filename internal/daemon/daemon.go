@@ -118,6 +118,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if err != nil {
 		return ClientConfigError(cfg, "consumer", err)
 	}
+	d.lag = &lagReader{c: consumer}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	stopAfter := context.AfterFunc(ctx, func() { d.signalled.Store(time.Now().UnixNano()) })
@@ -129,7 +130,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if secrets := cfg.FileSecrets(); len(secrets) > 0 {
 		reload = make(chan struct{}, 1)
 		opts.Go(func() {
-			secret.Watch(ctx, secrets, secret.WatchInterval, reload, func(v *secret.Value) { d.secretChanged(v, consumer) }, log)
+			secret.Watch(ctx, secrets, secret.WatchInterval, reload, d.secretChanged, log)
 		})
 	}
 	opts.Go(func() { watchSignals(ctx, stop, sigs, cfg.ShutdownTimeout, log, stopped, opts.Abandon, reload) })
@@ -155,9 +156,12 @@ type daemon struct {
 	clientsLeft atomic.Bool
 	// traces is the tracer provider; without tracing it makes no span.
 	traces *tracing.Provider
+	// lag guards the consumer: the lag scrape and a rotated SASL secret
+	// reach it only while it is open (closeConsumer).
+	lag *lagReader
 	// producer is the loop's latest transactional producer, which a
 	// rotated SASL secret is given to.
-	producer atomic.Pointer[kafka.Producer]
+	producer atomic.Pointer[guardedProducer]
 }
 
 // flushTraces exports the spans still queued and stops the exporter,
@@ -255,7 +259,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	}
 	watch, err := ledgerwatch.New(d.cfg, d.log)
 	if err != nil {
-		_ = consumer.Close()
+		d.closeConsumer(consumer)
 		d.log.Error("cannot create the ledger reader; relay does not start", "err", err)
 		return fmt.Errorf("ledger reader: %w", err)
 	}
@@ -263,7 +267,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
 		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log))
 	if err != nil {
-		_ = consumer.Close()
+		d.closeConsumer(consumer)
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
 		return fmt.Errorf("failure state machine: %w", err)
 	}
@@ -272,6 +276,9 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
 	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(ready.retention) })
+	if ready.adm != nil {
+		d.opts.Go(func() { probeRefusedRegistry(watchCtx, ready.adm, metrics, d.cfg.SchemaTimeout) })
+	}
 	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
 }
 
@@ -286,7 +293,7 @@ const (
 // running now (new connections authenticate with it; new clients are
 // built with it anyway). The registry's and the hook's are asked for at
 // every request.
-func (d *daemon) secretChanged(v *secret.Value, consumer *kafka.Consumer) {
+func (d *daemon) secretChanged(v *secret.Value) {
 	user, pass := d.cfg.Kafka["sasl.username"], d.cfg.Kafka["sasl.password"]
 	if s := d.cfg.KafkaSecrets["sasl.username"]; s != nil {
 		user = s.Get()
@@ -295,18 +302,54 @@ func (d *daemon) secretChanged(v *secret.Value, consumer *kafka.Consumer) {
 		pass = s.Get()
 	}
 	if v != d.cfg.KafkaSecrets["sasl.password"] && v != d.cfg.KafkaSecrets["sasl.username"] {
+		for _, k := range d.cfg.KafkaSecrets {
+			if k == v {
+				d.log.Warn("librdkafka reads this secret only when a client is built: the running clients keep the old value; restart relay to use the new one now",
+					"var", v.Var)
+			}
+		}
 		return
 	}
-	clients := []interface{ SetSaslCredentials(string, string) error }{consumer}
+	// Each only while it is open: librdkafka's handle is gone after Close.
+	errs := []error{d.lag.setSaslCredentials(user, pass)}
 	if p := d.producer.Load(); p != nil {
-		clients = append(clients, p)
+		errs = append(errs, p.setSaslCredentials(user, pass))
 	}
-	for _, c := range clients {
-		if err := c.SetSaslCredentials(user, pass); err != nil {
-			d.log.Warn("cannot give a client the new SASL credentials; it keeps the old ones until it is built again", "err", err)
+	if err := errors.Join(errs...); err != nil {
+		d.log.Warn("cannot give a client the new SASL credentials; it keeps the old ones until it is built again", "err", err)
+		return
+	}
+	d.log.Info("the running Kafka clients authenticate with the new SASL credentials from their next connection or re-authentication", "var", v.Var)
+}
+
+// registryProbeEvery is how often relay asks a registry that refuses its
+// credential whether it still does.
+const registryProbeEvery = 15 * time.Second
+
+// probeRefusedRegistry asks the registry again, while it refuses relay's
+// credential, until ctx ends: records may no longer need it (schemas are
+// cached by id), and relay must still see the credential fixed, and be
+// ready again.
+func probeRefusedRegistry(ctx context.Context, adm *schema.Admitter, metrics *telemetry.Metrics, timeout time.Duration) {
+	t := time.NewTicker(registryProbeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if metrics.RefusedBy(telemetry.DependencyRegistry) {
+				c, cancel := context.WithTimeout(ctx, timeout)
+				_ = adm.Probe(c) // the answer reaches the metrics through the client
+				cancel()
+			}
 		}
 	}
 }
+
+// closeConsumer closes the loop's consumer once no scrape or secret
+// rotation can reach it any more.
+func (d *daemon) closeConsumer(c *kafka.Consumer) { _ = lagConsumer{c, d.lag}.Close() }
 
 // prepared is what holds once the start-up checks passed.
 type prepared struct {
@@ -344,7 +387,7 @@ func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, metrics 
 // notStarted closes the consumer of a daemon that stops before consuming,
 // and logs why, unless a signal stopped it.
 func (d *daemon) notStarted(ctx context.Context, consumer *kafka.Consumer, msg string, err error) error {
-	_ = consumer.Close()
+	d.closeConsumer(consumer)
 	if ctx.Err() != nil {
 		return errStopped
 	}
@@ -357,12 +400,14 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	cfg := d.cfg
 	newProducer := func() (txn.Producer, error) {
 		p, err := kafkaclient.LoopProducer(cfg, kafkaclient.WithLogs(d.logs))
-		if err == nil {
-			d.producer.Store(p)
+		if err != nil {
+			return nil, err
 		}
-		return p, err
+		g := &guardedProducer{Producer: p}
+		d.producer.Store(g)
+		return g, nil
 	}
-	lag := &lagReader{c: consumer}
+	lag := d.lag
 	metrics.SetLag(lag.lag)
 	metrics.SetLivenessBound(livenessBound(cfg))
 	loop := txn.New(txn.Settings{

@@ -60,3 +60,40 @@ func (c lagConsumer) Close() error {
 	c.r.mu.Unlock()
 	return c.Consumer.Close()
 }
+
+// setSaslCredentials gives the consumer new SASL credentials, unless it is
+// closing.
+func (r *lagReader) setSaslCredentials(user, pass string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	return r.c.SetSaslCredentials(user, pass)
+}
+
+// guardedProducer is a loop producer that a secret rotation can reach
+// only while it is open: the check and the call into librdkafka are one
+// step with Close, which destroys the handle.
+type guardedProducer struct {
+	*kafka.Producer
+	mu     sync.Mutex
+	closed bool
+}
+
+// Close implements txn.Producer.
+func (p *guardedProducer) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.Producer.Close()
+}
+
+func (p *guardedProducer) setSaslCredentials(user, pass string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	return p.SetSaslCredentials(user, pass)
+}

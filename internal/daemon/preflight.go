@@ -34,7 +34,7 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 		return nil, nil, fmt.Errorf("admin client: %w", err)
 	}
 	defer admin.Close()
-	refused := func() error { return credentialRefused(consumer, cfg) }
+	refused := func() error { return credentialRefused(consumer, cfg, log) }
 	if err := checkACLs(ctx, admin, cfg, log, refused); err != nil {
 		return nil, nil, err
 	}
@@ -59,7 +59,7 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 // into a *ConfigError naming the variables to check: waiting will not fix
 // it. Nothing else is consumed: before the loop subscribes, errors are
 // all the queue holds.
-func credentialRefused(c *kafka.Consumer, cfg *config.Config) error {
+func credentialRefused(c *kafka.Consumer, cfg *config.Config, log *slog.Logger) error {
 	for range 100 {
 		ev := c.Poll(0)
 		if ev == nil {
@@ -69,7 +69,14 @@ func credentialRefused(c *kafka.Consumer, cfg *config.Config) error {
 		if !ok {
 			continue
 		}
-		if vars := kafkaerr.CredentialVars(e, cfg.Kafka, cfg.VarForProperty); vars != "" {
+		vars := kafkaerr.CredentialVars(e, cfg.Kafka, cfg.VarForProperty)
+		if vars != "" && !kafkaerr.CredentialRefused(e) {
+			// A connection cut short, an identity provider out of
+			// reach: it may heal, and relay waits as for any broker.
+			log.Warn("cannot authenticate to the broker yet; retrying", "check", vars, "err", e)
+			continue
+		}
+		if vars != "" {
 			what := "relay's credential is refused"
 			if e.Code() == kafka.ErrSsl {
 				what = "the TLS handshake with the broker failed"

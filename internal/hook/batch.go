@@ -212,7 +212,7 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	// record's trace; each record carries its own context in the body.
 	resp, err := c.plain.Do(hr)
 	if err != nil {
-		return nil, tiers.Fail(tiers.CauseHookUnavailable, c.masked(err))
+		return nil, c.failed(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, min(maxBody*int64(max(n, 1)), maxBatchBody)))

@@ -89,7 +89,7 @@ func Sign(secret string, t time.Time, body []byte) string {
 
 // Refused reports whether status is the answer to a refused credential.
 func Refused(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusProxyAuthRequired
 }
 
 // Authenticate sets how relay authenticates itself, and access, when not
@@ -130,6 +130,21 @@ func (c *Client) masked(err error) error {
 	return err
 }
 
+// failed is the outcome of a request that got no answer: a failed TLS
+// handshake is relay's credential (or the hook's certificate) refused;
+// anything else (refused, reset, timed out) an outage the hook may come
+// back from.
+func (c *Client) failed(err error) error {
+	err = c.masked(err)
+	if secret.TLSRefused(err) {
+		if c.access != nil {
+			c.access(true, 0)
+		}
+		return tiers.Fail(tiers.CauseHookUnauthorized, fmt.Errorf("TLS handshake with the hook failed: %w", err))
+	}
+	return tiers.Fail(tiers.CauseHookUnavailable, err)
+}
+
 // heard reports the answer's status to whoever listens for refusals.
 func (c *Client) heard(st int) {
 	if c.access == nil {
@@ -153,10 +168,14 @@ func New(target string, timeout time.Duration, concurrency int, tp trace.TracerP
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = max(concurrency, 2)
 	base.MaxIdleConns = max(base.MaxIdleConns, base.MaxIdleConnsPerHost)
-	plain := &http.Client{Timeout: timeout, Transport: base}
+	// A redirect is not part of the hook's contract, and is not followed:
+	// the record and relay's credential go to the hook and nowhere else
+	// (an authenticating proxy's redirect to its login page is a 3xx).
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	plain := &http.Client{Timeout: timeout, Transport: base, CheckRedirect: noRedirect}
 	c := plain
 	if tp != nil {
-		c = &http.Client{Timeout: timeout, Transport: otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
+		c = &http.Client{Timeout: timeout, CheckRedirect: noRedirect, Transport: otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
 			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))}
 	}
@@ -180,8 +199,7 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	hr.Header.Set("Idempotency-Key", req.MessageID)
 	resp, err := c.http.Do(hr)
 	if err != nil {
-		// Refused, reset, timed out: the hook may come back.
-		return nil, tiers.Fail(tiers.CauseHookUnavailable, c.masked(err))
+		return nil, c.failed(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))

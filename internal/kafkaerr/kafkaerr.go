@@ -219,3 +219,28 @@ func CredentialVars(err error, props map[string]string, name func(prop string) s
 	}
 	return strings.Join(list, ", ")
 }
+
+// refusedTexts are what librdkafka says (after the error code) when a
+// credential or a certificate was refused, as opposed to a connection cut
+// short or an identity provider out of reach, which may heal.
+var refusedTexts = []string{
+	"invalid credentials", "Authentication failed", // SASL PLAIN/SCRAM
+	"invalid_client", "invalid_grant", "invalid_token", "unauthorized_client", "unexpired token", // OAUTHBEARER, OIDC
+	"certificate verify failed", "alert", "unknown ca", "bad certificate", "certificate required", // TLS
+}
+
+// CredentialRefused reports whether err, a credential error of
+// CredentialVars, says the credential or certificate itself was refused:
+// asking again will get the same answer.
+func CredentialRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	for _, t := range refusedTexts {
+		if strings.Contains(msg, strings.ToLower(t)) {
+			return true
+		}
+	}
+	return false
+}

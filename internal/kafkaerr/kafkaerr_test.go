@@ -2,6 +2,7 @@ package kafkaerr
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -55,5 +56,25 @@ func TestCodeAndPredicates(t *testing.T) {
 	}
 	if !Permanent(flags{code: kafka.ErrState, fatal: true}) {
 		t.Errorf("a fatal error must be permanent")
+	}
+}
+
+func TestCredentialRefusedTellsRefusalsFromOutages(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"sasl_ssl://b:9093/bootstrap: SASL authentication error: Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512": true,
+		"Failed to acquire SASL OAUTHBEARER token: {\"error\":\"invalid_client\"}":                                                                                         true,
+		"Failed to acquire SASL OAUTHBEARER token: Must supply an unexpired token: now=2ms, exp=1ms":                                                                       true,
+		"SASL authentication error: {\"status\":\"invalid_token\"} (after 351ms in state AUTH_REQ)":                                                                        true,
+		"SSL handshake failed: error:0A000086:SSL routines::certificate verify failed: broker certificate could not be verified":                                           true,
+		"SSL handshake failed: ssl/record/rec_layer_s3.c:303: error:0A000126:SSL routines::unexpected eof while reading":                                                   false,
+		"Failed to acquire SASL OAUTHBEARER token: Failed to retrieve OIDC token from \"https://idp/token\": Couldn't connect to server":                                   false,
+	} {
+		code := kafka.ErrAuthentication
+		if strings.HasPrefix(msg, "SSL") {
+			code = kafka.ErrSsl
+		}
+		if got := CredentialRefused(kafka.NewError(code, msg, false)); got != want {
+			t.Errorf("%q: refused %v, want %v", msg, got, want)
+		}
 	}
 }

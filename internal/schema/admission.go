@@ -88,6 +88,16 @@ type writer struct {
 	fail     *tiers.Error
 }
 
+// Probe asks the registry for the reader's schema, past the cache: while
+// the registry refuses relay's credential, this is how relay finds out
+// that it is fixed when no record needs a lookup (schemas are cached by
+// id, and the records that waited may have moved on). Its answer reaches
+// the client's AccessFunc like any other.
+func (a *Admitter) Probe(ctx context.Context) error {
+	_, err := a.reg.Schema(ctx, a.readerID)
+	return err
+}
+
 // NewAdmitter builds an admitter. readerID and readerText are the canonical
 // version's id and schema, fetched at start-up.
 func NewAdmitter(reg Registry, set Settings, readerID int, readerText string) (*Admitter, error) {

@@ -3,15 +3,17 @@ package schema
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/riferrei/srclient"
+
+	"relay/internal/secret"
 )
 
 // ErrNotFound says the registry answered that the schema id, subject or
@@ -49,23 +51,17 @@ func (e *TLSError) Error() string {
 func (e *TLSError) Unwrap() error { return e.Err }
 
 // tlsFailure reports whether err is a failed TLS handshake.
-func tlsFailure(err error) bool {
-	var verify *tls.CertificateVerificationError
-	var unknown x509.UnknownAuthorityError
-	var host x509.HostnameError
-	var alert tls.AlertError
-	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &alert) ||
-		strings.Contains(err.Error(), "remote error: tls:")
-}
+func tlsFailure(err error) bool { return secret.TLSRefused(err) }
 
 // AccessFunc hears, after each registry answer, whether the registry
-// refused relay's credential (401/403) or accepted it (any 2xx); other
-// answers say nothing about the credential and are not reported.
+// refused relay's credential (401/403/407, or a TLS handshake: status 0)
+// or accepted it (2xx, 404); other answers say nothing about the
+// credential and are not reported.
 type AccessFunc func(refused bool, status int)
 
 // Refused reports whether status is the answer to a refused credential.
 func Refused(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusProxyAuthRequired
 }
 
 // SubjectVersion is one registration of a schema.
@@ -96,6 +92,9 @@ type Client struct {
 	base   *http.Transport
 	auth   *Auth
 	access AccessFunc // nil: nobody listens
+	// scheme and host of the registry: the only requests that carry
+	// relay's credential.
+	scheme, host string
 }
 
 // Auth is how relay authenticates itself to the registry.
@@ -131,10 +130,16 @@ func NewClient(url string, timeout time.Duration) *Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = MaxCalls
 	c := &Client{idle: make(chan *conn, MaxCalls), base: base}
+	if u, err := neturl.Parse(url); err == nil {
+		c.scheme, c.host = u.Scheme, u.Host
+	}
 	for range MaxCalls {
 		rt := &ctxTransport{base: base, client: c}
-		src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"),
-			srclient.WithClient(&http.Client{Transport: rt, Timeout: timeout}))
+		// A redirect is not followed: relay's credential goes to the
+		// registry it was given for, and nowhere else.
+		hc := &http.Client{Transport: rt, Timeout: timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		src := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"), srclient.WithClient(hc))
 		src.CachingEnabled(false)
 		src.CodecCreationEnabled(false)
 		cn := &conn{rt: rt, src: src}
@@ -172,13 +177,18 @@ func (t *ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.ctx != nil {
 		r = r.WithContext(t.ctx)
 	}
-	if a := t.client.auth; a != nil && a.Password != nil {
-		// RoundTrip must not change the request it was given.
-		r = r.Clone(r.Context())
-		if a.User != "" {
-			r.SetBasicAuth(a.User, a.Password())
-		} else if tok := a.Password(); tok != "" {
-			r.Header.Set("Authorization", "Bearer "+tok)
+	if a := t.client.auth; a != nil && r.URL.Scheme == t.client.scheme && r.URL.Host == t.client.host {
+		secret := ""
+		if a.Password != nil {
+			secret = a.Password()
+		}
+		switch {
+		case a.User != "":
+			r = r.Clone(r.Context()) // RoundTrip must not change the request it was given
+			r.SetBasicAuth(a.User, secret)
+		case secret != "":
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+secret)
 		}
 	}
 	resp, err := t.base.RoundTrip(r)
@@ -204,7 +214,7 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 	defer func() { cn.rt.ctx = nil }()
 	err := f(cn.src)
 	st := cn.rt.status
-	if c.access != nil && (Refused(st) || st/100 == 2) {
+	if c.access != nil && (Refused(st) || st/100 == 2 || st == http.StatusNotFound) {
 		c.access(Refused(st), st)
 	}
 	if err != nil && Refused(st) {

@@ -3,7 +3,9 @@ package secret
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -97,4 +99,15 @@ func (k *keyPair) current() (*tls.Certificate, error) {
 	// before stays, and the next handshake tries again.
 	_, _ = k.load()
 	return k.cert, nil
+}
+
+// TLSRefused reports whether err is a failed TLS handshake: a certificate
+// relay does not trust, or a peer refusing relay's (or its lack of one).
+func TLSRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var alert tls.AlertError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &alert) ||
+		strings.Contains(err.Error(), "remote error: tls:")
 }

@@ -34,7 +34,7 @@ func Watch(ctx context.Context, values []*Value, interval time.Duration, reload 
 				last[v] = err.Error()
 			case ok:
 				delete(last, v)
-				log.Info("secret changed; relay uses the new value", "var", v.Var, "file", v.File, "seen", why)
+				log.Info("secret file changed; read again", "var", v.Var, "file", v.File, "seen", why)
 				if changed != nil {
 					changed(v)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -48,7 +49,11 @@ func (m *Metrics) Access(dependency, variables string, log *slog.Logger) func(re
 		_, was := r.now[dependency]
 		switch {
 		case refused && !was:
-			r.now[dependency] = fmt.Sprintf("%s refuses relay's credential (%d); check %s", dependency, status, variables)
+			what := fmt.Sprintf("%d %s", status, http.StatusText(status))
+			if status == 0 {
+				what = "a TLS handshake failed"
+			}
+			r.now[dependency] = fmt.Sprintf("%s refuses relay's credential (%s); check %s", dependency, what, variables)
 		case !refused && was:
 			delete(r.now, dependency)
 		}
@@ -61,6 +66,14 @@ func (m *Metrics) Access(dependency, variables string, log *slog.Logger) func(re
 			log.Info("a dependency accepts relay's credential again", "dependency", dependency)
 		}
 	}
+}
+
+// RefusedBy reports whether dependency refuses relay's credential now.
+func (m *Metrics) RefusedBy(dependency string) bool {
+	m.refused.mu.Lock()
+	defer m.refused.mu.Unlock()
+	_, ok := m.refused.now[dependency]
+	return ok
 }
 
 // Refused says which dependencies refuse relay's credential now, "" when

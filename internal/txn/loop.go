@@ -202,7 +202,12 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if err := l.consumer.SubscribeTopics(l.set.Topics, l.onRebalance); err != nil {
 		return fmt.Errorf("%w: subscribe %v: %w", ErrFatal, l.set.Topics, err)
 	}
-	l.obs.Ready(true)
+	// Not ready yet if the clients were refused while the producer
+	// started.
+	l.checkRefused(time.Time{})
+	if !l.refused.on {
+		l.obs.Ready(true)
+	}
 	defer l.obs.Ready(false)
 	// A transaction still open when Run returns is left to the coordinator
 	// (a fatal error, or one in the shutdown's commit): its span says so.
@@ -210,7 +215,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 
 	for ctx.Err() == nil && l.fatal == nil {
 		l.obs.Alive()
-		l.checkRefused(false)
+		l.checkRefused(time.Time{})
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
 		case *kafka.Message:
 			if bh, ok := l.handler.(BatchHandler); ok && bh.BatchSize() > 1 {
@@ -471,7 +476,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 		return
 	}
 	l.obs.Committed(l.records, l.outputs, time.Since(start))
-	l.checkRefused(true)
+	l.checkRefused(l.started)
 	if tl, ok := l.handler.(TxnListener); ok {
 		tl.OnCommit()
 	}

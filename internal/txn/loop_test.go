@@ -510,3 +510,21 @@ func TestRefusedCredentialIsNotReadyUntilACommit(t *testing.T) {
 		t.Fatalf("committed %d with %d outputs", p.committedTxns, len(p.produced))
 	}
 }
+
+// A commit of a transaction begun before the refusal proves nothing: the
+// connections it used may predate the refusal. relay stays not ready.
+func TestRefusalDuringATransactionOutlivesItsCommit(t *testing.T) {
+	h := newHarness(t)
+	h.set.MaxRecords = 2
+	c := h.c
+	refused := kafka.NewError(kafka.ErrAuthentication, "SASL authentication error: Authentication failed", false)
+	if err := h.run(c.assign(0), c.msg(0, 0), refused, c.msg(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(h.obs.ready); got != "[true false false]" {
+		t.Fatalf("ready %s; want not ready from the refusal on, through the commit", got)
+	}
+	if p := h.prods[0]; p.committedTxns != 1 || len(p.produced) != 2 {
+		t.Fatalf("committed %d with %d outputs", p.committedTxns, len(p.produced))
+	}
+}

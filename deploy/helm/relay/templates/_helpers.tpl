@@ -90,8 +90,36 @@ margin. A SIGKILL inside the bound races relay's final commit.
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
 {{- end }}
+{{- range $i, $f := .Values.secretFiles }}
+{{- range $var, $key := $f.keys }}
+- name: {{ printf "%s_FILE" $var }}
+  value: {{ printf "/var/run/secrets/relay/%s/%s" $f.secret $key | quote }}
+{{- end }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The Secrets of secretFiles, each mounted whole (read-only) under
+/var/run/secrets/relay/<secret>: a subPath mount would never see the
+Secret change, and relay reads a rotated file without a restart.
+*/}}
+{{- define "relay.secretMounts" -}}
+{{- range $i, $f := .Values.secretFiles }}
+- name: {{ printf "secret-%d" $i }}
+  mountPath: {{ printf "/var/run/secrets/relay/%s" $f.secret | quote }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "relay.secretVolumes" -}}
+{{- range $i, $f := .Values.secretFiles }}
+- name: {{ printf "secret-%d" $i }}
+  secret:
+    secretName: {{ $f.secret | quote }}
+    defaultMode: 0440
 {{- end }}
 {{- end -}}
 
