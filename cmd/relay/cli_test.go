@@ -145,3 +145,29 @@ func TestVersion(t *testing.T) {
 		t.Errorf("relay completion bash: exit %d", code)
 	}
 }
+
+// relay topics acls needs no broker: it lists what the configuration
+// needs, as a table, as kafka-acls.sh commands, or as JSON.
+func TestTopicsACLs(t *testing.T) {
+	code, out, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "run")
+	if code != exitOK || !strings.Contains(out, "orders.valid") || !strings.Contains(out, "relay-0") || strings.Contains(out, "audit ") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, _ = runArgs(t, "127.0.0.1:1", "topics", "acls", "run", "--principal", "User:relay")
+	if code != exitOK || !strings.Contains(out, "kafka-acls.sh --bootstrap-server $BOOTSTRAP --add --allow-principal User:relay --operation Read --group relay --resource-pattern-type prefixed") {
+		t.Fatalf("--principal: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runArgs(t, "127.0.0.1:1", "topics", "acls", "-o", "json")
+	var rows []struct {
+		Command, Resource, Name, Operation string
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) < 20 {
+		t.Fatalf("-o json: exit %d:\n%s", code, out)
+	}
+	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "nope"); code != exitUsage || !strings.Contains(errs, `no command "nope"`) {
+		t.Fatalf("unknown command: exit %d %q", code, errs)
+	}
+	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "--principal", "relay"); code != exitUsage || !strings.Contains(errs, "User:<name>") {
+		t.Fatalf("bad principal: exit %d %q", code, errs)
+	}
+}

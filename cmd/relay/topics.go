@@ -94,6 +94,12 @@ func (a *app) acls(args []string, principal string, out output) int {
 			return exitUsage
 		}
 		for _, acl := range list {
+			if acl.Resource == "TransactionalId" && !acl.Prefixed {
+				// Run without the instance's identity: say what goes there.
+				if v, ok := a.lookup(config.EnvTransactionalID); !ok || v == "" {
+					acl.Name = "$" + config.EnvTransactionalID
+				}
+			}
 			rows = append(rows, row{cmd, acl})
 		}
 	}
