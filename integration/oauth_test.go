@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ type issuer struct {
 	issued   atomic.Int64
 	refused  atomic.Int64
 	audience atomic.Value // the aud claim
+	tokens   sync.Map     // every token issued
 }
 
 func newIssuer(t *testing.T, clientID, secret string, ttl time.Duration) *issuer {
@@ -84,6 +86,7 @@ func (is *issuer) token(w http.ResponseWriter, r *http.Request) {
 	jwt := is.sign(map[string]any{"iss": "relay-test-issuer", "aud": is.audience.Load(), "sub": id,
 		"iat": now.Unix() - 60, "exp": now.Unix() + ttl, "scope": "kafka"})
 	is.issued.Add(1)
+	is.tokens.Store(jwt, true)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": jwt, "token_type": "Bearer", "expires_in": max(ttl, 1)})
 }

@@ -187,6 +187,60 @@ func TestRegistryOverTLSWithClientCertificateAndPassword(t *testing.T) {
 	assertOutcomes(t, s, want)
 }
 
+// TestRegistryWithOAuthClientCredentials: relay gets the registry's bearer
+// token from an OAuth token endpoint (client credentials), the registry's
+// front accepting only tokens that endpoint issued; a client secret the
+// endpoint refuses stops relay at start-up naming the variables.
+func TestRegistryWithOAuthClientCredentials(t *testing.T) {
+	o := registerOrders(t)
+	is := newIssuer(t, "relay-registry", "client-s3cret", time.Hour)
+	upstream, err := url.Parse(registryURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: upstream.Scheme, Host: upstream.Host})
+	front := tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, issued := is.tokens.Load(tok); !ok || !issued {
+			refused.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	s := newScenario(t, 1, o.env(front.URL+upstream.Path)...)
+	secretFile := filepath.Join(t.TempDir(), "client-secret")
+	oauth := func(secret string) map[string]string {
+		writeSecret(t, secretFile, secret)
+		return map[string]string{
+			"RELAY_SCHEMA_REGISTRY_OAUTH_TOKEN_ENDPOINT_URL": is.url(),
+			"RELAY_SCHEMA_REGISTRY_OAUTH_CLIENT_ID":          "relay-registry",
+			"RELAY_SCHEMA_REGISTRY_OAUTH_CLIENT_SECRET_FILE": secretFile,
+			"RELAY_SCHEMA_REGISTRY_SSL_CA_LOCATION":          tlsFile("ca.pem"),
+			"RELAY_SCHEMA_REGISTRY_SSL_CERTIFICATE_LOCATION": tlsFile("relay-tls.pem"),
+			"RELAY_SCHEMA_REGISTRY_SSL_KEY_LOCATION":         tlsFile("relay-tls.key"),
+		}
+	}
+	env := s.env(uniq(t, "txn"))
+	code, out := runToExit(t, "wrong-client-secret", merge(env, oauth("wrong")), 60*time.Second)
+	if code != 2 || !strings.Contains(out, "RELAY_SCHEMA_REGISTRY_OAUTH_CLIENT_SECRET_FILE") || !strings.Contains(out, "token endpoint answered 401") {
+		t.Fatalf("wrong client secret: exit %d:\n%s", code, tail(out, 8))
+	}
+	r := startRelay(t, "relay", merge(env, oauth("client-s3cret")))
+	v3 := func(id string) []byte {
+		return o.value(t, 3, map[string]any{"id": id, "amount": int64(1), "currency": "EUR"})
+	}
+	want := produceRecs(t, s.src.topic, []rec{{key: []byte("a"), value: v3("a1"), want: "output"},
+		{key: []byte("b"), value: o.value(t, 2, map[string]any{"id": "b1", "amount": int64(2)}), want: "output"}})
+	waitSettled(t, s, 60*time.Second)
+	r.stop()
+	if is.issued.Load() == 0 || refused.Load() != 0 {
+		t.Fatalf("tokens issued %d, requests refused %d", is.issued.Load(), refused.Load())
+	}
+	assertOutcomes(t, s, want)
+}
+
 // TestHookAuthentication: relay authenticates to a hook by a bearer token
 // from a file, an HMAC-SHA256 signature of the timestamp and body, and a
 // client certificate from a private CA, all at once; the hook verifies

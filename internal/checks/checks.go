@@ -54,6 +54,9 @@ func RegistryClient(cfg *config.Config) (*schema.Client, error) {
 	if cfg.SchemaRegistrySecret != nil {
 		a.Password = cfg.SchemaRegistrySecret.Get
 	}
+	if cc := cfg.SchemaRegistryOAuth; cc != nil {
+		a.Token = cc.Token
+	}
 	client.Authenticate(a)
 	return client, nil
 }

@@ -47,19 +47,22 @@ type Config struct {
 	SchemaRegistryUser   string
 	SchemaRegistrySecret *secret.Value // nil: none
 	SchemaRegistryTLS    secret.TLSFiles
-	SchemaSubject        string
-	SchemaAccept         string // parsed by the schema package
-	SchemaReaderVersion  int    // 0 = highest accepted
-	SchemaTimeout        time.Duration
-	SchemaCacheSize      int
-	RulesFile            string
-	HookURL              string
-	HookTimeout          time.Duration
-	HookConcurrency      int
-	HookBatch            int
-	HookToken            *secret.Value // nil: none
-	HookSigningSecret    *secret.Value // nil: none
-	HookTLS              secret.TLSFiles
+	// SchemaRegistryOAuth, when not nil, gets the registry's bearer
+	// tokens by the client credentials grant.
+	SchemaRegistryOAuth *secret.ClientCredentials
+	SchemaSubject       string
+	SchemaAccept        string // parsed by the schema package
+	SchemaReaderVersion int    // 0 = highest accepted
+	SchemaTimeout       time.Duration
+	SchemaCacheSize     int
+	RulesFile           string
+	HookURL             string
+	HookTimeout         time.Duration
+	HookConcurrency     int
+	HookBatch           int
+	HookToken           *secret.Value // nil: none
+	HookSigningSecret   *secret.Value // nil: none
+	HookTLS             secret.TLSFiles
 	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
 	TraceURL            string
 	RedactPattern       *regexp.Regexp
@@ -212,6 +215,7 @@ func (p *parser) readChecks(c *Config) {
 	c.SchemaRegistryUser = p.raw(EnvSchemaRegistryUser)
 	c.SchemaRegistrySecret = p.secret(EnvSchemaRegistrySecret)
 	c.SchemaRegistryTLS = p.tlsFiles(EnvSchemaRegistryCA, EnvSchemaRegistryCert, EnvSchemaRegistryKey)
+	c.SchemaRegistryOAuth = p.clientCredentials(c)
 	c.SchemaSubject = p.raw(EnvSchemaSubject)
 	c.SchemaAccept = p.raw(EnvSchemaAccept)
 	c.SchemaTimeout = p.duration(EnvSchemaTimeout)
@@ -351,7 +355,11 @@ func secretVar(name string) bool {
 // when they change.
 func (c *Config) FileSecrets() []*secret.Value {
 	var out []*secret.Value
-	for _, v := range []*secret.Value{c.SchemaRegistrySecret, c.HookToken, c.HookSigningSecret} {
+	vals := []*secret.Value{c.SchemaRegistrySecret, c.HookToken, c.HookSigningSecret}
+	if c.SchemaRegistryOAuth != nil {
+		vals = append(vals, c.SchemaRegistryOAuth.Secret)
+	}
+	for _, v := range vals {
 		if v != nil && v.File != "" {
 			out = append(out, v)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,6 +61,29 @@ func (p *parser) secret(name string) *secret.Value {
 	}
 	p.seen[name] = strings.TrimSpace(v.Get())
 	return secret.Fixed(name, strings.TrimSpace(v.Get()))
+}
+
+// clientCredentials reads the registry's OAuth settings: all three of the
+// token endpoint, client id and secret, or none; never with basic auth.
+func (p *parser) clientCredentials(c *Config) *secret.ClientCredentials {
+	u, id, scope := p.raw(EnvRegistryTokenURL), p.raw(EnvRegistryClientID), p.raw(EnvRegistryScope)
+	sec := p.secret(EnvRegistryClientSecret)
+	if u == "" && id == "" && sec == nil {
+		return nil
+	}
+	switch {
+	case u == "" || id == "" || sec == nil:
+		p.fail(EnvRegistryTokenURL, "%s, %s and %s go together: set all three or none", EnvRegistryTokenURL, EnvRegistryClientID, EnvRegistryClientSecret)
+		return nil
+	case c.SchemaRegistryUser != "" || c.SchemaRegistrySecret != nil:
+		p.fail(EnvRegistryTokenURL, "set together with %s/%s: relay authenticates to the registry one way", EnvSchemaRegistryUser, EnvSchemaRegistrySecret)
+		return nil
+	}
+	if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+		p.fail(EnvRegistryTokenURL, "%q is not an http(s) URL", secret.MaskURL(u))
+		return nil
+	}
+	return &secret.ClientCredentials{TokenURL: u, ClientID: id, Secret: sec, Scope: scope}
 }
 
 // tlsFiles reads the variables naming a TLS client's PEM files and checks

@@ -39,6 +39,10 @@ const (
 	EnvSchemaRegistryUser   = "RELAY_SCHEMA_REGISTRY_USER"
 	EnvSchemaRegistrySecret = "RELAY_SCHEMA_REGISTRY_PASSWORD"
 	EnvSchemaRegistryCA     = "RELAY_SCHEMA_REGISTRY_SSL_CA_LOCATION"
+	EnvRegistryTokenURL     = "RELAY_SCHEMA_REGISTRY_OAUTH_TOKEN_ENDPOINT_URL"
+	EnvRegistryClientID     = "RELAY_SCHEMA_REGISTRY_OAUTH_CLIENT_ID"
+	EnvRegistryClientSecret = "RELAY_SCHEMA_REGISTRY_OAUTH_CLIENT_SECRET"
+	EnvRegistryScope        = "RELAY_SCHEMA_REGISTRY_OAUTH_SCOPE"
 	EnvSchemaRegistryCert   = "RELAY_SCHEMA_REGISTRY_SSL_CERTIFICATE_LOCATION"
 	EnvSchemaRegistryKey    = "RELAY_SCHEMA_REGISTRY_SSL_KEY_LOCATION"
 	EnvSchemaSubject        = "RELAY_SCHEMA_SUBJECT"
@@ -128,6 +132,10 @@ var Vars = []Var{
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: `.../apis/ccompat/v7`); empty: values are relayed unchecked"},
 	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user (Confluent Cloud: the API key); with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},
 	{Name: EnvSchemaRegistrySecret, Secret: true, Help: "registry password (Confluent Cloud: the API secret) or bearer token"},
+	{Name: EnvRegistryTokenURL, Help: "OAuth 2.0 token endpoint: relay gets the registry's bearer token by the client credentials grant, and a new one before it expires (instead of `" + EnvSchemaRegistryUser + "`/`" + EnvSchemaRegistrySecret + "`)"},
+	{Name: EnvRegistryClientID, Help: "OAuth client id, with `" + EnvRegistryTokenURL + "`"},
+	{Name: EnvRegistryClientSecret, Secret: true, Help: "OAuth client secret, with `" + EnvRegistryTokenURL + "`"},
+	{Name: EnvRegistryScope, Help: "OAuth scope to ask for, with `" + EnvRegistryTokenURL + "` (optional)"},
 	{Name: EnvSchemaRegistryCA, Help: "PEM file of the CA that signs the registry's certificate; default: the system's roots"},
 	{Name: EnvSchemaRegistryCert, Help: "PEM file of relay's client certificate for the registry (with `" + EnvSchemaRegistryKey + "`); read again when it changes"},
 	{Name: EnvSchemaRegistryKey, Help: "PEM file of the private key of `" + EnvSchemaRegistryCert + "`"},

@@ -285,8 +285,9 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 // What sets relay's credential for the registry and the hook, for the
 // messages that say a credential is refused.
 const (
-	registryCredentialVars = config.EnvSchemaRegistryUser + ", " + config.EnvSchemaRegistrySecret + " (or its _FILE), " + config.EnvSchemaRegistryCert
-	hookCredentialVars     = config.EnvHookToken + ", " + config.EnvHookSigningSecret + " (or their _FILE), " + config.EnvHookCert
+	registryCredentialVars = config.EnvSchemaRegistryUser + ", " + config.EnvSchemaRegistrySecret + " (or its _FILE), " +
+		config.EnvRegistryClientID + ", " + config.EnvRegistryClientSecret + ", " + config.EnvSchemaRegistryCert
+	hookCredentialVars = config.EnvHookToken + ", " + config.EnvHookSigningSecret + " (or their _FILE), " + config.EnvHookCert
 )
 
 // secretChanged gives a Kafka SASL secret read again to the clients
@@ -373,6 +374,9 @@ func (d *daemon) prepare(ctx context.Context, consumer *kafka.Consumer, metrics 
 			var un *schema.UnauthorizedError
 			var tlsErr *schema.TLSError
 			switch {
+			case errors.As(err, &un) && d.cfg.SchemaRegistryOAuth != nil:
+				err = &ConfigError{Err: fmt.Errorf("%s, %s, %s: %w", config.EnvRegistryTokenURL, config.EnvRegistryClientID,
+					d.cfg.SchemaRegistryOAuth.Secret.VarName(config.EnvRegistryClientSecret), err)}
 			case errors.As(err, &un):
 				err = &ConfigError{Err: fmt.Errorf("%s, %s: %w", config.EnvSchemaRegistryUser, d.cfg.SchemaRegistrySecret.VarName(config.EnvSchemaRegistrySecret), err)}
 			case errors.As(err, &tlsErr):

@@ -3,13 +3,16 @@ package schema
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"relay/internal/secret"
 	"relay/internal/tiers"
 )
 
@@ -70,5 +73,48 @@ func TestBearerTokenWithoutUser(t *testing.T) {
 	c.Authenticate(Auth{Password: func() string { return "tok" }})
 	if _, err := c.Schema(context.Background(), 1); err != nil || got != "Bearer tok" {
 		t.Fatalf("%v, Authorization %q", err, got)
+	}
+}
+
+// With OAuth client credentials, relay asks the token endpoint once, sends
+// the token until shortly before it expires, and a token endpoint that
+// refuses relay's client credentials is a refusal, not an outage.
+func TestRegistryTokenFromClientCredentials(t *testing.T) {
+	var issued, refuse atomic.Int64
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, sec, _ := r.BasicAuth(); id != "relay" || sec != "s3cret" || refuse.Load() == 1 || r.FormValue("grant_type") != "client_credentials" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+			return
+		}
+		n := issued.Add(1)
+		_, _ = fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
+	}))
+	defer idp.Close()
+	var got []string
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		_, _ = w.Write([]byte(`{"schema":"\"string\""}`))
+	}))
+	defer reg.Close()
+	cc := &secret.ClientCredentials{TokenURL: idp.URL, ClientID: "relay", Secret: secret.Fixed("S", "s3cret")}
+	c := NewClient(reg.URL, time.Second)
+	c.Authenticate(Auth{Token: cc.Token})
+	for range 3 {
+		if _, err := c.Schema(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if issued.Load() != 1 || strings.Join(got, ",") != "Bearer tok-1,Bearer tok-1,Bearer tok-1" {
+		t.Fatalf("issued %d, Authorization %v", issued.Load(), got)
+	}
+	refuse.Store(1)
+	cc2 := &secret.ClientCredentials{TokenURL: idp.URL, ClientID: "relay", Secret: secret.Fixed("S", "wrong")}
+	c2 := NewClient(reg.URL, time.Second)
+	c2.Authenticate(Auth{Token: cc2.Token})
+	_, err := c2.Schema(context.Background(), 1)
+	var un *UnauthorizedError
+	if !errors.As(err, &un) || un.Status != http.StatusUnauthorized {
+		t.Fatalf("refused client credentials: %v", err)
 	}
 }

@@ -104,6 +104,9 @@ type Auth struct {
 	// at every request, so a rotated secret is used from the next one on.
 	User     string
 	Password func() string
+	// Token, when set, gives the bearer token of each request instead
+	// (an OAuth client credentials grant that refreshes it).
+	Token func(context.Context) (string, error)
 	// TLS, when set, configures the registry's connections: a private
 	// CA, a client certificate.
 	TLS *tls.Config
@@ -177,7 +180,14 @@ func (t *ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.ctx != nil {
 		r = r.WithContext(t.ctx)
 	}
-	if a := t.client.auth; a != nil && r.URL.Scheme == t.client.scheme && r.URL.Host == t.client.host {
+	if a := t.client.auth; a != nil && a.Token != nil && r.URL.Scheme == t.client.scheme && r.URL.Host == t.client.host {
+		tok, err := a.Token(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+tok)
+	} else if a != nil && r.URL.Scheme == t.client.scheme && r.URL.Host == t.client.host {
 		secret := ""
 		if a.Password != nil {
 			secret = a.Password()
@@ -216,6 +226,15 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 	st := cn.rt.status
 	if c.access != nil && (Refused(st) || st/100 == 2 || st == http.StatusNotFound) {
 		c.access(Refused(st), st)
+	}
+	var te *secret.TokenError
+	if err != nil && st == 0 && errors.As(err, &te) && te.Status/100 == 4 {
+		// The token endpoint refuses relay's client credentials (a 5xx
+		// of its own is an outage, as the registry's would be).
+		if c.access != nil {
+			c.access(true, te.Status)
+		}
+		return &UnauthorizedError{Status: te.Status, Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	if err != nil && Refused(st) {
 		return &UnauthorizedError{Status: st, Err: fmt.Errorf("%s: %w", what, err)}
