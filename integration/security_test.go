@@ -318,7 +318,7 @@ func TestRefusedKafkaCredentialsStopRelayNamingTheVariable(t *testing.T) {
 	}
 
 	other := filepath.Join(t.TempDir(), "other-ca.pem")
-	otherCA(t, other)
+	_, _ = otherCA(t, other)
 	untrusted := merge(scramEnv(t, user, password), map[string]string{"RELAY_KAFKA_SSL_CA_LOCATION": other})
 	code, out = runToExit(t, "untrusted-ca", merge(env, untrusted), 60*time.Second)
 	if code != 2 || !strings.Contains(out, "RELAY_KAFKA_SSL_CA_LOCATION: the TLS handshake with the broker failed") {
@@ -344,10 +344,26 @@ func TestMutualTLSAsThePrincipal(t *testing.T) {
 	waitCaughtUp(t, s.group, s.src.topic, s.partitions, 90*time.Second)
 	r.stop()
 	assertExactlyOnce(t, s.src, s.output, s.group, s.partitions)
+
+	// The same principal's name in a certificate of another CA: the broker
+	// refuses it (under TLS 1.3, after the handshake), and relay stops
+	// naming the certificate's variables.
+	cert, key := foreignClientCert(t, t.TempDir())
+	code, out := runToExit(t, "foreign-certificate", merge(env, map[string]string{
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS":        sslBootstrap,
+		"RELAY_KAFKA_SECURITY_PROTOCOL":        "SSL",
+		"RELAY_KAFKA_SSL_CA_LOCATION":          tlsFile("ca.pem"),
+		"RELAY_KAFKA_SSL_CERTIFICATE_LOCATION": cert,
+		"RELAY_KAFKA_SSL_KEY_LOCATION":         key,
+	}), 60*time.Second)
+	if code != 2 || !strings.Contains(out, "RELAY_KAFKA_SSL_CERTIFICATE_LOCATION") {
+		t.Fatalf("a client certificate of another CA: exit %d:\n%s", code, tail(out, 8))
+	}
 }
 
-// otherCA writes a CA certificate that signed nothing of the broker's.
-func otherCA(t *testing.T, path string) {
+// otherCA writes a CA certificate that signed nothing of the broker's,
+// and returns its key.
+func otherCA(t *testing.T, path string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
 	if err != nil {
@@ -363,6 +379,41 @@ func otherCA(t *testing.T, path string) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca, key
+}
+
+// foreignClientCert writes a client certificate (CN=relay-tls, the
+// principal the mTLS test grants) signed by a CA the broker does not
+// trust, and its key.
+func foreignClientCert(t *testing.T, dir string) (certPath, keyPath string) {
+	t.Helper()
+	ca, caKey := otherCA(t, filepath.Join(dir, "foreign-ca.pem"))
+	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "relay-tls"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, "foreign.pem"), filepath.Join(dir, "foreign.key")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certPath, keyPath
 }
 
 // pairs is env as the name, value pairs scenario.cli takes.

@@ -78,7 +78,7 @@ func credentialRefused(c *kafka.Consumer, cfg *config.Config, log *slog.Logger) 
 		}
 		if vars != "" {
 			what := "relay's credential is refused"
-			if e.Code() == kafka.ErrSsl {
+			if kafkaerr.CredentialCode(e) == kafka.ErrSsl {
 				what = "the TLS handshake with the broker failed"
 			}
 			// Not wrapped: a Kafka error in the chain would be retried.

@@ -202,7 +202,7 @@ func CredentialVars(err error, props map[string]string, name func(prop string) s
 			list = append(list, name(p))
 		}
 	}
-	switch Code(err) {
+	switch CredentialCode(err) {
 	case kafka.ErrAuthentication, kafka.ErrSaslAuthenticationFailed:
 		if strings.EqualFold(props["sasl.mechanism"], "OAUTHBEARER") || strings.EqualFold(props["sasl.mechanisms"], "OAUTHBEARER") {
 			add("sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url")
@@ -225,8 +225,48 @@ func CredentialVars(err error, props map[string]string, name func(prop string) s
 // short or an identity provider out of reach, which may heal.
 var refusedTexts = []string{
 	"invalid credentials", "Authentication failed", // SASL PLAIN/SCRAM
-	"invalid_client", "invalid_grant", "invalid_token", "unauthorized_client", "unexpired token", // OAUTHBEARER, OIDC
-	"certificate verify failed", "alert", "unknown ca", "bad certificate", "certificate required", // TLS
+	"invalid_client", "invalid_grant", "invalid_token", "unauthorized_client", "unexpired token", "invalid_scope", "access_denied", // OAUTHBEARER, OIDC
+	"certificate verify failed", // TLS: relay does not trust the broker
+}
+
+// tlsRefusals are the TLS alerts of a peer refusing relay's certificate
+// (or its lack of one), as OpenSSL words them after "tlsv13 alert ",
+// "tlsv1 alert " or "sslv3 alert ". Other alerts (internal error, say) may
+// heal.
+var tlsRefusals = []string{"unknown ca", "bad certificate", "certificate required", "certificate unknown",
+	"certificate expired", "certificate revoked", "unsupported certificate", "access denied"}
+
+// tlsAlert reports whether msg carries a TLS alert refusing a certificate.
+func tlsAlert(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, proto := range []string{"tlsv13 alert ", "tlsv1 alert ", "sslv3 alert "} {
+		for i := strings.Index(msg, proto); i >= 0; {
+			rest := msg[i+len(proto):]
+			for _, r := range tlsRefusals {
+				if strings.HasPrefix(rest, r) {
+					return true
+				}
+			}
+			j := strings.Index(rest, proto)
+			if j < 0 {
+				break
+			}
+			i += len(proto) + j
+		}
+	}
+	return false
+}
+
+// CredentialCode is the code of a credential error: err's own, or ErrSsl
+// for a transport error that carries a TLS alert refusing relay's
+// certificate (under TLS 1.3 the broker's refusal comes after the
+// handshake, and librdkafka reports it on the next receive).
+func CredentialCode(err error) kafka.ErrorCode {
+	c := Code(err)
+	if c == kafka.ErrTransport && err != nil && tlsAlert(err.Error()) {
+		return kafka.ErrSsl
+	}
+	return c
 }
 
 // CredentialRefused reports whether err, a credential error of
@@ -235,6 +275,9 @@ var refusedTexts = []string{
 func CredentialRefused(err error) bool {
 	if err == nil {
 		return false
+	}
+	if tlsAlert(err.Error()) {
+		return true
 	}
 	msg := strings.ToLower(err.Error())
 	for _, t := range refusedTexts {

@@ -78,3 +78,20 @@ func TestCredentialRefusedTellsRefusalsFromOutages(t *testing.T) {
 		}
 	}
 }
+
+// Under TLS 1.3 a broker refusing relay's certificate says so after the
+// handshake: librdkafka reports the alert as a transport error.
+func TestTLSAlertOnReceiveIsACredentialError(t *testing.T) {
+	e := kafka.NewError(kafka.ErrTransport, "ssl://b:9093/1: Receive failed: error:0A00045C:SSL routines::tlsv13 alert certificate required", false)
+	if CredentialCode(e) != kafka.ErrSsl || !CredentialRefused(e) {
+		t.Fatalf("code %v refused %v", CredentialCode(e), CredentialRefused(e))
+	}
+	props := map[string]string{"ssl.certificate.location": "/c.pem"}
+	if vars := CredentialVars(e, props, func(p string) string { return p }); vars != "ssl.ca.location, ssl.certificate.location, ssl.key.location" {
+		t.Fatalf("vars %q", vars)
+	}
+	plain := kafka.NewError(kafka.ErrTransport, "ssl://b:9093/1: Receive failed: Connection reset by peer", false)
+	if CredentialCode(plain) != kafka.ErrTransport || CredentialVars(plain, props, func(p string) string { return p }) != "" {
+		t.Fatal("a reset connection taken for a refusal")
+	}
+}

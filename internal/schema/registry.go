@@ -228,9 +228,10 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 		c.access(Refused(st), st)
 	}
 	var te *secret.TokenError
-	if err != nil && st == 0 && errors.As(err, &te) && te.Status/100 == 4 {
-		// The token endpoint refuses relay's client credentials (a 5xx
-		// of its own is an outage, as the registry's would be).
+	if err != nil && st == 0 && errors.As(err, &te) && (te.Status == http.StatusBadRequest || Refused(te.Status)) {
+		// The token endpoint refuses relay's client credentials (RFC
+		// 6749 answers invalid_client with 400 or 401). Its 5xx, 408 or
+		// 429 is an outage, as the registry's would be.
 		if c.access != nil {
 			c.access(true, te.Status)
 		}

@@ -83,6 +83,9 @@ func (l *Loop) persist(ctx context.Context, op string, call func() error) error 
 		backoff.WithMaxElapsedTime(0), // for as long as the outage lasts
 		backoff.WithNotify(func(err error, in time.Duration) {
 			l.obs.Alive() // waiting out an outage is not being stuck
+			// A refused credential can keep relay here (the producer's
+			// InitTransactions) and never back to a round of the loop.
+			l.checkRefused(time.Time{})
 			l.log.Warn("kafka call failed; retrying", "op", op, "err", err, "in", in.String())
 			if kafkaerr.Is(err, kafka.ErrConcurrentTransactions) && time.Since(start) >= blockedCoordinator && time.Since(warned) >= blockedCoordinator {
 				warned = time.Now()
@@ -272,6 +275,7 @@ func (l *Loop) retry(ctx context.Context, op string, call func(context.Context) 
 	var err error
 	for range opAttempts {
 		l.obs.Alive() // each try is a stretch of its own for the liveness bound
+		l.checkRefused(time.Time{})
 		// A call in flight is not cut short by shutdown: a commit that
 		// is about to succeed should. Each call has its own deadline.
 		err = l.producerCall(l.producer, op, func() error {

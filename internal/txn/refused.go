@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // refusedQuiet is how long after the clients' last authentication failure
@@ -35,7 +37,8 @@ type refusal struct {
 // credentialError reports whether e says relay's credential or a TLS
 // handshake was refused.
 func credentialError(e kafka.Error) bool {
-	return e.Code() == kafka.ErrAuthentication || e.Code() == kafka.ErrSsl
+	c := kafkaerr.CredentialCode(e)
+	return c == kafka.ErrAuthentication || c == kafka.ErrSsl
 }
 
 // noteRefused records e, from the consumer (the loop's goroutine) or a
