@@ -31,7 +31,15 @@ func TestClusterRollingRestart(t *testing.T) {
 	insts := make([]*instance, instances)
 	start := func(i int) {
 		in := insts[i]
-		in.r = startRelay(t, fmt.Sprintf("relay-%d-%d", i, in.runs), s.env(in.txn, "RELAY_HTTP_ADDR", in.addr))
+		// relay's own transaction timeout (a minute), not the harness's
+		// 10 s: a broker killed, kept down 5 s and restarted is away about
+		// 11 s, and a coordinator that aborts the open transaction under
+		// relay bumps its producer epoch, which looks like a fence. The
+		// harness's 10 s is for instances killed for good; here each is
+		// restarted at once under its transactional id, which ends what it
+		// left open without waiting for the timeout.
+		in.r = startRelay(t, fmt.Sprintf("relay-%d-%d", i, in.runs), s.env(in.txn, "RELAY_HTTP_ADDR", in.addr,
+			"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "60000"))
 		in.runs++
 	}
 	for i := range insts {
