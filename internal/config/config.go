@@ -393,7 +393,7 @@ func (c *Config) Effective() []string {
 		case v.Secret && val != "":
 			val = "****"
 		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:
-			val = redactURL(val)
+			val = secret.MaskURL(val)
 		}
 		out = append(out, v.Name+"="+val)
 	}

@@ -296,9 +296,8 @@ func (p *parser) validateTransaction(c *Config) {
 func checkURL(p *parser, name, raw string) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.fail(name, "%q is not an http(s) URL", redactURL(raw))
+		p.fail(name, "%q is not an http(s) URL", secret.MaskURL(raw))
 	}
 }
 
 // redactURL hides the password of a URL for messages and relay config.
-func redactURL(raw string) string { return secret.MaskURL(raw) }

@@ -59,8 +59,8 @@ func (p *parser) secret(name string) *secret.Value {
 		p.seen[name+secret.FileSuffix] = v.File
 		return v
 	}
-	p.seen[name] = strings.TrimSpace(v.Get())
-	return secret.Fixed(name, strings.TrimSpace(v.Get()))
+	p.seen[name] = v.Get()
+	return v
 }
 
 // clientCredentials reads the registry's OAuth settings: all three of the

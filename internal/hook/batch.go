@@ -15,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"relay/internal/secret"
 	"relay/internal/tiers"
 	"relay/internal/tracing"
 )
@@ -224,7 +225,7 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	case st == http.StatusTooManyRequests:
 		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
 			Err: errors.New("hook answered 429 to a batch")}
-	case Refused(st):
+	case secret.RefusedStatus(st):
 		return nil, tiers.Failf(tiers.CauseHookUnauthorized, "hook answered %d to a batch of %d records: it refuses relay's credential", st, n)
 	case st != http.StatusOK:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d to a batch of %d records", st, n)

@@ -87,11 +87,6 @@ func Sign(secret string, t time.Time, body []byte) string {
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// Refused reports whether status is the answer to a refused credential.
-func Refused(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusProxyAuthRequired
-}
-
 // Authenticate sets how relay authenticates itself, and access, when not
 // nil, hears after each answer whether the hook refused relay's
 // credential (401/403) or accepted it (2xx, 400, 422). Call it before the
@@ -151,7 +146,7 @@ func (c *Client) heard(st int) {
 		return
 	}
 	switch {
-	case Refused(st):
+	case secret.RefusedStatus(st):
 		c.access(true, st)
 	case st/100 == 2 || st == http.StatusBadRequest || st == http.StatusUnprocessableEntity:
 		c.access(false, st)
@@ -240,7 +235,7 @@ func decide(st int, answer []byte, retry string) (map[string]any, error) {
 		return nil, tiers.Failf(tiers.CauseHookInvalidInput, "hook answered 400")
 	case st == http.StatusTooManyRequests:
 		return nil, &tiers.Error{Cause: tiers.CauseHookRateLimited, RetryAfter: retryAfter(retry, time.Now()), Err: errors.New("hook answered 429")}
-	case Refused(st):
+	case secret.RefusedStatus(st):
 		return nil, tiers.Failf(tiers.CauseHookUnauthorized, "hook answered %d: it refuses relay's credential", st)
 	case st >= 500:
 		return nil, tiers.Failf(tiers.CauseHookUnavailable, "hook answered %d", st)

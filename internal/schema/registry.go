@@ -50,19 +50,11 @@ func (e *TLSError) Error() string {
 }
 func (e *TLSError) Unwrap() error { return e.Err }
 
-// tlsFailure reports whether err is a failed TLS handshake.
-func tlsFailure(err error) bool { return secret.TLSRefused(err) }
-
 // AccessFunc hears, after each registry answer, whether the registry
 // refused relay's credential (401/403/407, or a TLS handshake: status 0)
 // or accepted it (2xx, 404); other answers say nothing about the
 // credential and are not reported.
 type AccessFunc func(refused bool, status int)
-
-// Refused reports whether status is the answer to a refused credential.
-func Refused(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusProxyAuthRequired
-}
 
 // SubjectVersion is one registration of a schema.
 type SubjectVersion struct {
@@ -224,11 +216,11 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 	defer func() { cn.rt.ctx = nil }()
 	err := f(cn.src)
 	st := cn.rt.status
-	if c.access != nil && (Refused(st) || st/100 == 2 || st == http.StatusNotFound) {
-		c.access(Refused(st), st)
+	if c.access != nil && (secret.RefusedStatus(st) || st/100 == 2 || st == http.StatusNotFound) {
+		c.access(secret.RefusedStatus(st), st)
 	}
 	var te *secret.TokenError
-	if err != nil && st == 0 && errors.As(err, &te) && (te.Status == http.StatusBadRequest || Refused(te.Status)) {
+	if err != nil && st == 0 && errors.As(err, &te) && (te.Status == http.StatusBadRequest || secret.RefusedStatus(te.Status)) {
 		// The token endpoint refuses relay's client credentials (RFC
 		// 6749 answers invalid_client with 400 or 401). Its 5xx, 408 or
 		// 429 is an outage, as the registry's would be.
@@ -237,10 +229,10 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 		}
 		return &UnauthorizedError{Status: te.Status, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	if err != nil && Refused(st) {
+	if err != nil && secret.RefusedStatus(st) {
 		return &UnauthorizedError{Status: st, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	if err != nil && st == 0 && tlsFailure(err) {
+	if err != nil && st == 0 && secret.TLSRefused(err) {
 		if c.access != nil {
 			c.access(true, 0)
 		}

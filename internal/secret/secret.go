@@ -120,7 +120,9 @@ func Lookup(lookup func(string) (string, bool), name string) (v *Value, ok bool,
 		v, err := FromFile(name+FileSuffix, file)
 		return v, true, err
 	case inVar:
-		return Fixed(name, val), true, nil
+		// As every variable of relay's: white space around it is not
+		// part of it.
+		return Fixed(name, strings.TrimSpace(val)), true, nil
 	}
 	return nil, false, nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -99,6 +100,12 @@ func (k *keyPair) current() (*tls.Certificate, error) {
 	// before stays, and the next handshake tries again.
 	_, _ = k.load()
 	return k.cert, nil
+}
+
+// RefusedStatus reports whether an HTTP status is the answer to a refused
+// credential: 401, 403, or 407 from a proxy in front.
+func RefusedStatus(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusProxyAuthRequired
 }
 
 // TLSRefused reports whether err is a failed TLS handshake: a certificate
