@@ -28,6 +28,7 @@ type orderHook struct {
 	mu       sync.Mutex
 	failing  map[string]bool
 	flaky    atomic.Int64 // percent
+	failed   atomic.Int64 // calls answered 503
 	pause    atomic.Int64 // nanoseconds
 	calls    map[string]int
 	busy     map[string]bool
@@ -68,6 +69,7 @@ func newOrderHook(t *testing.T) *orderHook {
 		h.busy[key] = false
 		h.mu.Unlock()
 		if fail || rand.Int64N(100) < h.flaky.Load() {
+			h.failed.Add(1)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -218,6 +220,15 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 		rs[n].signal(syscall.SIGKILL)
 		rs[n].wait(10 * time.Second)
 		rs[n] = start(n, i+1)
+	}
+	// The random failures stay on until relay has met enough of them:
+	// on a loaded machine the kills and rebalances above can take the
+	// whole window, and a run without failures proves nothing of blocked
+	// keys.
+	for deadline := time.Now().Add(2 * time.Minute); h.failed.Load() < 50; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hook failed only %d calls in 2 minutes: the run did not exercise blocked keys", h.failed.Load())
+		}
 	}
 	h.flaky.Store(0)
 	waitSettled(t, s, 4*time.Minute)
