@@ -48,9 +48,11 @@ var mayImport = map[string][]string{
 	"internal/checks": {"internal/config", "internal/envelope", "internal/retry", "internal/rules", "internal/schema", "internal/tiers"},
 	// The operator commands' domains: the quarantine read model, and the
 	// replay workflow (which judges records by the pipeline's own path).
-	"internal/quarantine": {"internal/config", "internal/envelope", "internal/ledger", "internal/statetopic", "internal/topics"},
+	"internal/quarantine": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/statetopic", "internal/topics"},
 	"internal/replay": {"internal/checks", "internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger",
-		"internal/pipeline", "internal/quarantine", "internal/statetopic", "internal/tiers", "internal/topics", "internal/tracing"},
+		"internal/pipeline", "internal/quarantine", "internal/secret", "internal/statetopic", "internal/tiers", "internal/topics", "internal/tracing"},
+	"internal/console": {"internal/config", "internal/envelope", "internal/ledger", "internal/quarantine", "internal/replay", "internal/schema",
+		"internal/topics"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay audit: reads relay's topics and the ledger, and judges.
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger"},

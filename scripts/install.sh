@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need and a fresh machine may
 # lack: Java 17+ and Maven (the local stack), curl (its readiness checks),
-# gcc (cgo, for librdkafka), etcd (the chart's dry run), and make for
+# gcc (cgo, for librdkafka), etcd (the chart's dry run), Chromium and npm
+# (the console's browser tests), and make for
 # .ci/run, which runs this before make. `make demo`, `make test` and
 # .ci/run all start here, so all three need and install the same things.
 #
@@ -56,6 +57,10 @@ find_missing() {
   have openssl || missing+=(openssl)
   # The chart's server-side dry run (make test) runs kube-apiserver on it.
   have etcd || missing+=(etcd-server)
+  # The console's browser tests drive Debian's Chromium (make test).
+  have chromium || missing+=(chromium)
+  # axe-core, the browser tests' accessibility check, comes from npm.
+  have npm || missing+=(npm)
   # The release's, installed without recommends (qemu-user's would
   # register binfmt handlers with the kernel).
   bare=()

@@ -29,6 +29,8 @@ func (a *app) quarantineCmd() *cobra.Command {
 // filterFlags registers the selection flags shared by list and replay.
 func filterFlags(fs *pflag.FlagSet, sp *quarantine.Spec, withStates bool) {
 	fs.StringVar(&sp.Codes, "code", "", "error codes, comma-separated")
+	fs.StringVar(&sp.Classes, "class", "", "error classes (relay.error.class), comma-separated")
+	fs.Var(&keyFlag{&sp.Key}, "key", "record key, as text")
 	fs.StringVar(&sp.MinAge, "min-age", "", "quarantined at least this long ago (e.g. 1h, 7d)")
 	fs.StringVar(&sp.MaxAge, "max-age", "", "quarantined at most this long ago")
 	fs.StringVar(&sp.SchemaVersions, "schema-version", "", "writer schema versions, comma-separated")
@@ -185,3 +187,15 @@ func (a *app) discard(ctx context.Context, d *quarantine.Discard, actor string) 
 		return exitOK
 	})
 }
+
+// keyFlag is --key: set, even to "", it selects that key.
+type keyFlag struct{ p **string }
+
+func (k *keyFlag) String() string {
+	if *k.p == nil {
+		return ""
+	}
+	return **k.p
+}
+func (k *keyFlag) Set(v string) error { *k.p = &v; return nil }
+func (k *keyFlag) Type() string       { return "string" }

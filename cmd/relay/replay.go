@@ -29,8 +29,15 @@ whose record is gone are skipped and counted. --dry-run writes nothing and
 reports what would pass and what would still fail, by code. With -o json the
 report (dry run or summary) is one pretty-printed JSON document.
 
+A replay also stops by itself, saying why, when relay's lag on the replay
+topic passes --max-replay-lag and keeps rising, when more than
+--max-duplicates replayed records turn out to be copies of settled failures,
+and when the hook times out more than --max-hook-timeouts times on the relay
+instances --watch-metrics names.
+
 Exit codes: 0 done, 1 runtime failure, 2 bad input (nothing written), 3
-stopped by the repeat-failure threshold, 4 outcomes not all known in --wait.`
+stopped (repeat failures or a stop condition), 4 outcomes not all known in
+--wait.`
 
 // replayLine is `relay replay`'s command line.
 type replayLine struct {
@@ -66,10 +73,15 @@ func (rl *replayLine) flags(c *cobra.Command) {
 		"relay outputs a failure once whichever copy comes first")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "run today's admission and rules on the selection; write nothing")
 	fs.IntVar(&o.Sample, "sample", 0, "replay a deterministic sample of about N records first (whole keys) and wait for their outcomes")
+	fs.BoolVar(&o.SampleOnly, "sample-only", false, "replay the sample alone; replay the rest later with the same selection (the sample's resolved failures are skipped then)")
 	fs.Float64Var(&o.Rate, "rate", o.Rate, "records per second at most")
 	fs.Float64Var(&o.MaxFailureRate, "max-failure-rate", o.MaxFailureRate, "stop when this share of known outcomes failed again")
 	fs.IntVar(&o.MinOutcomes, "min-outcomes", o.MinOutcomes, "outcomes needed before the threshold applies after the sample")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for outcomes")
+	fs.Int64Var(&o.MaxReplayLag, "max-replay-lag", o.MaxReplayLag, "stop when relay's lag on the replay topic is above this many records and still rising (0: not watched)")
+	fs.IntVar(&o.MaxDuplicates, "max-duplicates", o.MaxDuplicates, "stop when more replayed records than this turn out to be copies of settled failures")
+	fs.IntVar(&o.MaxHookTimeouts, "max-hook-timeouts", o.MaxHookTimeouts, "stop when the hook times out more often than this during the replay (needs --watch-metrics)")
+	fs.StringSliceVar(&o.WatchMetrics, "watch-metrics", nil, "relay instances' /metrics URLs, comma-separated, whose relay_hook_timeouts_total is watched (default RELAY_REPLAY_WATCH_METRICS)")
 	fs.StringVar(&rl.progress, "progress", "auto", "auto, bar, lines or none (auto: a bar on a terminal)")
 	outputFlag(c, &rl.out, true)
 }
@@ -101,6 +113,9 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 		return code
 	}
 	defer ops.admin.Close()
+	if rl.o.WatchMetrics == nil {
+		rl.o.WatchMetrics = ops.cfg.WatchMetrics
+	}
 	if !rl.o.DryRun {
 		if code := a.fitTransactionTimeout(ctx, ops, "relay replay", "nothing was replayed"); code != exitOK {
 			return code

@@ -40,7 +40,7 @@ const rootLong = `relay — exactly-once ingress stage for Apache Kafka.
 
 Configuration comes from environment variables only (RELAY_*, RELAY_KAFKA_*
 passed to librdkafka, OTEL_*), listed in docs/REFERENCE.md. The commands that read
-Kafka (topics, quarantine, replay, audit) need no RELAY_TRANSACTIONAL_ID.
+Kafka (topics, quarantine, replay, audit, console) need no RELAY_TRANSACTIONAL_ID.
 
 Exit codes: 0 ok, 1 runtime failure (a crash included), 2 bad command line
 or configuration (nothing started, no broker contacted); relay replay adds
@@ -60,7 +60,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.auditCmd(), a.versionCmd())
+	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.auditCmd(), a.consoleCmd(), a.versionCmd())
 	stderrFlags(root, a.stderr)
 	return root
 }

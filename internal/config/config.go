@@ -73,6 +73,14 @@ type Config struct {
 	QuarantineRetention time.Duration
 	OutputRetention     time.Duration
 
+	// Owners and Thresholds are RELAY_QUARANTINE_OWNER and
+	// RELAY_QUARANTINE_ALERT_THRESHOLD by source topic ("" for them all).
+	Owners     map[string]string
+	Thresholds map[string]int
+	// WatchMetrics are relay instances' /metrics URLs a replay watches.
+	WatchMetrics []string
+	Console      Console
+
 	// raw holds every relay variable's effective text, for Effective.
 	raw map[string]string
 
@@ -142,6 +150,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	p.readLoop(c)
 	p.readFailures(c)
 	p.readChecks(c)
+	p.readConsole(c)
 	c.LogLevel = p.level(EnvLogLevel)
 	c.Kafka, c.kafkaVar, c.KafkaSecrets = p.kafka(environ)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)

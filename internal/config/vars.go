@@ -68,6 +68,14 @@ const (
 	EnvOutputRetention      = "RELAY_OUTPUT_RETENTION"
 	EnvActor                = "RELAY_ACTOR"
 	EnvTraceURL             = "RELAY_TRACE_URL"
+	EnvQuarantineOwner      = "RELAY_QUARANTINE_OWNER"
+	EnvQuarantineThreshold  = "RELAY_QUARANTINE_ALERT_THRESHOLD"
+	EnvReplayWatchMetrics   = "RELAY_REPLAY_WATCH_METRICS"
+	EnvConsoleAddr          = "RELAY_CONSOLE_ADDR"
+	EnvConsoleToken         = "RELAY_CONSOLE_TOKEN"
+	EnvConsoleUserHeader    = "RELAY_CONSOLE_USER_HEADER"
+	EnvConsoleTrustedProxy  = "RELAY_CONSOLE_TRUSTED_PROXIES"
+	EnvConsoleAuditFile     = "RELAY_CONSOLE_AUDIT_FILE"
 
 	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
 	TraceIDPlaceholder = "{traceId}"
@@ -161,6 +169,14 @@ var Vars = []Var{
 	{Name: EnvQuarantineRetention, Default: "720h", Help: "`retention.ms` that `relay topics apply` gives quarantine and rejected topics"},
 	{Name: EnvOutputRetention, Default: "168h", Help: "`retention.ms` that `relay topics apply` gives output and replay topics"},
 	{Name: EnvTraceURL, Help: "link to a trace in your tracing UI, with `{traceId}` where the trace id goes (e.g. `https://jaeger.example/trace/{traceId}`): `relay quarantine show` prints it"},
+	{Name: EnvQuarantineOwner, Help: "who owns the quarantine: one team for every source (`payments-team`) or one per source topic (`orders=payments-team,refunds=ledger-team`); shown by `relay console` and exported as the `owner` label of `relay_quarantine_topic_unresolved` and `relay_quarantine_alert_threshold`, so alerts route to the owner"},
+	{Name: EnvQuarantineThreshold, Help: "unresolved quarantined failures of a source above which its owner is alerted (`RelayQuarantineOverThreshold`): one number for every source, or one per source topic (`orders=100,refunds=10`)"},
+	{Name: EnvReplayWatchMetrics, Help: "comma-separated `/metrics` URLs of the relay instances: `relay replay` and the console's replays read `relay_hook_timeouts_total` there and stop a replay whose hook timeouts pass `--max-hook-timeouts`"},
+	{Name: EnvConsoleAddr, Default: "127.0.0.1:9465", Help: "listen address of `relay console` (this host only by default)"},
+	{Name: EnvConsoleToken, Secret: true, Help: "token that authorises the console's actions (discard, replay): an operator signs in with it and their name; unset (and no trusted proxy): the console is read-only"},
+	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
+	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of that proxy: `" + EnvConsoleUserHeader + "` is believed only from them"},
+	{Name: EnvConsoleAuditFile, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},

@@ -37,7 +37,7 @@ func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pip
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int)) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), timedOut func()) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -61,6 +61,9 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 			return nil, err
 		}
 		client.Authenticate(auth, hookAccess)
+		if timedOut != nil {
+			client.OnTimeout(timedOut)
+		}
 		o.Hook = client
 		if cfg.HookBatch > 1 {
 			o.Hook = hook.NewBatcher(client, cfg.HookBatch, cfg.HookConcurrency)

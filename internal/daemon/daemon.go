@@ -265,7 +265,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
-		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log))
+		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics.HookTimedOut)
 	if err != nil {
 		d.closeConsumer(consumer)
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
@@ -276,6 +276,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
 	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(ready.retention) })
+	metrics.SetOwners(owners(d.cfg))
 	if ready.adm != nil {
 		d.opts.Go(func() { probeRefusedRegistry(watchCtx, ready.adm, metrics, d.cfg.SchemaTimeout) })
 	}
@@ -477,4 +478,14 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // consuming.
 func livenessBound(cfg *config.Config) time.Duration {
 	return 2*max(cfg.TransactionTimeout, 30*time.Second) + 4*cfg.OpTimeout + 2*txn.WedgeAfter(cfg.OpTimeout)
+}
+
+// owners names each quarantine topic's owner and alert threshold for the
+// gauges that carry them.
+func owners(cfg *config.Config) []telemetry.Ownership {
+	out := make([]telemetry.Ownership, 0, len(cfg.SourceTopics))
+	for _, src := range cfg.SourceTopics {
+		out = append(out, telemetry.Ownership{Topic: cfg.Derived(src).Quarantine, Owner: cfg.Owner(src), Threshold: cfg.Threshold(src)})
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -51,7 +52,9 @@ type Client struct {
 	base    *http.Transport
 	auth    Auth
 	access  func(refused bool, status int) // nil: nobody listens
-	safeURL string                         // url without its secrets, for errors
+	// timedOut hears of every call that got no answer in time (nil: nobody).
+	timedOut func()
+	safeURL  string // url without its secrets, for errors
 }
 
 // Auth is how relay authenticates itself to the hook; the zero value sends
@@ -130,6 +133,9 @@ func (c *Client) masked(err error) error {
 // anything else (refused, reset, timed out) an outage the hook may come
 // back from.
 func (c *Client) failed(err error) error {
+	if c.timedOut != nil && timeout(err) {
+		c.timedOut()
+	}
 	err = c.masked(err)
 	if secret.TLSRefused(err) {
 		if c.access != nil {
@@ -138,6 +144,16 @@ func (c *Client) failed(err error) error {
 		return tiers.Fail(tiers.CauseHookUnauthorized, fmt.Errorf("TLS handshake with the hook failed: %w", err))
 	}
 	return tiers.Fail(tiers.CauseHookUnavailable, err)
+}
+
+// OnTimeout sets f, called for every call that got no answer within the
+// timeout. Call it before the first call.
+func (c *Client) OnTimeout(f func()) { c.timedOut = f }
+
+// timeout says whether a call failed for want of an answer in time.
+func timeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // heard reports the answer's status to whoever listens for refusals.

@@ -38,6 +38,9 @@ type Summary struct {
 	// delete an unresolved record: its record timestamp plus retention.
 	// Only topics with a known, finite retention are present.
 	Deadline map[string]time.Time `json:"deadline,omitempty"`
+	// ByTopic counts the unresolved failures of each quarantine topic
+	// (those whose quarantine record's topic is known).
+	ByTopic map[string]int `json:"unresolvedByTopic,omitempty"`
 }
 
 // Summarize counts items by state, unresolved ones by code with the
@@ -45,7 +48,7 @@ type Summary struct {
 // retention gives a topic's retention; ok is false when it is unknown or
 // infinite.
 func Summarize(items []Item, retention func(topic string) (time.Duration, bool)) Summary {
-	s := Summary{ByState: map[State]int{}, Deadline: map[string]time.Time{}}
+	s := Summary{ByState: map[State]int{}, Deadline: map[string]time.Time{}, ByTopic: map[string]int{}}
 	codes := map[string]*CodeStats{}
 	for _, it := range items {
 		s.ByState[it.State]++
@@ -60,6 +63,9 @@ func Summarize(items []Item, retention func(topic string) (time.Duration, bool))
 		c.Unresolved++
 		if it.Since.Before(c.Oldest) {
 			c.Oldest = it.Since
+		}
+		if it.Topic != "" {
+			s.ByTopic[it.Topic]++
 		}
 		if it.Topic == "" || it.RecordTime.IsZero() || retention == nil {
 			continue

@@ -22,6 +22,11 @@ type Filter struct {
 	Source         string
 	Since, Until   time.Time
 	IDs            map[string]bool
+	// Classes are error classes (relay.error.class); Key is a record key,
+	// as text. Both need the quarantine record: a failure whose record is
+	// gone matches neither.
+	Classes []string
+	Key     *string
 }
 
 // Match says whether fl is selected at now.
@@ -47,26 +52,33 @@ func (f *Filter) Match(fl *Failure, now time.Time) bool {
 		return false
 	case f.IDs != nil && !f.IDs[fl.ID]:
 		return false
+	case len(f.Classes) > 0 && (fl.Record == nil || !slices.Contains(f.Classes, fl.Record.Failure.Class)):
+		return false
+	case f.Key != nil && (fl.Record == nil || string(fl.Record.Key) != *f.Key):
+		return false
 	}
 	return true
 }
 
 // Narrowed says whether f selects by anything but state.
 func (f *Filter) Narrowed() bool {
-	return f.IDs != nil || len(f.Codes) > 0 || len(f.SchemaVersions) > 0 || f.MinAge > 0 || f.MaxAge > 0 ||
+	return f.IDs != nil || len(f.Codes) > 0 || len(f.Classes) > 0 || f.Key != nil || len(f.SchemaVersions) > 0 || f.MinAge > 0 || f.MaxAge > 0 ||
 		!f.Since.IsZero() || !f.Until.IsZero() || f.Partition >= 0 || f.Source != ""
 }
 
 // Spec is a filter as written on a command line; Build checks it.
 type Spec struct {
 	Codes, States, SchemaVersions, MinAge, MaxAge, Since, Until, Source string
-	Partition                                                           int
+	Classes                                                             string
+	// Key selects one record key (as text); nil selects any.
+	Key       *string
+	Partition int
 }
 
 // Build checks the values and makes the filter; every problem is named.
 // An empty States selects the unresolved states; "all" selects every one.
 func (sp *Spec) Build(now time.Time) (*Filter, error) {
-	f := &Filter{Partition: sp.Partition, Source: sp.Source, Codes: SplitList(sp.Codes)}
+	f := &Filter{Partition: sp.Partition, Source: sp.Source, Codes: SplitList(sp.Codes), Classes: SplitList(sp.Classes), Key: sp.Key}
 	var errs []error
 	if sp.Partition < -1 {
 		errs = append(errs, fmt.Errorf("--partition %d: not a partition number", sp.Partition))

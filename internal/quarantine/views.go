@@ -67,6 +67,11 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 	if fl == nil {
 		return Shown{}, false
 	}
+	return ShowFailure(fl, s.traceURL), true
+}
+
+// ShowFailure is fl's envelope and history; traceURL is RELAY_TRACE_URL.
+func ShowFailure(fl *Failure, traceURL string) Shown {
 	out := Shown{State: fl.State}
 	if fl.Entry != nil {
 		out.History = fl.Entry.History
@@ -75,14 +80,14 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 		tp, _ := envelope.Lookup(toHeaders(r.Headers), envelope.TraceParent)
 		out.View = envelope.NewView(r.Failure, string(tp), r.Key, r.ValueLen)
 		out.Location = &envelope.Where{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		if out.TraceID != "" && s.traceURL != "" {
-			out.TraceURL = strings.ReplaceAll(s.traceURL, config.TraceIDPlaceholder, out.TraceID)
+		if out.TraceID != "" && traceURL != "" {
+			out.TraceURL = strings.ReplaceAll(traceURL, config.TraceIDPlaceholder, out.TraceID)
 		}
 	} else {
 		out.FailureID, out.ErrorCode, out.RecordGone = fl.ID, fl.Code, true
 		out.Source = envelope.Source{Topic: fl.Source.Topic, Partition: fl.Source.Partition, Offset: fl.Source.Offset}
 	}
-	return out, true
+	return out
 }
 
 // CodeStats is the unresolved failures of one code.

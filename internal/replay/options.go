@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 
 	"relay/internal/quarantine"
+	"relay/internal/secret"
 )
 
 // Options is one `relay replay`: what to select and how to publish it.
@@ -28,6 +30,10 @@ type Options struct {
 	DryRun                               bool
 	// Sample is about how many records go first, alone (0: none).
 	Sample int
+	// SampleOnly publishes the sample and not the rest: the operator
+	// looks at its outcomes, then replays the rest (the sample's resolved
+	// failures are skipped then).
+	SampleOnly bool
 	// Rate is records per second at most.
 	Rate float64
 	// MaxFailureRate is the share of known outcomes that may fail again;
@@ -36,13 +42,22 @@ type Options struct {
 	MinOutcomes    int
 	// Wait bounds the wait for outcomes.
 	Wait time.Duration
+	// MaxReplayLag stops a replay once relay's lag on the replay topic
+	// is above it and still rising (0: not watched); MaxDuplicates once
+	// more copies of settled failures came back; MaxHookTimeouts once the
+	// hook timed out more often on the relay instances WatchMetrics names.
+	MaxReplayLag    int64
+	MaxDuplicates   int
+	MaxHookTimeouts int
+	WatchMetrics    []string
 
 	filter *quarantine.Filter
 }
 
 // Defaults are the options a command line starts from.
 func Defaults() Options {
-	return Options{Filter: quarantine.Spec{Partition: -1}, Rate: 50, MaxFailureRate: 0.5, MinOutcomes: 10, Wait: 5 * time.Minute}
+	return Options{Filter: quarantine.Spec{Partition: -1}, Rate: 50, MaxFailureRate: 0.5, MinOutcomes: 10, Wait: 5 * time.Minute,
+		MaxReplayLag: 1000, MaxHookTimeouts: 10}
 }
 
 // Check names every problem of the options, and makes the selection's
@@ -55,6 +70,9 @@ func (o *Options) Check(now time.Time) error {
 	if math.IsNaN(o.Rate) || o.Rate <= 0 || o.Rate > 10000 {
 		errs = append(errs, fmt.Errorf("--rate %g: must be above 0 and at most 10000 records per second", o.Rate))
 	}
+	if o.SampleOnly && o.Sample <= 0 {
+		errs = append(errs, errors.New("--sample-only needs --sample N"))
+	}
 	if o.Sample < 0 {
 		errs = append(errs, fmt.Errorf("--sample %d: must be 0 (none) or more", o.Sample))
 	}
@@ -63,6 +81,20 @@ func (o *Options) Check(now time.Time) error {
 	}
 	if o.MinOutcomes < 1 {
 		errs = append(errs, fmt.Errorf("--min-outcomes %d: must be at least 1", o.MinOutcomes))
+	}
+	if o.MaxReplayLag < 0 {
+		errs = append(errs, fmt.Errorf("--max-replay-lag %d: must be 0 (not watched) or more", o.MaxReplayLag))
+	}
+	if o.MaxDuplicates < 0 {
+		errs = append(errs, fmt.Errorf("--max-duplicates %d: must be 0 or more", o.MaxDuplicates))
+	}
+	if o.MaxHookTimeouts < 0 {
+		errs = append(errs, fmt.Errorf("--max-hook-timeouts %d: must be 0 or more", o.MaxHookTimeouts))
+	}
+	for _, u := range o.WatchMetrics {
+		if x, err := url.Parse(u); err != nil || (x.Scheme != "http" && x.Scheme != "https") || x.Host == "" {
+			errs = append(errs, fmt.Errorf("--watch-metrics %q: not an http(s) URL of relay's /metrics", secret.MaskURL(u)))
+		}
 	}
 	if o.Wait <= 0 {
 		errs = append(errs, fmt.Errorf("--wait %s: must be positive", o.Wait))

@@ -29,6 +29,9 @@ func (r *run) publish(ctx context.Context, recs []*quarantine.Failure, check boo
 			return fmt.Sprintf("repeat-failure rate %.0f%% (%d of %d outcomes) passed --max-failure-rate %.0f%%",
 				100*rate, r.tally[string(ledger.FailedAgain)], n, 100*r.o.MaxFailureRate), nil
 		}
+		if why := r.guard.stop(ctx, r.tally); why != "" {
+			return why, nil
+		}
 		due := min(len(recs), int(time.Since(start).Seconds()*r.o.Rate)+1)
 		if due > i {
 			// A tenth of a second's worth at most: a slow commit does
@@ -67,6 +70,7 @@ func (r *run) publishBatch(ctx context.Context, batch []*quarantine.Failure) err
 		}
 		msgs = append(msgs, rec, statetopic.EventMessage(stateTopic, ev))
 		sent = append(sent, fl)
+		r.guard.published(*rec.TopicPartition.Topic, rec.TopicPartition.Partition)
 	}
 	if len(msgs) > 0 {
 		err := r.w.Write(ctx, msgs)

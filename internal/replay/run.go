@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/quarantine"
 	"relay/internal/statetopic"
@@ -80,6 +83,7 @@ type run struct {
 	changed     map[string]string
 	skippedLate map[string]int
 	tracer      trace.Tracer // nil: no publish spans
+	guard       *guard
 }
 
 // Run publishes the plan's selection (the sample first, then its
@@ -96,8 +100,26 @@ func (p *Plan) Run(ctx context.Context, o *Options, id string, log io.Writer, pr
 		return nil, err
 	}
 	defer func() { _ = r.tail.Close() }()
-	fmt.Fprintf(log, "replay %s by %s (%s): %d records at %g/s%s\n", id, o.Actor, o.Reason, r.total, o.Rate, Skips(sel.Skipped))
+	r.guard = &guard{o: o, group: p.cfg.GroupID, parts: map[string]map[int32]bool{}, baseline: map[string]float64{},
+		http: &http.Client{Timeout: 2 * time.Second}, scrapeErr: map[string]bool{},
+		warn: func(format string, args ...any) { fmt.Fprintf(log, "warning: "+format+"\n", args...) }}
+	if o.MaxReplayLag > 0 {
+		if c, err := kafkaclient.Reader(p.cfg, p.cfg.GroupID, kafkaclient.Read{}); err == nil {
+			r.guard.offsets = c
+			defer func() { _ = c.Close() }()
+		} else {
+			fmt.Fprintf(log, "warning: the replay topic's lag is not watched: %v\n", err)
+		}
+	}
+	if len(o.WatchMetrics) > 0 {
+		r.guard.scrape(ctx) // the baseline
+		r.guard.scrapeAt = time.Now()
+	}
 	first, rest := Sample(sel.Records, o.Sample)
+	if o.SampleOnly {
+		r.total, rest = len(first), nil
+	}
+	fmt.Fprintf(log, "replay %s by %s (%s): %d records at %g/s%s\n", id, o.Actor, o.Reason, r.total, o.Rate, Skips(sel.Skipped))
 	status, why := Done, ""
 	if len(rest) > 0 {
 		fmt.Fprintf(log, "sample: %d records first\n", len(first))
@@ -116,7 +138,9 @@ func (r *run) sampleFirst(ctx context.Context, first, rest []*quarantine.Failure
 	if err != nil || why != "" {
 		return Done, why, err
 	}
-	if !r.await(ctx) {
+	if done, why := r.await(ctx); why != "" {
+		return Stopped, why, nil
+	} else if !done {
 		return Incomplete, "the sample's outcomes are not all known within --wait; the rest was not published", nil
 	}
 	if rate, n := r.failureRate(); n > 0 && rate > r.o.MaxFailureRate {
@@ -144,9 +168,13 @@ func (r *run) finish(ctx context.Context, res *Result, status Status, why string
 	case status == Done && why != "":
 		status = Stopped
 	}
-	if status == Done && !r.await(ctx) && ctx.Err() == nil {
-		status, why = Incomplete, fmt.Sprintf("outcomes of %d replayed records are not known within --wait %s: is relay running for group %s? They stay replaying in the ledger",
-			len(r.pending), r.o.Wait, r.cfg.GroupID)
+	if status == Done {
+		if done, stop := r.await(ctx); stop != "" {
+			status, why = Stopped, stop
+		} else if !done && ctx.Err() == nil {
+			status, why = Incomplete, fmt.Sprintf("outcomes of %d replayed records are not known within --wait %s: is relay running for group %s? They stay replaying in the ledger",
+				len(r.pending), r.o.Wait, r.cfg.GroupID)
+		}
 	}
 	r.prog.Done(r.counts())
 	if ctx.Err() != nil {

@@ -76,14 +76,18 @@ func (r *run) settle(id, outcome string) {
 	r.tally[outcome]++
 }
 
-// await waits until every published record's outcome is known, or Wait.
-func (r *run) await(ctx context.Context) bool {
+// await waits until every published record's outcome is known, or Wait,
+// or the guard stops the replay (why).
+func (r *run) await(ctx context.Context) (done bool, why string) {
 	deadline := time.Now().Add(r.o.Wait)
 	for len(r.pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		r.poll(200 * time.Millisecond)
 		r.prog.Update(r.counts())
+		if why := r.guard.stop(ctx, r.tally); why != "" {
+			return false, why
+		}
 	}
-	return len(r.pending) == 0
+	return len(r.pending) == 0, ""
 }
 
 // failureRate is the share of known outcomes that failed again

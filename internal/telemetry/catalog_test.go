@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"relay/internal/ledger"
 )
 
@@ -29,8 +31,10 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 		return ledger.Summary{
 			ByCode:   []ledger.CodeStats{{Code: "X", Unresolved: 1, Oldest: now}},
 			Deadline: map[string]time.Time{"t.quarantine": now.Add(time.Hour)},
+			ByTopic:  map[string]int{"t.quarantine": 7},
 		}
 	})
+	m.SetOwners([]Ownership{{Topic: "t.quarantine", Owner: "payments-team", Threshold: 5}})
 	m.SetLag(func() []Lag { return []Lag{{Topic: "orders", Partition: 0, Records: 5}} })
 	families, err := m.Registry.Gather()
 	if err != nil {
@@ -39,6 +43,15 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	exported := map[string]string{}
 	for _, f := range families {
 		exported[f.GetName()] = strings.ToLower(f.GetType().String()) + ": " + f.GetHelp()
+		// The owner's gauges carry the owner, for alerts to route on.
+		switch f.GetName() {
+		case "relay_quarantine_topic_unresolved", "relay_quarantine_alert_threshold":
+			want := map[string]float64{"relay_quarantine_topic_unresolved": 7, "relay_quarantine_alert_threshold": 5}[f.GetName()]
+			ms := f.GetMetric()
+			if len(ms) != 1 || ms[0].GetGauge().GetValue() != want || !hasLabel(ms[0].GetLabel(), "owner", "payments-team") || !hasLabel(ms[0].GetLabel(), "topic", "t.quarantine") {
+				t.Errorf("%s: %v, want %g with owner payments-team, topic t.quarantine", f.GetName(), ms, want)
+			}
+		}
 	}
 	for _, in := range Instruments {
 		want := string(in.Kind) + ": " + in.Help
@@ -56,4 +69,13 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 		}
 		t.Errorf("%s is exported but not in Instruments", name)
 	}
+}
+
+func hasLabel(ls []*dto.LabelPair, name, value string) bool {
+	for _, l := range ls {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
 }

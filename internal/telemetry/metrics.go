@@ -45,6 +45,12 @@ const (
 	MetricUnresolved = "relay.quarantine.unresolved"
 	MetricOldestAge  = "relay.quarantine.oldest.age"
 	MetricHeadroom   = "relay.quarantine.retention.headroom"
+	// MetricTopicUnresolved and MetricAlertThreshold carry the owner of
+	// each quarantine topic, so that alerts route to it.
+	MetricTopicUnresolved = "relay.quarantine.topic.unresolved"
+	MetricAlertThreshold  = "relay.quarantine.alert.threshold"
+	// MetricHookTimeouts counts hook calls that got no answer in time.
+	MetricHookTimeouts = "relay.hook.timeouts"
 	// MetricBuildInfo is 1, labelled with relay's version and commit and
 	// the Go and librdkafka versions.
 	MetricBuildInfo = "relay.build.info"
@@ -68,6 +74,8 @@ type Metrics struct {
 	alive, liveBound                                     atomic.Int64 // unix nanoseconds; a duration
 	ready                                                atomic.Bool
 	quarantine                                           atomic.Pointer[QuarantineSource]
+	owners                                               atomic.Pointer[[]Ownership]
+	hookTimeouts                                         metric.Int64Counter
 	lag                                                  atomic.Pointer[LagSource]
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
@@ -149,6 +157,7 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 	m.aborted = counter(MetricTxnAborted)
 	m.outcomes = counter(MetricRecordOutcomes)
 	m.replays = counter(MetricReplayOutcomes)
+	m.hookTimeouts = counter(MetricHookTimeouts)
 	if err != nil {
 		return err
 	}
@@ -232,6 +241,14 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
+	byTopic, err := meter.Int64ObservableGauge(MetricTopicUnresolved, describe(MetricTopicUnresolved))
+	if err != nil {
+		return err
+	}
+	threshold, err := meter.Int64ObservableGauge(MetricAlertThreshold, describe(MetricAlertThreshold))
+	if err != nil {
+		return err
+	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		src := m.quarantine.Load()
 		if src == nil {
@@ -239,6 +256,15 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 		}
 		sum := (*src)()
 		now := m.now()
+		if owners := m.owners.Load(); owners != nil {
+			for _, ow := range *owners {
+				attrs := metric.WithAttributes(attribute.String("topic", ow.Topic), attribute.String("owner", ow.Owner))
+				o.ObserveInt64(byTopic, int64(sum.ByTopic[ow.Topic]), attrs)
+				if ow.Threshold > 0 {
+					o.ObserveInt64(threshold, int64(ow.Threshold), attrs)
+				}
+			}
+		}
 		for _, c := range sum.ByCode {
 			code := metric.WithAttributes(attribute.String("code", m.codes.label(c.Code)))
 			o.ObserveInt64(unresolved, int64(c.Unresolved), code)
@@ -248,9 +274,23 @@ func (m *Metrics) quarantineGauges(meter metric.Meter) error {
 			o.ObserveFloat64(headroom, d.Sub(now).Seconds(), metric.WithAttributes(attribute.String("topic", topic)))
 		}
 		return nil
-	}, unresolved, oldest, headroom)
+	}, unresolved, oldest, headroom, byTopic, threshold)
 	return err
 }
+
+// Ownership is who owns a quarantine topic, and its alert threshold (0:
+// none).
+type Ownership struct {
+	Topic, Owner string
+	Threshold    int
+}
+
+// SetOwners names the quarantine topics' owners for the gauges that carry
+// them.
+func (m *Metrics) SetOwners(owners []Ownership) { m.owners.Store(&owners) }
+
+// HookTimedOut counts a hook call that got no answer in time.
+func (m *Metrics) HookTimedOut() { m.hookTimeouts.Add(context.Background(), 1) }
 
 // SetQuarantine gives the quarantine gauges their source.
 func (m *Metrics) SetQuarantine(src QuarantineSource) { m.quarantine.Store(&src) }

@@ -17,7 +17,7 @@ import (
 // they first happen).
 func (m *Metrics) zero() {
 	ctx := context.Background()
-	for _, c := range []metric.Int64Counter{m.committed, m.outputs, m.txns} {
+	for _, c := range []metric.Int64Counter{m.committed, m.outputs, m.txns, m.hookTimeouts} {
 		c.Add(ctx, 0)
 	}
 	for _, o := range ledger.RecordOutcomes {

@@ -1,0 +1,149 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// sessionCookie holds a signed-in operator's name and expiry, signed with
+// the console's key and the token in use: a rotated token ends every
+// session made with the old one.
+const (
+	sessionCookie = "relay_console_session"
+	sessionLife   = 8 * time.Hour
+	maxActorName  = 64
+)
+
+// who is the requester: their actor name for the ledger, "" when they may
+// only read; how says how they were identified.
+type who struct {
+	Actor string
+	How   string // "token", "proxy" or ""
+	csrf  string
+}
+
+// CanAct says whether the requester may act.
+func (w who) CanAct() bool { return w.Actor != "" }
+
+// CSRF is the requester's token for forms.
+func (w who) CSRF() string { return w.csrf }
+
+type auth struct {
+	key        []byte
+	token      func() string // "" when no token is set
+	userHeader string
+	proxies    []netip.Prefix
+}
+
+func newAuth(token func() string, userHeader string, proxies []netip.Prefix) *auth {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies}
+}
+
+func (a *auth) mac(parts ...string) string {
+	m := hmac.New(sha256.New, a.key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (a *auth) tokenTag() string {
+	sum := sha256.Sum256([]byte(a.token()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// identify says who r comes from.
+func (a *auth) identify(r *http.Request) who {
+	if a.userHeader != "" && a.fromProxy(r) {
+		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {
+			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
+		}
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || a.token() == "" {
+		return who{}
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return who{}
+	}
+	parts := strings.Split(string(raw), "\x00")
+	if len(parts) != 3 {
+		return who{}
+	}
+	name, exp, sig := parts[0], parts[1], parts[2]
+	until, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || time.Now().Unix() > until {
+		return who{}
+	}
+	if !hmac.Equal([]byte(sig), []byte(a.mac("session", name, exp, a.tokenTag()))) {
+		return who{}
+	}
+	return who{Actor: name, How: "token", csrf: a.mac("csrf", "token", name, exp)}
+}
+
+// fromProxy says whether r's peer is one of the trusted proxies.
+func (a *auth) fromProxy(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.proxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// signIn checks the token and makes the session cookie of name.
+func (a *auth) signIn(name, token string, secure bool) (*http.Cookie, bool) {
+	want := a.token()
+	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		return nil, false
+	}
+	exp := strconv.FormatInt(time.Now().Add(sessionLife).Unix(), 10)
+	v := name + "\x00" + exp + "\x00" + a.mac("session", name, exp, a.tokenTag())
+	return &http.Cookie{Name: sessionCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v)), Path: "/",
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
+}
+
+// checkCSRF says whether the form's token is the requester's.
+func checkCSRF(w who, r *http.Request) bool {
+	got := r.PostFormValue("csrf")
+	return w.csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(w.csrf)) == 1
+}
+
+// cleanName keeps a name fit for the ledger: printable, one line, bounded.
+func cleanName(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > maxActorName {
+		s = s[:maxActorName]
+	}
+	return s
+}

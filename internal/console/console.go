@@ -1,0 +1,231 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"relay/internal/config"
+	"relay/internal/quarantine"
+	"relay/internal/schema"
+	"relay/internal/topics"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// contentSecurity is every page's Content-Security-Policy: nothing inline,
+// scripts and styles only from the console itself, no framing.
+const contentSecurity = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Options are what the console serves and how.
+type Options struct {
+	Config *config.Config
+	Admin  topics.Admin
+	// Registry decodes payloads for the failure page (nil: raw bytes).
+	Registry *schema.Client
+	Log      *slog.Logger
+	// Refresh is how old a snapshot may be before a page reads a new one.
+	Refresh time.Duration
+}
+
+// Server is the console's HTTP handler.
+type Server struct {
+	o       Options
+	cfg     *config.Config
+	log     *slog.Logger
+	auth    *auth
+	pages   map[string]*template.Template
+	replays *replays
+
+	mu       sync.Mutex // one snapshot load at a time
+	snap     *quarantine.Snapshot
+	snapAt   time.Time
+	stale    bool
+	warnOnce sync.Once
+}
+
+// New builds the console.
+func New(o Options) (*Server, error) {
+	if o.Refresh <= 0 {
+		o.Refresh = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	token := func() string { return "" }
+	if t := o.Config.Console.Token; t != nil {
+		token = t.Get
+	}
+	s := &Server{o: o, cfg: o.Config, log: o.Log,
+		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies),
+		replays: newReplays()}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	s.pages = pages
+	return s, nil
+}
+
+// Close stops the replays in progress and waits for them to end.
+func (s *Server) Close() { s.replays.stopAll() }
+
+// Handler serves the console.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets/static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", s.overview)
+	mux.HandleFunc("GET /failures", s.list)
+	mux.HandleFunc("GET /failure", s.detail)
+	mux.HandleFunc("GET /replay", s.replayForm)
+	mux.HandleFunc("GET /replays/{id}", s.replayPage)
+	mux.HandleFunc("GET /replays/{id}/events", s.replayEvents)
+	mux.HandleFunc("GET /login", s.loginForm)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("POST /discard", s.act(s.discard))
+	mux.HandleFunc("POST /replay/choose", s.chooseReplay)
+	mux.HandleFunc("POST /replay/dry-run", s.act(s.dryRun))
+	mux.HandleFunc("POST /replay/start", s.act(s.startReplay))
+	mux.HandleFunc("POST /replays/{id}/stop", s.act(s.stopReplay))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
+		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
+	}))
+	return secureHeaders(cop.Handler(mux))
+}
+
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurity)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// act wraps an action: the requester must be identified and the form's
+// CSRF token theirs.
+func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			s.fail(w, r, http.StatusBadRequest, "the form cannot be read: "+err.Error())
+			return
+		}
+		u := s.auth.identify(r)
+		if !u.CanAct() {
+			s.fail(w, r, http.StatusUnauthorized, "refused: actions need you to sign in (console token) or to come through the authenticating proxy")
+			return
+		}
+		if !checkCSRF(u, r) {
+			s.fail(w, r, http.StatusForbidden, "refused: the form's CSRF token is missing or not yours; reload the page and try again")
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+// actor is what the ledger records for u.
+func actor(u who) string { return u.Actor + " (console)" }
+
+// snapshot is the quarantine as of at most Refresh ago (fresh: now).
+func (s *Server) snapshot(ctx context.Context, fresh bool) (*quarantine.Snapshot, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap != nil && !fresh && !s.stale && time.Since(s.snapAt) < s.o.Refresh {
+		return s.snap, s.snapAt, nil
+	}
+	at := time.Now()
+	snap, err := quarantine.Load(ctx, s.cfg, s.o.Admin, nil)
+	if err != nil {
+		if s.snap != nil && !fresh {
+			s.log.Warn("cannot read the quarantine; showing the last snapshot", "err", err, "of", s.snapAt)
+			return s.snap, s.snapAt, nil
+		}
+		return nil, at, err
+	}
+	if snap.Warning != nil {
+		s.warnOnce.Do(func() { s.log.Warn("a ledger record cannot be read", "err", snap.Warning) })
+	}
+	s.snap, s.snapAt, s.stale = snap, at, false
+	return snap, at, nil
+}
+
+// invalidate makes the next page read the quarantine again.
+func (s *Server) invalidate() {
+	s.mu.Lock()
+	s.stale = true
+	s.mu.Unlock()
+}
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string
+	Who     who
+	CanSign bool
+	Now     time.Time
+	AsOf    time.Time
+	Flash   string
+	Error   string
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	p := page{Title: title, Nav: name, Who: s.auth.identify(r), CanSign: s.auth.token() != "", Now: time.Now(), Data: data,
+		Flash: r.URL.Query().Get("done")}
+	if d, ok := data.(interface{ asOf() time.Time }); ok {
+		p.AsOf = d.asOf()
+	}
+	s.renderPage(w, status, name, p)
+}
+
+func (s *Server) renderPage(w http.ResponseWriter, status int, name string, p page) {
+	t := s.pages[name]
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
+		s.log.Error("console page failed", "page", name, "err", err)
+		http.Error(w, "the page cannot be shown: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail shows an error page with status.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	p := page{Title: http.StatusText(status), Nav: "error", Who: s.auth.identify(r), CanSign: s.auth.token() != "", Now: time.Now(), Error: msg}
+	s.renderPage(w, status, "error", p)
+}
+
+// failErr shows err: a request to change (an *InputError) or a failure.
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
+	var ie *quarantine.InputError
+	if errors.As(err, &ie) {
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s: %v", what, err))
+		return
+	}
+	s.log.Error(what, "err", err)
+	s.fail(w, r, http.StatusBadGateway, fmt.Sprintf("%s: %v", what, err))
+}

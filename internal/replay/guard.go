@@ -1,0 +1,228 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/ledger"
+	"relay/internal/secret"
+)
+
+// How often the guard looks at the replay topic's lag and at relay's
+// metrics, and how many rising lag readings in a row stop a replay.
+const (
+	lagEvery     = 2 * time.Second
+	scrapeEvery  = 5 * time.Second
+	risingChecks = 3
+)
+
+// guard watches what a replay does to relay, beyond the outcomes it
+// settles: the lag of relay's group on the replay topic, copies of settled
+// failures (duplicates), and the hook's timeouts on relay's metrics. Each
+// can stop a replay; stop says why.
+type guard struct {
+	o     *Options
+	group string
+	// group reads relay's group's committed offsets and the replay
+	// topic's watermarks (a consumer with relay's group.id that never
+	// joins the group); nil: lag is not watched.
+	offsets *kafka.Consumer
+	parts   map[string]map[int32]bool // replay-topic partitions published to
+	lags    []int64
+	lagAt   time.Time
+	lagErr  string // the last lag reading's error, said once
+
+	scrapeAt  time.Time
+	baseline  map[string]float64 // by URL: relay_hook_timeouts_total when the replay began
+	timeouts  float64
+	http      *http.Client
+	scrapeErr map[string]bool
+	warn      func(format string, args ...any)
+}
+
+// published notes a replay record's partition, whose lag is watched.
+func (g *guard) published(topic string, partition int32) {
+	if g.parts[topic] == nil {
+		g.parts[topic] = map[int32]bool{}
+	}
+	g.parts[topic][partition] = true
+}
+
+// stop says why the replay must stop, or "". tally is the outcomes so far.
+func (g *guard) stop(ctx context.Context, tally map[string]int) string {
+	if n := tally[string(ledger.OutcomeDuplicate)]; n > g.o.MaxDuplicates {
+		return fmt.Sprintf("%d replayed records were copies of failures already settled (outcome duplicate), more than --max-duplicates %d: "+
+			"is another replay or a discard racing this one?", n, g.o.MaxDuplicates)
+	}
+	now := time.Now()
+	if g.offsets != nil && g.o.MaxReplayLag > 0 && now.Sub(g.lagAt) >= lagEvery {
+		g.lagAt = now
+		if why := g.checkLag(ctx); why != "" {
+			return why
+		}
+	}
+	if len(g.o.WatchMetrics) > 0 && now.Sub(g.scrapeAt) >= scrapeEvery {
+		g.scrapeAt = now
+		g.scrape(ctx)
+		if g.timeouts > float64(g.o.MaxHookTimeouts) {
+			return fmt.Sprintf("the hook timed out %.0f times during the replay (relay_hook_timeouts_total), more than --max-hook-timeouts %d: "+
+				"the hook is saturated; replay again at a lower --rate once it recovers", g.timeouts, g.o.MaxHookTimeouts)
+		}
+	}
+	return ""
+}
+
+// checkLag reads the lag of relay's group on the partitions published
+// to, and stops the replay when it has risen risingChecks times in a row
+// and is above --max-replay-lag: relay is not keeping up (or not running).
+func (g *guard) checkLag(ctx context.Context) string {
+	lag, err := g.lag(ctx)
+	if err != nil {
+		if msg := err.Error(); msg != g.lagErr {
+			g.lagErr = msg
+			g.warn("the replay topic's lag cannot be read (%v); the replay goes on without that check", err)
+		}
+		return ""
+	}
+	g.lags = append(g.lags, lag)
+	if len(g.lags) > risingChecks+1 {
+		g.lags = g.lags[1:]
+	}
+	if lag <= g.o.MaxReplayLag || len(g.lags) <= risingChecks {
+		return ""
+	}
+	for i := 1; i < len(g.lags); i++ {
+		if g.lags[i] <= g.lags[i-1] {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the lag of group %s on the replay topic grew to %d records (rising at %d checks in a row), more than --max-replay-lag %d: "+
+		"relay is not keeping up with the replay, or not running", g.group, lag, risingChecks, g.o.MaxReplayLag)
+}
+
+// lag is the group's lag summed over the partitions published to: their
+// high watermark minus the group's committed offset (the low watermark
+// when the group has none there yet).
+func (g *guard) lag(ctx context.Context) (int64, error) {
+	var tps []kafka.TopicPartition
+	for topic, ps := range g.parts {
+		for p := range ps {
+			t := topic
+			tps = append(tps, kafka.TopicPartition{Topic: &t, Partition: p})
+		}
+	}
+	if len(tps) == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	// Committed asks for stable offsets: a commit in an open transaction
+	// of relay's is waited for.
+	res, err := g.offsets.Committed(tps, int(lagEvery/time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	committed := map[string]int64{}
+	for _, tp := range res {
+		if tp.Error == nil && tp.Offset >= 0 {
+			committed[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = int64(tp.Offset)
+		}
+	}
+	var sum int64
+	for _, tp := range tps {
+		low, high, err := g.offsets.QueryWatermarkOffsets(*tp.Topic, tp.Partition, int(lagEvery/time.Millisecond))
+		if err != nil {
+			return 0, err
+		}
+		at, ok := committed[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))]
+		if !ok {
+			at = low
+		}
+		sum += max(high-at, 0)
+	}
+	return sum, nil
+}
+
+// scrape reads relay_hook_timeouts_total from every watched /metrics and
+// adds up how much each rose since the replay began. An instance that
+// cannot be read is said once and left out.
+func (g *guard) scrape(ctx context.Context) {
+	g.timeouts = 0
+	for _, u := range g.o.WatchMetrics {
+		v, err := scrapeTimeouts(ctx, g.http, u)
+		if err != nil {
+			if !g.scrapeErr[u] {
+				g.scrapeErr[u] = true
+				g.warn("relay's metrics at %s cannot be read (%v); its hook timeouts are not watched", secret.MaskURL(u), err)
+			}
+			continue
+		}
+		base, ok := g.baseline[u]
+		if !ok {
+			g.baseline[u] = v
+			continue
+		}
+		// A restarted instance starts its counter again from 0.
+		if v < base {
+			g.baseline[u], base = 0, 0
+		}
+		g.timeouts += v - base
+	}
+}
+
+// MetricHookTimeouts is the counter the guard reads on relay's /metrics.
+const MetricHookTimeouts = "relay_hook_timeouts_total"
+
+func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (float64, error) {
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(c, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	found, sum := false, 0.0
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, MetricHookTimeouts) {
+			continue
+		}
+		rest := line[len(MetricHookTimeouts):]
+		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			continue
+		}
+		found, sum = true, sum+v
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("no %s there (is it relay's /metrics?)", MetricHookTimeouts)
+	}
+	return sum, nil
+}
