@@ -19,6 +19,7 @@ demo: deps
 ## then the three-broker cluster's tests (started only then, so that it does not share the cores with the rest)
 test: deps up lint rules image
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 RELAY_TEST_IMAGE=$(CURDIR)/dist/oci \
+	  RELAY_AXE_JS="$$(scripts/tools/axe.sh path)" RELAY_TEST_REQUIRE_BROWSER=1 \
 	  $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-cluster
 

@@ -68,7 +68,7 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request, u who) {
 	}
 	s.log.Info("discarded", "actor", d.Actor, "reason", d.Reason, "failures", len(d.IDs))
 	back := r.PostFormValue("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+	if !localPath(back) {
 		back = "/failures"
 	}
 	sep := "?"
@@ -76,6 +76,12 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request, u who) {
 		sep = "&"
 	}
 	http.Redirect(w, r, back+sep+"done="+url.QueryEscape(fmt.Sprintf("discarded %d failures", len(d.IDs))), http.StatusSeeOther)
+}
+
+// localPath says whether back is a path of the console's own, never a
+// way to another site (//host, /\host).
+func localPath(back string) bool {
+	return strings.HasPrefix(back, "/") && !strings.HasPrefix(back, "//") && !strings.HasPrefix(back, "/\\")
 }
 
 // plain drops the command-line dashes from an error for the page.

@@ -91,6 +91,11 @@ func (g *guard) checkLag(ctx context.Context) string {
 		}
 		return ""
 	}
+	return g.noteLag(lag)
+}
+
+// noteLag adds a lag reading, and says why the replay stops, or "".
+func (g *guard) noteLag(lag int64) string {
 	g.lags = append(g.lags, lag)
 	if len(g.lags) > risingChecks+1 {
 		g.lags = g.lags[1:]
