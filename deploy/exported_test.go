@@ -91,8 +91,10 @@ func exercise(m *telemetry.Metrics) {
 		return ledger.Summary{
 			ByCode:   []ledger.CodeStats{{Code: "SCHEMA_UNSUPPORTED", Unresolved: 1, Oldest: now.Add(-time.Hour)}},
 			Deadline: map[string]time.Time{"orders.quarantine": now.Add(30 * 24 * time.Hour)},
+			ByTopic:  map[string]int{"orders.quarantine": 1},
 		}
 	})
+	m.SetOwners([]telemetry.Ownership{{Topic: "orders.quarantine", Owner: "payments-team", Threshold: 100}})
 }
 
 // parseExposition reads the Prometheus text format: "# TYPE name type"
