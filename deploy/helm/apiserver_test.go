@@ -40,6 +40,8 @@ var resources = map[string]string{
 	"apps/v1 StatefulSet":           "/apis/apps/v1/namespaces/%s/statefulsets",
 	"policy/v1 PodDisruptionBudget": "/apis/policy/v1/namespaces/%s/poddisruptionbudgets",
 	"batch/v1 CronJob":              "/apis/batch/v1/namespaces/%s/cronjobs",
+	"apps/v1 Deployment":            "/apis/apps/v1/namespaces/%s/deployments",
+	"networking.k8s.io/v1 Ingress":  "/apis/networking.k8s.io/v1/namespaces/%s/ingresses",
 }
 
 // TestChartServerSideDryRun creates every manifest the chart renders, for

@@ -32,6 +32,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
@@ -51,6 +52,8 @@ type rendered struct {
 	serviceAccounts []corev1.ServiceAccount
 	pdbs            []policyv1.PodDisruptionBudget
 	cronJobs        []batchv1.CronJob
+	deployments     []appsv1.Deployment
+	ingresses       []networkingv1.Ingress
 	// The Prometheus Operator's kinds (CRDs, outside k8s.io/api).
 	monitors []monitor
 	rules    []prometheusRule
@@ -171,6 +174,10 @@ func (r *rendered) add(doc []byte) error {
 		return appendStrict(&r.pdbs, strict)
 	case "batch/v1 CronJob":
 		return appendStrict(&r.cronJobs, strict)
+	case "apps/v1 Deployment":
+		return appendStrict(&r.deployments, strict)
+	case "networking.k8s.io/v1 Ingress":
+		return appendStrict(&r.ingresses, strict)
 	case "monitoring.coreos.com/v1 ServiceMonitor", "monitoring.coreos.com/v1 PodMonitor":
 		return appendStrict(&r.monitors, strict)
 	case "monitoring.coreos.com/v1 PrometheusRule":
@@ -219,6 +226,9 @@ func TestChartRenders(t *testing.T) {
 			pods := map[string]*corev1.PodTemplateSpec{"StatefulSet": &r.statefulSet.Spec.Template}
 			for i := range r.cronJobs {
 				pods["CronJob "+r.cronJobs[i].Name] = &r.cronJobs[i].Spec.JobTemplate.Spec.Template
+			}
+			for i := range r.deployments {
+				pods["Deployment "+r.deployments[i].Name] = &r.deployments[i].Spec.Template
 			}
 			for what, pod := range pods {
 				assertRestricted(t, what, pod)
@@ -291,9 +301,10 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 		}
 		env[e.Name] = strings.ReplaceAll(v, "$(POD_NAME)", env["POD_NAME"])
 	}
-	if strings.Contains(what, "CronJob") {
-		// The audit runs with the daemon's environment, without an
-		// instance identity (relay's operator commands derive their own).
+	if strings.Contains(what, "CronJob") || strings.Contains(what, "Deployment") {
+		// The audit and the console run with the daemon's environment,
+		// without an instance identity (relay's operator commands derive
+		// their own).
 		if _, ok := env["RELAY_TRANSACTIONAL_ID"]; ok {
 			t.Errorf("%s: the audit has the instance's RELAY_TRANSACTIONAL_ID", what)
 		}
@@ -454,6 +465,27 @@ func TestChartOptionalObjects(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("the audit runs %q, without %q", args, want)
 		}
+	}
+	// The console: one replica, its token from the Secret mounted whole,
+	// the proxy's header with its addresses, the audit's result, behind
+	// the ingress.
+	if len(r.deployments) != 1 || len(r.ingresses) != 1 {
+		t.Fatalf("deployments %d, ingresses %d; want the console's 1 and 1", len(r.deployments), len(r.ingresses))
+	}
+	d := r.deployments[0]
+	cc := d.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range cc.Env {
+		env[e.Name] = e.Value
+	}
+	if *d.Spec.Replicas != 1 || strings.Join(cc.Command, " ") != "/usr/local/bin/relay console" || env["RELAY_CONSOLE_ADDR"] != ":9465" ||
+		env["RELAY_CONSOLE_TOKEN_FILE"] != "/var/run/secrets/relay/console-token/token" || env["RELAY_CONSOLE_USER_HEADER"] != "X-Forwarded-User" ||
+		env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "10.0.0.0/8" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" {
+		t.Errorf("console: replicas %d, command %v, env %v", *d.Spec.Replicas, cc.Command, env)
+	}
+	ing := r.ingresses[0]
+	if b := ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service; b.Name != "relay-console" || b.Port.Name != "console" || len(ing.Spec.TLS) != 1 {
+		t.Errorf("ingress: backend %+v, tls %v", b, ing.Spec.TLS)
 	}
 	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.Spec.JobTemplate.Spec.BackoffLimit == nil || *cj.Spec.JobTemplate.Spec.BackoffLimit != 0 {
 		t.Errorf("audit CronJob: concurrency %q, backoff limit %v", cj.Spec.ConcurrencyPolicy, cj.Spec.JobTemplate.Spec.BackoffLimit)

@@ -65,7 +65,7 @@ func (p *parser) readConsole(c *Config) {
 	c.Console.Addr = p.raw(EnvConsoleAddr)
 	c.Console.Token = p.secret(EnvConsoleToken)
 	c.Console.UserHeader = p.raw(EnvConsoleUserHeader)
-	c.Console.AuditFile = p.raw(EnvConsoleAuditFile)
+	c.Console.AuditFile = p.raw(EnvConsoleAuditMetrics)
 	for _, s := range p.list(EnvConsoleTrustedProxy) {
 		pfx, err := netip.ParsePrefix(s)
 		if err != nil {

@@ -75,7 +75,7 @@ const (
 	EnvConsoleToken         = "RELAY_CONSOLE_TOKEN"
 	EnvConsoleUserHeader    = "RELAY_CONSOLE_USER_HEADER"
 	EnvConsoleTrustedProxy  = "RELAY_CONSOLE_TRUSTED_PROXIES"
-	EnvConsoleAuditFile     = "RELAY_CONSOLE_AUDIT_FILE"
+	EnvConsoleAuditMetrics  = "RELAY_CONSOLE_AUDIT_METRICS"
 
 	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
 	TraceIDPlaceholder = "{traceId}"
@@ -176,7 +176,7 @@ var Vars = []Var{
 	{Name: EnvConsoleToken, Secret: true, Help: "token that authorises the console's actions (discard, replay): an operator signs in with it and their name; unset (and no trusted proxy): the console is read-only"},
 	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
 	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of that proxy: `" + EnvConsoleUserHeader + "` is believed only from them"},
-	{Name: EnvConsoleAuditFile, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},
+	{Name: EnvConsoleAuditMetrics, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
