@@ -28,6 +28,10 @@ bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
 # a million source records and their outputs: speed ratio and peak RSS.
 bin/relay-bench -audit 1000000 -size 100
 
+# relay console over 100,000 quarantined records: its memory and page
+# times, against relay quarantine stats reading the same quarantine.
+bin/relay-bench -console 100000 -size 100
+
 # The replicated cluster: the baselines, relay and Kafka Streams only (the
 # other modes measure relay's own work, which replication does not change).
 scripts/stack/cluster.sh install

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ var assets embed.FS
 // scripts and styles only from the console itself, no framing.
 const contentSecurity = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// DefaultRefresh is how old the snapshot a page shows may be.
+const DefaultRefresh = 30 * time.Second
 
 // Options are what the console serves and how.
 type Options struct {
@@ -57,7 +61,7 @@ type Server struct {
 // New builds the console.
 func New(o Options) (*Server, error) {
 	if o.Refresh <= 0 {
-		o.Refresh = 10 * time.Second
+		o.Refresh = DefaultRefresh
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -156,12 +160,15 @@ func (s *Server) snapshot(ctx context.Context, fresh bool) (*quarantine.Snapshot
 		return s.snap, s.snapAt, nil
 	}
 	at := time.Now()
+	// The old snapshot goes before the new one is read, and its memory
+	// back to the system: the process holds one quarantine's metadata at a
+	// time, not two.
+	if s.snap != nil {
+		s.snap = nil
+		debug.FreeOSMemory()
+	}
 	snap, err := quarantine.Load(ctx, s.cfg, s.o.Admin, nil)
 	if err != nil {
-		if s.snap != nil && !fresh {
-			s.log.Warn("cannot read the quarantine; showing the last snapshot", "err", err, "of", s.snapAt)
-			return s.snap, s.snapAt, nil
-		}
 		return nil, at, err
 	}
 	if snap.Warning != nil {

@@ -57,7 +57,9 @@ func (g *guard) published(topic string, partition int32) {
 
 // stop says why the replay must stop, or "". tally is the outcomes so far.
 func (g *guard) stop(ctx context.Context, tally map[string]int) string {
-	if n := tally[string(ledger.OutcomeDuplicate)]; n > g.o.MaxDuplicates {
+	// With --include-replaying a copy is expected: the earlier replay's
+	// record may still come, and relay outputs whichever is first.
+	if n := tally[string(ledger.OutcomeDuplicate)]; n > g.o.MaxDuplicates && !g.o.IncludeReplaying {
 		return fmt.Sprintf("%d replayed records were copies of failures already settled (outcome duplicate), more than --max-duplicates %d: "+
 			"is another replay or a discard racing this one?", n, g.o.MaxDuplicates)
 	}
