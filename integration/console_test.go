@@ -241,10 +241,20 @@ func TestConsoleInABrowser(t *testing.T) {
 	// A sample of 2 with the fix deployed: resolved, with the actor and
 	// reason in the ledger.
 	r := f.startFixed(t)
-	run(t, ctx, "sample replay", chromedp.Navigate(base+"/replay?code="+v1Code), chromedp.WaitVisible(chromedp.CSS("#replay-form")),
+	// From the filtered list, through its link: the replay form keeps
+	// the filter.
+	run(t, ctx, "replay link", chromedp.Navigate(base+"/failures?code="+v1Code), chromedp.WaitVisible(chromedp.CSS("#replay-selection")),
+		chromedp.Click(chromedp.CSS("#replay-selection")), chromedp.WaitVisible(chromedp.CSS("#replay-form")))
+	if got := textOf(t, ctx, "#matching"); !strings.Contains(got, "code="+v1Code) || !strings.Contains(got, strconv.Itoa(v1n)+" of them") {
+		t.Errorf("the replay form from the list's link: %q", got)
+	}
+	run(t, ctx, "sample replay", chromedp.WaitVisible(chromedp.CSS("#replay-form")),
 		chromedp.SetValue(chromedp.CSS("#reason"), "fix: v1 accepted"), chromedp.SetValue(chromedp.CSS("#sample"), "2"),
 		chromedp.Click(chromedp.CSS(`input[name="sample-only"]`)), chromedp.Click(chromedp.CSS("#start")),
 		chromedp.WaitVisible(chromedp.CSS("#run")))
+	if got := textOf(t, ctx, "#watching"); !strings.Contains(got, "lag on the replay topic above 1000") {
+		t.Errorf("the replay page does not say what stops it: %q", got)
+	}
 	waitText(t, ctx, "#status", "done", 120*time.Second)
 	if got := textOf(t, ctx, "#resolved"); got != "2" {
 		t.Errorf("sample: %s resolved, want 2", got)

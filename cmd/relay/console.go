@@ -82,21 +82,36 @@ func (a *app) console(ctx context.Context, addr string) int {
 		}
 		reg = r
 	}
-	srv, err := console.New(console.Options{Config: cfg, Admin: o.admin, Registry: reg, Log: log})
-	if err != nil {
-		fmt.Fprintf(a.stderr, "relay console: %v\n", err)
-		return exitFailure
-	}
-	defer srv.Close()
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "relay console: cannot listen on %s (%s): %v\n", addr, config.EnvConsoleAddr, err)
+		return exitFailure
+	}
+	opts := console.Options{Config: cfg, Admin: o.admin, Registry: reg, Log: log}
+	if loopback(ln.Addr()) {
+		// On loopback, the console answers only to loopback's names: a
+		// page of another site rebinding its name to 127.0.0.1 is refused.
+		host, _, _ := net.SplitHostPort(addr)
+		opts.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+		if host != "" {
+			opts.AllowedHosts = append(opts.AllowedHosts, host)
+		}
+	}
+	srv, err := console.New(opts)
+	if err != nil {
+		_ = ln.Close()
+		fmt.Fprintf(a.stderr, "relay console: %v\n", err)
 		return exitFailure
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if cfg.Console.Token != nil && cfg.Console.Token.File != "" {
 		go secret.Watch(ctx, []*secret.Value{cfg.Console.Token}, 5*time.Second, nil, func(*secret.Value) {}, log)
+	}
+	for _, p := range cfg.Console.TrustedProxies {
+		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
+			log.Warn("RELAY_CONSOLE_TRUSTED_PROXIES includes loopback: any local process can name itself in " + cfg.Console.UserHeader)
+		}
 	}
 	switch {
 	case cfg.Console.Token == nil && cfg.Console.UserHeader == "":
@@ -116,6 +131,9 @@ func (a *app) console(ctx context.Context, addr string) int {
 		}
 	case <-ctx.Done():
 	}
+	// Replays first: their pages' event streams end with them, so the
+	// server's shutdown does not wait for those.
+	srv.Close()
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(c)

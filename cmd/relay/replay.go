@@ -78,7 +78,7 @@ func (rl *replayLine) flags(c *cobra.Command) {
 	fs.Float64Var(&o.MaxFailureRate, "max-failure-rate", o.MaxFailureRate, "stop when this share of known outcomes failed again")
 	fs.IntVar(&o.MinOutcomes, "min-outcomes", o.MinOutcomes, "outcomes needed before the threshold applies after the sample")
 	fs.DurationVar(&o.Wait, "wait", o.Wait, "how long to wait for outcomes")
-	fs.Int64Var(&o.MaxReplayLag, "max-replay-lag", o.MaxReplayLag, "stop when relay's lag on the replay topic is above this many records and still rising (0: not watched)")
+	fs.Int64Var(&o.MaxReplayLag, "max-replay-lag", o.MaxReplayLag, "stop when relay's lag on the replay topic is above this many offsets and grew over the last 3 checks, 2 s apart (0: not watched)")
 	fs.IntVar(&o.MaxDuplicates, "max-duplicates", o.MaxDuplicates, "stop when more replayed records than this turn out to be copies of settled failures (not with --include-replaying, where copies are expected)")
 	fs.IntVar(&o.MaxHookTimeouts, "max-hook-timeouts", o.MaxHookTimeouts, "stop when the hook times out more often than this during the replay (needs --watch-metrics)")
 	fs.StringSliceVar(&o.WatchMetrics, "watch-metrics", nil, "relay instances' /metrics URLs, comma-separated, whose relay_hook_timeouts_total is watched (default RELAY_REPLAY_WATCH_METRICS)")

@@ -76,6 +76,11 @@ func (p *parser) readConsole(c *Config) {
 			}
 			pfx = netip.PrefixFrom(a, a.BitLen())
 		}
+		// An IPv4 range written IPv6-mapped (::ffff:10.0.0.0/104) is the
+		// IPv4 range: peers are compared unmapped.
+		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
 		c.Console.TrustedProxies = append(c.Console.TrustedProxies, pfx.Masked())
 	}
 	if (c.Console.UserHeader == "") != (len(c.Console.TrustedProxies) == 0) {

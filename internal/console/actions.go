@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"relay/internal/ledger"
 	"relay/internal/quarantine"
 	"relay/internal/replay"
 )
@@ -25,7 +27,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "your name is required: the ledger records who acts")
 		return
 	}
-	c, ok := s.auth.signIn(name, r.PostFormValue("token"), r.TLS != nil)
+	c, ok := s.auth.signIn(name, r.PostFormValue("token"), s.auth.secure(r))
 	if !ok {
 		s.log.Warn("console sign-in refused", "name", name, "remote", r.RemoteAddr)
 		s.fail(w, r, http.StatusUnauthorized, "refused: that is not the console token (RELAY_CONSOLE_TOKEN)")
@@ -46,6 +48,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 func (s *Server) discard(w http.ResponseWriter, r *http.Request, u who) {
 	d := &quarantine.Discard{IDs: r.PostForm["ids"], Actor: actor(u), Reason: strings.TrimSpace(r.PostFormValue("reason")),
 		IncludeReplaying: r.PostFormValue("include-replaying") == "1"}
+	if err := checkReason(d.Reason); err != nil {
+		s.fail(w, r, http.StatusBadRequest, "nothing was discarded: "+err.Error())
+		return
+	}
 	if err := d.Check(); err != nil {
 		s.fail(w, r, http.StatusBadRequest, "nothing was discarded: "+plain(err))
 		return
@@ -75,13 +81,30 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request, u who) {
 	if strings.Contains(back, "?") {
 		sep = "&"
 	}
-	http.Redirect(w, r, back+sep+"done="+url.QueryEscape(fmt.Sprintf("discarded %d failures", len(d.IDs))), http.StatusSeeOther)
+	http.Redirect(w, r, back+sep+"done=discarded&n="+strconv.Itoa(len(d.IDs)), http.StatusSeeOther)
+}
+
+// maxReason bounds a reason, in characters: the ledger keeps it in every
+// change it writes.
+const maxReason = 500
+
+func checkReason(why string) error {
+	if n := utf8.RuneCountInString(why); n > maxReason {
+		return fmt.Errorf("the reason is %d characters long; at most %d", n, maxReason)
+	}
+	return nil
 }
 
 // localPath says whether back is a path of the console's own, never a
-// way to another site (//host, /\host).
+// way to another site (//host, /\host, or a control character browsers
+// drop: "/\t/host").
 func localPath(back string) bool {
-	return strings.HasPrefix(back, "/") && !strings.HasPrefix(back, "//") && !strings.HasPrefix(back, "/\\")
+	if !strings.HasPrefix(back, "/") || strings.Contains(back, `\`) ||
+		strings.ContainsFunc(back, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return false
+	}
+	u, err := url.Parse(back)
+	return err == nil && u.Scheme == "" && u.Host == "" && !strings.HasPrefix(u.Path, "//")
 }
 
 // plain drops the command-line dashes from an error for the page.
@@ -110,8 +133,16 @@ func (d replayFormData) Field(name, def string) string {
 	return def
 }
 
+// replayForm shows the replay form for the selection in the address:
+// only the filter and ids come from it (a link cannot preset the rate,
+// the stop conditions or the reason).
 func (s *Server) replayForm(w http.ResponseWriter, r *http.Request) {
-	s.renderReplayForm(w, r, http.StatusOK, r.URL.Query(), nil, "")
+	q := r.URL.Query()
+	form := filterQuery(q)
+	if ids := q["ids"]; len(ids) > 0 {
+		form["ids"] = ids
+	}
+	s.renderReplayForm(w, r, http.StatusOK, form, nil, "")
 }
 
 // chooseReplay shows the replay form for the failures chosen on a list.
@@ -139,6 +170,10 @@ func (s *Server) renderReplayForm(w http.ResponseWriter, r *http.Request, status
 			ids := map[string]bool{}
 			for _, id := range d.IDs {
 				ids[id] = true
+			}
+			f.States = []ledger.State{ledger.Open}
+			if len(ids) > 0 || form.Get("include-failed-again") == "1" {
+				f.States = append(f.States, ledger.FailedAgain)
 			}
 			for _, fl := range snap.Failures {
 				if (len(ids) == 0 || ids[fl.ID]) && f.Match(fl, time.Now()) {
@@ -188,6 +223,9 @@ func (s *Server) replayOptions(form url.Values, u who, now time.Time) (*replay.O
 	if err := o.Check(now); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkReason(o.Reason); err != nil {
+		errs = append(errs, err)
+	}
 	if err := quarantine.CheckSource(s.cfg, o.Filter.Source); err != nil {
 		errs = append(errs, err)
 	}
@@ -207,6 +245,13 @@ func (s *Server) dryRun(w http.ResponseWriter, r *http.Request, u who) {
 		return
 	}
 	o.DryRun = true
+	select {
+	case s.dryRuns <- struct{}{}:
+		defer func() { <-s.dryRuns }()
+	default:
+		s.renderReplayForm(w, r, http.StatusConflict, r.PostForm, nil, "another dry run is running (it holds its selection's records): try again in a moment")
+		return
+	}
 	plan, err := replay.Prepare(r.Context(), s.cfg, s.o.Admin, o, now)
 	if err != nil {
 		s.renderReplayForm(w, r, http.StatusBadRequest, r.PostForm, nil, "dry run: "+plain(err))
@@ -229,13 +274,13 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, u who) {
 		s.renderReplayForm(w, r, http.StatusBadRequest, r.PostForm, nil, err.Error())
 		return
 	}
-	sel := filterQuery(r.PostForm).Encode()
+	sel := "Failures with " + filterQuery(r.PostForm).Encode()
 	if ids := r.PostForm["ids"]; len(ids) > 0 {
 		sel = fmt.Sprintf("%d failures chosen", len(ids))
 	} else if o.All {
 		sel = "every open failure"
 	}
-	run := &replayRun{ID: replay.NewID(now), Actor: o.Actor, Reason: o.Reason, Selection: sel, Started: now, Rate: o.Rate}
+	run := &replayRun{ID: replay.NewID(now), Actor: o.Actor, Reason: o.Reason, Selection: sel, Started: now, Rate: o.Rate, Watching: o.Watching()}
 	if other := s.replays.start(run, func(ctx context.Context) { s.runReplay(ctx, run, o) }); other != nil {
 		s.renderReplayForm(w, r, http.StatusConflict, r.PostForm, nil,
 			fmt.Sprintf("replay %s by %s is running: wait for it or stop it; one replay runs at a time", other.ID, other.Actor))

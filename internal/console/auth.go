@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // sessionCookie holds a signed-in operator's name and expiry, signed with
@@ -115,6 +116,13 @@ func (a *auth) fromProxy(r *http.Request) bool {
 	return false
 }
 
+// secure says whether r reached the console over TLS: its own, or the
+// TLS a trusted proxy ended (X-Forwarded-Proto): the session cookie is then
+// sent over TLS only.
+func (a *auth) secure(r *http.Request) bool {
+	return r.TLS != nil || (a.fromProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+}
+
 // signIn checks the token and makes the session cookie of name.
 func (a *auth) signIn(name, token string, secure bool) (*http.Cookie, bool) {
 	want := a.token()
@@ -133,17 +141,19 @@ func checkCSRF(w who, r *http.Request) bool {
 	return w.csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(w.csrf)) == 1
 }
 
-// cleanName keeps a name fit for the ledger: printable, one line, bounded.
+// cleanName keeps a name fit for the ledger: printable (no control nor
+// format characters, which could make one name look like another), one
+// line, at most maxActorName characters.
 func cleanName(s string) string {
-	s = strings.TrimSpace(s)
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
 			return -1
 		}
 		return r
 	}, s)
-	if len(s) > maxActorName {
-		s = s[:maxActorName]
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > maxActorName {
+		s = strings.TrimSpace(string(r[:maxActorName]))
 	}
 	return s
 }

@@ -8,8 +8,11 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,10 @@ type Options struct {
 	Log      *slog.Logger
 	// Refresh is how old a snapshot may be before a page reads a new one.
 	Refresh time.Duration
+	// AllowedHosts, when set, are the only Host names (without port) the
+	// console answers: on loopback, a page of another site that rebinds
+	// its name to 127.0.0.1 (DNS rebinding) is refused.
+	AllowedHosts []string
 }
 
 // Server is the console's HTTP handler.
@@ -50,6 +57,11 @@ type Server struct {
 	auth    *auth
 	pages   map[string]*template.Template
 	replays *replays
+	// dryRuns and reads bound the work readers and actors can start at
+	// once: a dry run holds its selection's records; a failure's page
+	// opens a consumer.
+	dryRuns chan struct{}
+	reads   chan struct{}
 
 	mu       sync.Mutex // one snapshot load at a time
 	snap     *quarantine.Snapshot
@@ -72,7 +84,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, cfg: o.Config, log: o.Log,
 		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies),
-		replays: newReplays()}
+		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4)}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -109,7 +121,29 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return secureHeaders(cop.Handler(mux))
+	return s.knownHost(secureHeaders(cop.Handler(mux)))
+}
+
+// knownHost refuses a request for a Host the console does not answer to.
+func (s *Server) knownHost(next http.Handler) http.Handler {
+	if len(s.o.AllowedHosts) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		for _, a := range s.o.AllowedHosts {
+			if strings.EqualFold(host, a) {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		s.log.Warn("refused a request for an unknown host (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
+		http.Error(w, "refused: this console does not answer to "+r.Host, http.StatusMisdirectedRequest)
+	})
 }
 
 func secureHeaders(next http.Handler) http.Handler {
@@ -200,7 +234,7 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	p := page{Title: title, Nav: name, Who: s.auth.identify(r), CanSign: s.auth.token() != "", Now: time.Now(), Data: data,
-		Flash: r.URL.Query().Get("done")}
+		Flash: flash(r.URL.Query())}
 	if d, ok := data.(interface{ asOf() time.Time }); ok {
 		p.AsOf = d.asOf()
 	}
@@ -218,6 +252,17 @@ func (s *Server) renderPage(w http.ResponseWriter, status int, name string, p pa
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// flash is the message of a finished action, from its fixed codes (a
+// link cannot make a page say anything else).
+func flash(q url.Values) string {
+	if q.Get("done") == "discarded" {
+		if n, err := strconv.Atoi(q.Get("n")); err == nil && n > 0 {
+			return fmt.Sprintf("Discarded %d failures; the ledger records who and why.", n)
+		}
+	}
+	return ""
 }
 
 // fail shows an error page with status.

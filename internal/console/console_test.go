@@ -182,7 +182,8 @@ func TestConsoleConfigErrors(t *testing.T) {
 
 // A discard's way back is a path of the console, never another site.
 func TestDiscardGoesBackOnlyToTheConsole(t *testing.T) {
-	for back, want := range map[string]bool{"/failures?code=X": true, "//evil.example/x": false, "https://evil.example": false, "/\\evil": false} {
+	for back, want := range map[string]bool{"/failures?code=X": true, "//evil.example/x": false, "https://evil.example": false, "/\\evil": false,
+		"/\t/evil.example": false, "/%2F/x": false} {
 		if got := localPath(back); got != want {
 			t.Errorf("%q: %v, want %v", back, got, want)
 		}
@@ -201,8 +202,22 @@ func TestPayloadIsRedacted(t *testing.T) {
 	if decoded || why == "" {
 		t.Errorf("decoded %v why %q without a registry", decoded, why)
 	}
-	if got := printable([]byte{0, 1, 2}); !strings.Contains(got, "hex") {
-		t.Errorf("binary shown as %q", got)
+	// Binary (a registry-framed record the registry cannot decode): only
+	// its text runs, redacted; never the bytes.
+	bin := append([]byte{0, 0, 0, 0, 1, 0x12}, "password=hunter2 alice@example.com 4111111111111111 ok-text"...)
+	got := shown(s.redactor(), bin)
+	for _, secret := range []string{"hunter2", "alice@example.com", "4111", "68756e74657232"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%q shown in %q", secret, got)
+		}
+	}
+	if !strings.Contains(got, "ok-text") {
+		t.Errorf("the text runs are not shown: %q", got)
+	}
+	// A decoded bytes field: its redacted text, not base64.
+	rec := sanitize(s.redactor(), map[string]any{"blob": []byte("token=abc123 x"), "n": 1}).(map[string]any)
+	if b, _ := rec["blob"].(string); strings.Contains(b, "abc123") || !strings.Contains(b, "token=") {
+		t.Errorf("bytes field shown as %q", rec["blob"])
 	}
 }
 
@@ -240,5 +255,54 @@ func TestChartCountsInflowAndResolution(t *testing.T) {
 	c = newChart([]time.Time{now.Add(-72 * time.Hour)}, nil, now)
 	if c.Window != "the last 7 days" || c.Inflow != 1 {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// On loopback the console answers only to loopback's names: a rebound
+// name of another site is refused.
+func TestUnknownHostsAreRefused(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+	h := s.Handler()
+	for host, want := range map[string]int{"127.0.0.1:9465": http.StatusOK, "localhost:9465": http.StatusOK, "[::1]:9465": http.StatusOK,
+		"evil.example:9465": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest} {
+		r := httptest.NewRequest(http.MethodGet, "/login", nil)
+		r.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
+		}
+	}
+}
+
+func TestNamesAndMessagesCannotBeSpoofed(t *testing.T) {
+	if got := cleanName(" ali\u202ece\u200b\n "); got != "alice" {
+		t.Errorf("cleanName kept format or control characters: %q", got)
+	}
+	if got := cleanName(strings.Repeat("é", 100)); len([]rune(got)) != maxActorName || !utf8Valid(got) {
+		t.Errorf("cut %q", got)
+	}
+	if got := flash(url.Values{"done": {"Your account is locked; call +1 555"}}); got != "" {
+		t.Errorf("a link made the page say %q", got)
+	}
+	if got := flash(url.Values{"done": {"discarded"}, "n": {"3"}}); !strings.Contains(got, "Discarded 3") {
+		t.Errorf("flash %q", got)
+	}
+	if err := checkReason(strings.Repeat("x", maxReason+1)); err == nil {
+		t.Error("a reason over the bound was taken")
+	}
+}
+
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "?") == s }
+
+// An IPv4 range written IPv6-mapped is the IPv4 range.
+func TestMappedProxyRange(t *testing.T) {
+	s := newTestServer(t, map[string]string{config.EnvConsoleTrustedProxy: "::ffff:10.0.0.0/104"})
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.9.9.9:1"
+	r.Header.Set("X-Forwarded-User", "carol")
+	if u := s.auth.identify(r); u.Actor != "carol" {
+		t.Errorf("actor %q", u.Actor)
 	}
 }

@@ -3,10 +3,10 @@ package console
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -55,7 +55,13 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := detailData{ID: id, at: at, Unresolved: ledger.Unresolved(fl.State), Replaying: fl.State == ledger.Replaying}
+	select {
+	case s.reads <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
 	full, err := quarantine.WithBytes(r.Context(), s.cfg, fl)
+	<-s.reads
 	if err != nil {
 		d.ReadErr = err.Error()
 		full = fl
@@ -65,7 +71,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	if rec := full.Record; rec != nil && rec.Kept {
 		red := s.redactor()
 		for _, h := range rec.Headers {
-			d.Headers = append(d.Headers, header{h.Key, red.Redact(printable(h.Value))})
+			d.Headers = append(d.Headers, header{h.Key, shown(red, h.Value)})
 		}
 		d.Payload, d.Decoded, d.Why = s.payload(r.Context(), rec.Value)
 	}
@@ -90,8 +96,11 @@ func (s *Server) payload(ctx context.Context, v []byte) (text string, decoded bo
 		defer cancel()
 		dec, err := schema.Decode(c, s.o.Registry, v)
 		if err == nil {
-			b, err := json.MarshalIndent(dec.Record, "", "  ")
+			b, err := json.MarshalIndent(sanitize(red, dec.Record), "", "  ")
 			if err == nil {
+				if len(b) > maxShown {
+					b = append(b[:maxShown], "\n… (cut)"...)
+				}
 				return redactLines(red, b), true, ""
 			}
 			why = err.Error()
@@ -101,7 +110,30 @@ func (s *Server) payload(ctx context.Context, v []byte) (text string, decoded bo
 	} else {
 		why = "no schema registry configured"
 	}
-	return red.Redact(printable(v[:min(len(v), maxShown)])), false, why
+	return shown(red, v[:min(len(v), maxShown)]), false, why
+}
+
+// sanitize makes a decoded record safe to show: a bytes field's content
+// is shown by its redacted text runs, never as base64 (which no
+// redaction pattern could read).
+func sanitize(red *envelope.Redactor, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = sanitize(red, e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = sanitize(red, e)
+		}
+		return out
+	case []byte:
+		return shown(red, x)
+	}
+	return v
 }
 
 // redactLines redacts each line of a JSON document, keeping its layout.
@@ -118,11 +150,31 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 	return out.String()
 }
 
-// printable is b as text when it is UTF-8 without control characters,
-// else as hex.
-func printable(b []byte) string {
+// shown is b as an operator may see it, redacted: its text when it is
+// UTF-8 without control characters; else (binary: Avro, Protobuf) only
+// its runs of 4 or more printable characters, each redacted — never the
+// raw bytes, in which no redaction pattern could find a secret.
+func shown(red *envelope.Redactor, b []byte) string {
 	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
-		return string(b)
+		return red.Redact(string(b))
 	}
-	return fmt.Sprintf("(%d bytes, hex) %s", len(b), hex.EncodeToString(b[:min(len(b), 4096)]))
+	var runs []string
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end-start >= 4 {
+			runs = append(runs, red.Redact(string(b[start:end])))
+		}
+		start = -1
+	}
+	for i, c := range b {
+		if c >= 0x20 && c < 0x7f {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		flush(i)
+	}
+	flush(len(b))
+	return fmt.Sprintf("(%d bytes of binary; its text, redacted:) %s", len(b), strings.Join(runs, " · "))
 }

@@ -23,6 +23,8 @@ type replayRun struct {
 	ID, Actor, Reason, Selection string
 	Started                      time.Time
 	Rate                         float64
+	// Watching are the stop conditions the replay watches.
+	Watching []string
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -33,6 +35,7 @@ type replayRun struct {
 	note      string
 	status    string
 	stoppedBy string
+	warnings  []string      // what the replay warned of, e.g. a stop condition it cannot watch
 	changed   chan struct{} // closed and replaced at every change
 	told      time.Time
 }
@@ -46,13 +49,14 @@ type runView struct {
 	Note      string        `json:"note,omitempty"`
 	Status    string        `json:"status,omitempty"`
 	StoppedBy string        `json:"stoppedBy,omitempty"`
+	Warnings  []string      `json:"warnings,omitempty"`
 }
 
 func (r *replayRun) view() runView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return runView{ID: r.ID, Phase: r.phase, Counts: r.counts, Percent: 100 * r.counts.Published / max(r.counts.Total, 1),
-		Note: r.note, Status: r.status, StoppedBy: r.stoppedBy}
+		Note: r.note, Status: r.status, StoppedBy: r.stoppedBy, Warnings: append([]string(nil), r.warnings...)}
 }
 
 // View is the run's state, for templates.
@@ -181,12 +185,16 @@ func (m *replays) stopAll() {
 // replay of the group), then run, exactly as `relay replay` does.
 func (s *Server) runReplay(ctx context.Context, r *replayRun, o *replay.Options) {
 	log := s.log.With("replay", r.ID, "actor", r.Actor)
-	if _, _, err := s.snapshot(ctx, true); err != nil { // the replay changes the quarantine
-		log.Warn("cannot read the quarantine before the replay", "err", err)
-	}
-	defer s.invalidate()
+	defer s.invalidate() // the replay changes the quarantine
 	plan, err := replay.Prepare(ctx, s.cfg, s.o.Admin, o, time.Now())
 	if err != nil {
+		r.mu.Lock()
+		by := r.stoppedBy
+		r.mu.Unlock()
+		if by != "" && ctx.Err() != nil {
+			r.end("stopped", "stopped by "+by+" before anything was published", nil)
+			return
+		}
 		r.end("failed", "nothing was replayed: "+err.Error(), nil)
 		log.Error("replay not started", "err", err)
 		return
@@ -199,7 +207,7 @@ func (s *Server) runReplay(ctx context.Context, r *replayRun, o *replay.Options)
 	r.mu.Lock()
 	r.counts.Total = len(plan.Selection.Records)
 	r.mu.Unlock()
-	res, err := plan.Run(ctx, o, r.ID, logWriter{log}, r)
+	res, err := plan.Run(ctx, o, r.ID, logWriter{log, r}, r)
 	if err != nil {
 		r.end("failed", "nothing was replayed: "+err.Error(), nil)
 		log.Error("replay failed", "err", err)
@@ -221,11 +229,23 @@ func (s *Server) runReplay(ctx context.Context, r *replayRun, o *replay.Options)
 	log.Info("replay ended", "status", status, "note", note, "published", res.Published, "resolved", res.Resolved, "failed_again", res.FailedAgain)
 }
 
-// logWriter writes the replay's lines to the console's log.
-type logWriter struct{ log *slog.Logger }
+// logWriter writes the replay's lines to the console's log, and its
+// warnings also to its page.
+type logWriter struct {
+	log *slog.Logger
+	run *replayRun
+}
 
 func (l logWriter) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if w, ok := strings.CutPrefix(line, "warning: "); ok {
+			l.log.Warn(w)
+			l.run.mu.Lock()
+			l.run.warnings = append(l.run.warnings, w)
+			l.run.tell(true)
+			l.run.mu.Unlock()
+			continue
+		}
 		if line != "" {
 			l.log.Info(line)
 		}

@@ -197,19 +197,20 @@ func recentReplays(snap *quarantine.Snapshot, n int) []recentReplay {
 }
 
 type listData struct {
-	Q       url.Values
-	Query   string
-	Items   []quarantine.Item
-	Classes map[string]string
-	Total   int
-	Page    int
-	Pages   int
-	PrevURL string
-	NextURL string
-	Sources []string
-	States  []ledger.State
-	Error   string
-	at      time.Time
+	Q                  url.Values
+	Query              string
+	ReplayURL, BackURL string
+	Items              []quarantine.Item
+	Classes            map[string]string
+	Total              int
+	Page               int
+	Pages              int
+	PrevURL            string
+	NextURL            string
+	Sources            []string
+	States             []ledger.State
+	Error              string
+	at                 time.Time
 }
 
 func (d listData) asOf() time.Time { return d.at }
@@ -249,6 +250,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	d := listData{Q: filterQuery(q), Sources: s.cfg.SourceTopics, States: ledger.States, Classes: map[string]string{}}
 	d.Query = d.Q.Encode()
+	d.ReplayURL = "/replay?" + d.Query
+	d.BackURL = "/failures?" + d.Query
 	sp := specOf(q)
 	f, err := sp.Build(now)
 	if err == nil {

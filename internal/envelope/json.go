@@ -80,7 +80,7 @@ func NewView(f *Failure, traceparent string, key []byte, valueLen int) View {
 // (version-traceid-parentid-flags), or "" if it is not one.
 func TraceID(traceparent string) string {
 	parts := strings.Split(traceparent, "-")
-	if len(parts) != 4 || len(parts[1]) != 32 {
+	if len(parts) != 4 || len(parts[1]) != 32 || strings.Trim(parts[1], "0123456789abcdef") != "" {
 		return ""
 	}
 	return parts[1]

@@ -218,6 +218,9 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, min(maxBody*int64(max(n, 1)), maxBatchBody)))
 	if err != nil {
+		if c.timedOut != nil && timeout(err) {
+			c.timedOut()
+		}
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
 	c.heard(resp.StatusCode)

@@ -215,6 +215,9 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
+		if c.timedOut != nil && timeout(err) {
+			c.timedOut()
+		}
 		return nil, tiers.Fail(tiers.CauseHookUnavailable, fmt.Errorf("reading answer: %w", err))
 	}
 	c.heard(resp.StatusCode)

@@ -39,8 +39,10 @@ type guard struct {
 	lagAt   time.Time
 	lagErr  string // the last lag reading's error, said once
 
-	scrapeAt  time.Time
-	baseline  map[string]float64 // by URL: relay_hook_timeouts_total when the replay began
+	scrapeAt time.Time
+	// last is relay_hook_timeouts_total as last read, by URL; timeouts
+	// what they rose by since the replay began, summed.
+	baseline  map[string]float64
 	timeouts  float64
 	http      *http.Client
 	scrapeErr map[string]bool
@@ -82,8 +84,10 @@ func (g *guard) stop(ctx context.Context, tally map[string]int) string {
 }
 
 // checkLag reads the lag of relay's group on the partitions published
-// to, and stops the replay when it has risen risingChecks times in a row
-// and is above --max-replay-lag: relay is not keeping up (or not running).
+// to, and stops the replay when it is above --max-replay-lag and has
+// grown over the last risingChecks readings without falling: relay is not
+// keeping up (or not running). The lag counts offsets: the replay's
+// transaction markers too, one per transaction and partition.
 func (g *guard) checkLag(ctx context.Context) string {
 	lag, err := g.lag(ctx)
 	if err != nil {
@@ -105,12 +109,17 @@ func (g *guard) noteLag(lag int64) string {
 	if lag <= g.o.MaxReplayLag || len(g.lags) <= risingChecks {
 		return ""
 	}
+	// Never falling, and higher than at the first of the readings: a
+	// slow replay's lag may hold between two readings, and still grow.
 	for i := 1; i < len(g.lags); i++ {
-		if g.lags[i] <= g.lags[i-1] {
+		if g.lags[i] < g.lags[i-1] {
 			return ""
 		}
 	}
-	return fmt.Sprintf("the lag of group %s on the replay topic grew to %d records (rising at %d checks in a row), more than --max-replay-lag %d: "+
+	if g.lags[len(g.lags)-1] <= g.lags[0] {
+		return ""
+	}
+	return fmt.Sprintf("the lag of group %s on the replay topic grew to %d offsets over %d checks without falling, more than --max-replay-lag %d: "+
 		"relay is not keeping up with the replay, or not running", g.group, lag, risingChecks, g.o.MaxReplayLag)
 }
 
@@ -139,12 +148,18 @@ func (g *guard) lag(ctx context.Context) (int64, error) {
 	}
 	committed := map[string]int64{}
 	for _, tp := range res {
-		if tp.Error == nil && tp.Offset >= 0 {
+		if tp.Error != nil {
+			return 0, fmt.Errorf("the committed offset of %s[%d]: %w", *tp.Topic, tp.Partition, tp.Error)
+		}
+		if tp.Offset >= 0 {
 			committed[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = int64(tp.Offset)
 		}
 	}
 	var sum int64
 	for _, tp := range tps {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		low, high, err := g.offsets.QueryWatermarkOffsets(*tp.Topic, tp.Partition, int(lagEvery/time.Millisecond))
 		if err != nil {
 			return 0, err
@@ -159,10 +174,10 @@ func (g *guard) lag(ctx context.Context) (int64, error) {
 }
 
 // scrape reads relay_hook_timeouts_total from every watched /metrics and
-// adds up how much each rose since the replay began. An instance that
-// cannot be read is said once and left out.
+// adds what each rose by since its last reading: a counter that went down
+// (a restarted instance, or another pod behind a Service's address) counts
+// from 0. An instance that cannot be read is said once and left out.
 func (g *guard) scrape(ctx context.Context) {
-	g.timeouts = 0
 	for _, u := range g.o.WatchMetrics {
 		v, err := scrapeTimeouts(ctx, g.http, u)
 		if err != nil {
@@ -172,16 +187,15 @@ func (g *guard) scrape(ctx context.Context) {
 			}
 			continue
 		}
-		base, ok := g.baseline[u]
-		if !ok {
-			g.baseline[u] = v
-			continue
+		last, ok := g.baseline[u]
+		g.baseline[u] = v
+		switch {
+		case !ok: // the first reading: where the replay begins
+		case v >= last:
+			g.timeouts += v - last
+		default:
+			g.timeouts += v
 		}
-		// A restarted instance starts its counter again from 0.
-		if v < base {
-			g.baseline[u], base = 0, 0
-		}
-		g.timeouts += v - base
 	}
 }
 
@@ -195,6 +209,8 @@ func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (float64, er
 	if err != nil {
 		return 0, err
 	}
+	// The classic text format: no exemplars after the value.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
@@ -232,4 +248,26 @@ func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (float64, er
 		return 0, fmt.Errorf("no %s there (is it relay's /metrics?)", MetricHookTimeouts)
 	}
 	return sum, nil
+}
+
+// Watching says which stop conditions a replay with o watches, for its
+// report and its page.
+func (o *Options) Watching() []string {
+	out := []string{fmt.Sprintf("repeat failures above %.0f%% (after %d outcomes)", 100*o.MaxFailureRate, o.MinOutcomes)}
+	if o.MaxReplayLag > 0 {
+		out = append(out, fmt.Sprintf("relay's lag on the replay topic above %d offsets and growing", o.MaxReplayLag))
+	} else {
+		out = append(out, "not relay's lag on the replay topic (--max-replay-lag 0)")
+	}
+	if o.IncludeReplaying {
+		out = append(out, "not duplicates (expected with --include-replaying)")
+	} else {
+		out = append(out, fmt.Sprintf("more than %d duplicates", o.MaxDuplicates))
+	}
+	if len(o.WatchMetrics) > 0 {
+		out = append(out, fmt.Sprintf("more than %d hook timeouts on %d relay instances", o.MaxHookTimeouts, len(o.WatchMetrics)))
+	} else {
+		out = append(out, "not hook timeouts (no RELAY_REPLAY_WATCH_METRICS)")
+	}
+	return out
 }

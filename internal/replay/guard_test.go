@@ -29,11 +29,25 @@ func TestLagStopsOnlyWhenRisingAboveTheLimit(t *testing.T) {
 	if why := g.noteLag(50); !strings.Contains(why, "grew to 50") || !strings.Contains(why, "--max-replay-lag 10") {
 		t.Fatalf("rising above the limit: %q", why)
 	}
-	g = newTestGuard(&Options{MaxReplayLag: 10})
-	for _, lag := range []int64{20, 30, 30, 40, 50} {
-		if why := g.noteLag(lag); why != "" {
-			t.Fatalf("a lag that held once is not rising at every check: stopped at %d", lag)
+	// A lag that fell within the last readings is relay catching up; one
+	// that holds above the limit is not growing.
+	for _, lags := range [][]int64{{20, 30, 25, 40}, {50, 50, 50, 50, 50}} {
+		g = newTestGuard(&Options{MaxReplayLag: 10})
+		for _, lag := range lags {
+			if why := g.noteLag(lag); why != "" {
+				t.Fatalf("%v: stopped at %d: %s", lags, lag, why)
+			}
 		}
+	}
+	// A slow replay's lag holds between some readings and still grows.
+	g = newTestGuard(&Options{MaxReplayLag: 10})
+	for _, lag := range []int64{20, 20, 21} {
+		if why := g.noteLag(lag); why != "" {
+			t.Fatalf("stopped at %d: %s", lag, why)
+		}
+	}
+	if why := g.noteLag(21); why == "" {
+		t.Fatal("a lag that grew from 20 to 21 over 4 readings without falling did not stop the replay")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -104,7 +105,10 @@ func (p *Plan) Run(ctx context.Context, o *Options, id string, log io.Writer, pr
 		http: &http.Client{Timeout: 2 * time.Second}, scrapeErr: map[string]bool{},
 		warn: func(format string, args ...any) { fmt.Fprintf(log, "warning: "+format+"\n", args...) }}
 	if o.MaxReplayLag > 0 {
-		if c, err := kafkaclient.Reader(p.cfg, p.cfg.GroupID, kafkaclient.Read{}); err == nil {
+		// read_uncommitted: the committed offsets as they are, without
+		// waiting for relay's open transactions (require_stable), which
+		// take longest exactly when relay struggles.
+		if c, err := kafkaclient.Reader(p.cfg, p.cfg.GroupID, kafkaclient.Read{Uncommitted: true}); err == nil {
 			r.guard.offsets = c
 			defer func() { _ = c.Close() }()
 		} else {
@@ -120,6 +124,7 @@ func (p *Plan) Run(ctx context.Context, o *Options, id string, log io.Writer, pr
 		r.total, rest = len(first), nil
 	}
 	fmt.Fprintf(log, "replay %s by %s (%s): %d records at %g/s%s\n", id, o.Actor, o.Reason, r.total, o.Rate, Skips(sel.Skipped))
+	fmt.Fprintf(log, "it stops on: %s\n", strings.Join(o.Watching(), "; "))
 	status, why := Done, ""
 	if len(rest) > 0 {
 		fmt.Fprintf(log, "sample: %d records first\n", len(first))
@@ -138,7 +143,7 @@ func (r *run) sampleFirst(ctx context.Context, first, rest []*quarantine.Failure
 	if err != nil || why != "" {
 		return Done, why, err
 	}
-	if done, why := r.await(ctx); why != "" {
+	if done, why := r.await(ctx, true); why != "" {
 		return Stopped, why, nil
 	} else if !done {
 		return Incomplete, "the sample's outcomes are not all known within --wait; the rest was not published", nil
@@ -169,9 +174,9 @@ func (r *run) finish(ctx context.Context, res *Result, status Status, why string
 		status = Stopped
 	}
 	if status == Done {
-		if done, stop := r.await(ctx); stop != "" {
-			status, why = Stopped, stop
-		} else if !done && ctx.Err() == nil {
+		// Everything is published: the stop conditions have nothing
+		// left to stop; the outcomes are waited for.
+		if done, _ := r.await(ctx, false); !done && ctx.Err() == nil {
 			status, why = Incomplete, fmt.Sprintf("outcomes of %d replayed records are not known within --wait %s: is relay running for group %s? They stay replaying in the ledger",
 				len(r.pending), r.o.Wait, r.cfg.GroupID)
 		}

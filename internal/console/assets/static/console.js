@@ -15,6 +15,11 @@
     set("failedAgain", c.failedAgain); set("duplicate", c.duplicate); set("pending", c.outcomeUnknown);
     var bar = document.getElementById("bar");
     if (bar) { bar.max = Math.max(c.selected, 1); bar.value = c.published; bar.textContent = v.percent + "%"; }
+    var warn = document.getElementById("warnings");
+    if (warn && v.warnings && warn.children.length !== v.warnings.length) {
+      warn.textContent = "";
+      v.warnings.forEach(function (w) { var li = document.createElement("li"); li.textContent = w; warn.appendChild(li); });
+    }
     if (v.status) {
       var note = document.getElementById("note");
       note.textContent = "";
