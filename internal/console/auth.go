@@ -67,8 +67,23 @@ func (a *auth) tokenTag() string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// ActorHeader names the actor of a request authorised by the token in
+// its Authorization header (a script's, not a browser's).
+const ActorHeader = "Relay-Actor"
+
 // identify says who r comes from.
 func (a *auth) identify(r *http.Request) who {
+	// A script: the token as a bearer token, and a name. A browser never
+	// sends this header across sites without the console's consent (it
+	// answers no CORS preflight), so it needs no CSRF token.
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		want := a.token()
+		name := cleanName(r.Header.Get(ActorHeader))
+		if want != "" && name != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(want)) == 1 {
+			return who{Actor: name, How: "bearer"}
+		}
+		return who{}
+	}
 	if a.userHeader != "" && a.fromProxy(r) {
 		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {
 			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
@@ -135,8 +150,12 @@ func (a *auth) signIn(name, token string, secure bool) (*http.Cookie, bool) {
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
 }
 
-// checkCSRF says whether the form's token is the requester's.
+// checkCSRF says whether the form's token is the requester's (a script
+// with the bearer token needs none).
 func checkCSRF(w who, r *http.Request) bool {
+	if w.How == "bearer" {
+		return true
+	}
 	got := r.PostFormValue("csrf")
 	return w.csrf != "" && subtle.ConstantTimeCompare([]byte(got), []byte(w.csrf)) == 1
 }

@@ -172,7 +172,8 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 		}
 		u := s.auth.identify(r)
 		if !u.CanAct() {
-			s.fail(w, r, http.StatusUnauthorized, "refused: actions need you to sign in (console token) or to come through the authenticating proxy")
+			s.fail(w, r, http.StatusUnauthorized, "refused: actions need you to sign in (console token) or to come through the authenticating proxy; "+
+				"a script sends Authorization: Bearer <RELAY_CONSOLE_TOKEN> and "+ActorHeader+": <its operator's name>")
 			return
 		}
 		if !checkCSRF(u, r) {

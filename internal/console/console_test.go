@@ -306,3 +306,26 @@ func TestMappedProxyRange(t *testing.T) {
 		t.Errorf("actor %q", u.Actor)
 	}
 }
+
+// A script acts with the token as a bearer token and a name, without a
+// session or a CSRF token; a wrong token or no name is refused.
+func TestScriptsActWithTheBearerToken(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	form := url.Values{"ids": {"orders/0/1"}}
+	for _, tc := range []struct {
+		token, actor string
+		want         int
+	}{{testToken, "ci-bot", http.StatusBadRequest}, {"wrong-token-of-length", "ci-bot", http.StatusUnauthorized}, {testToken, "", http.StatusUnauthorized}} {
+		w := post(h, "/discard", form, func(r *http.Request) {
+			r.Header.Del("Sec-Fetch-Site")
+			r.Header.Set("Authorization", "Bearer "+tc.token)
+			if tc.actor != "" {
+				r.Header.Set(ActorHeader, tc.actor)
+			}
+		})
+		// 400: it reached the discard, which wants a reason.
+		if w.Code != tc.want {
+			t.Errorf("token %q actor %q: %d, want %d: %s", tc.token, tc.actor, w.Code, tc.want, w.Body.String())
+		}
+	}
+}
