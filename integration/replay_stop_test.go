@@ -2,8 +2,8 @@ package integration
 
 import (
 	"net/http"
-	"regexp"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
