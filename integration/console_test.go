@@ -245,7 +245,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// the filter.
 	run(t, ctx, "replay link", chromedp.Navigate(base+"/failures?code="+v1Code), chromedp.WaitVisible(chromedp.CSS("#replay-selection")),
 		chromedp.Click(chromedp.CSS("#replay-selection")), chromedp.WaitVisible(chromedp.CSS("#replay-form")))
-	if got := textOf(t, ctx, "#matching"); !strings.Contains(got, "code="+v1Code) || !strings.Contains(got, strconv.Itoa(v1n)+" of them") {
+	if got := textOf(t, ctx, "#matching"); !strings.Contains(got, "code="+v1Code) || !strings.Contains(got, strconv.Itoa(v1n)+" of them are open") {
 		t.Errorf("the replay form from the list's link: %q", got)
 	}
 	run(t, ctx, "sample replay", chromedp.WaitVisible(chromedp.CSS("#replay-form")),

@@ -103,6 +103,7 @@ func (a *app) console(ctx context.Context, addr string) int {
 		fmt.Fprintf(a.stderr, "relay console: %v\n", err)
 		return exitFailure
 	}
+	defer srv.Close() // on every way out; a second Close returns at once
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if cfg.Console.Token != nil && cfg.Console.Token.File != "" {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"relay/internal/ledger"
@@ -46,7 +47,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 // discard closes the selected failures with a reason, as `relay
 // quarantine discard` does, on a fresh snapshot.
 func (s *Server) discard(w http.ResponseWriter, r *http.Request, u who) {
-	d := &quarantine.Discard{IDs: r.PostForm["ids"], Actor: actor(u), Reason: strings.TrimSpace(r.PostFormValue("reason")),
+	d := &quarantine.Discard{IDs: r.PostForm["ids"], Actor: actor(u), Reason: cleanReason(r.PostFormValue("reason")),
 		IncludeReplaying: r.PostFormValue("include-replaying") == "1"}
 	if err := checkReason(d.Reason); err != nil {
 		s.fail(w, r, http.StatusBadRequest, "nothing was discarded: "+err.Error())
@@ -93,6 +94,17 @@ func checkReason(why string) error {
 		return fmt.Errorf("the reason is %d characters long; at most %d", n, maxReason)
 	}
 	return nil
+}
+
+// cleanReason keeps a reason fit for the ledger and for terminals that
+// print it: no control characters but line breaks, no format characters.
+func cleanReason(why string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if (unicode.IsControl(r) && r != '\n') || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, why))
 }
 
 // localPath says whether back is a path of the console's own, never a
@@ -188,7 +200,7 @@ func (s *Server) renderReplayForm(w http.ResponseWriter, r *http.Request, status
 // replayOptions reads a replay from the form; every problem is named.
 func (s *Server) replayOptions(form url.Values, u who, now time.Time) (*replay.Options, error) {
 	o := replay.Defaults()
-	o.Reason, o.Actor = strings.TrimSpace(form.Get("reason")), actor(u)
+	o.Reason, o.Actor = cleanReason(form.Get("reason")), actor(u)
 	o.Filter = specOf(form)
 	o.Filter.States = ""
 	o.IDs = strings.Join(form["ids"], ",")
@@ -281,7 +293,12 @@ func (s *Server) startReplay(w http.ResponseWriter, r *http.Request, u who) {
 		sel = "every open failure"
 	}
 	run := &replayRun{ID: replay.NewID(now), Actor: o.Actor, Reason: o.Reason, Selection: sel, Started: now, Rate: o.Rate, Watching: o.Watching()}
-	if other := s.replays.start(run, func(ctx context.Context) { s.runReplay(ctx, run, o) }); other != nil {
+	other, err := s.replays.start(run, func(ctx context.Context) { s.runReplay(ctx, run, o) })
+	if err != nil {
+		s.renderReplayForm(w, r, http.StatusServiceUnavailable, r.PostForm, nil, err.Error())
+		return
+	}
+	if other != nil {
 		s.renderReplayForm(w, r, http.StatusConflict, r.PostForm, nil,
 			fmt.Sprintf("replay %s by %s is running: wait for it or stop it; one replay runs at a time", other.ID, other.Actor))
 		return

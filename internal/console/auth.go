@@ -74,15 +74,17 @@ const ActorHeader = "Relay-Actor"
 // identify says who r comes from.
 func (a *auth) identify(r *http.Request) who {
 	// A script: the token as a bearer token, and a name. A browser never
-	// sends this header across sites without the console's consent (it
-	// answers no CORS preflight), so it needs no CSRF token.
-	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		want := a.token()
-		name := cleanName(r.Header.Get(ActorHeader))
-		if want != "" && name != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(want)) == 1 {
-			return who{Actor: name, How: "bearer"}
+	// sends these headers across sites without the console's consent (it
+	// answers no CORS preflight), so it needs no CSRF token. A bearer
+	// token without Relay-Actor is someone else's (a proxy's JWT passed
+	// upstream): the other ways are tried.
+	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" {
+		if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(a.token())) == 1 {
+				return who{Actor: name, How: "bearer"}
+			}
+			return who{How: "refused"}
 		}
-		return who{}
 	}
 	if a.userHeader != "" && a.fromProxy(r) {
 		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {

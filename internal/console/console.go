@@ -130,6 +130,11 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A trusted reverse proxy on this host passes its own Host on.
+		if s.auth.fromProxy(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
@@ -171,6 +176,9 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 			return
 		}
 		u := s.auth.identify(r)
+		if u.How == "refused" {
+			s.log.Warn("refused a script's action: not the console token", "remote", r.RemoteAddr, "actor", cleanName(r.Header.Get(ActorHeader)))
+		}
 		if !u.CanAct() {
 			s.fail(w, r, http.StatusUnauthorized, "refused: actions need you to sign in (console token) or to come through the authenticating proxy; "+
 				"a script sends Authorization: Bearer <RELAY_CONSOLE_TOKEN> and "+ActorHeader+": <its operator's name>")

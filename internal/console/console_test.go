@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -202,22 +203,30 @@ func TestPayloadIsRedacted(t *testing.T) {
 	if decoded || why == "" {
 		t.Errorf("decoded %v why %q without a registry", decoded, why)
 	}
-	// Binary (a registry-framed record the registry cannot decode): only
-	// its text runs, redacted; never the bytes.
+	// Binary (a registry-framed record the registry cannot decode): its
+	// size and first bytes, never its content.
 	bin := append([]byte{0, 0, 0, 0, 1, 0x12}, "password=hunter2 alice@example.com 4111111111111111 ok-text"...)
 	got := shown(s.redactor(), bin)
-	for _, secret := range []string{"hunter2", "alice@example.com", "4111", "68756e74657232"} {
+	for _, secret := range []string{"hunter2", "alice@example.com", "4111", "ok-text", "68756e74657232"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("%q shown in %q", secret, got)
 		}
 	}
-	if !strings.Contains(got, "ok-text") {
-		t.Errorf("the text runs are not shown: %q", got)
+	if !strings.Contains(got, "00 00 00 00 01") {
+		t.Errorf("binary shown as %q", got)
 	}
-	// A decoded bytes field: its redacted text, not base64.
-	rec := sanitize(s.redactor(), map[string]any{"blob": []byte("token=abc123 x"), "n": 1}).(map[string]any)
+	// A decoded record: a secret-named field masked whole (an array too),
+	// bytes and fixed fields by their redacted text, never base64.
+	rec := sanitize(s.redactor(), map[string]any{"blob": []byte("token=abc123 x"), "fixed": [4]byte{'s', 'e', 'c', 'r'},
+		"apiKeys": []any{"k-1", "k-2"}, "note": "mail bob@example.com", "n": 1}).(map[string]any)
 	if b, _ := rec["blob"].(string); strings.Contains(b, "abc123") || !strings.Contains(b, "token=") {
 		t.Errorf("bytes field shown as %q", rec["blob"])
+	}
+	if rec["apiKeys"] != "***" || strings.Contains(fmt.Sprint(rec["note"]), "bob@") {
+		t.Errorf("secret field %v, note %v", rec["apiKeys"], rec["note"])
+	}
+	if _, isString := rec["fixed"].(string); !isString {
+		t.Errorf("fixed shown as %v", rec["fixed"])
 	}
 }
 
@@ -327,5 +336,18 @@ func TestScriptsActWithTheBearerToken(t *testing.T) {
 		if w.Code != tc.want {
 			t.Errorf("token %q actor %q: %d, want %d: %s", tc.token, tc.actor, w.Code, tc.want, w.Body.String())
 		}
+	}
+}
+
+// A proxy that passes its own bearer token upstream (an OIDC id token)
+// does not lock its users out: without Relay-Actor it is not a script's.
+func TestAProxysBearerTokenIsNotTheConsoles(t *testing.T) {
+	s := newTestServer(t, nil)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.1.1.1:4000"
+	r.Header.Set("Authorization", "Bearer eyJhbGciOi.the-proxy's.id-token")
+	r.Header.Set("X-Forwarded-User", "dave")
+	if u := s.auth.identify(r); u.Actor != "dave" || u.How != "proxy" {
+		t.Fatalf("identified %+v, want the proxy's user", u)
 	}
 }

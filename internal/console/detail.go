@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+	"reflect"
 	"time"
 	"unicode/utf8"
 
@@ -67,11 +67,18 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 		full = fl
 	}
 	d.Shown = quarantine.ShowFailure(full, s.cfg.TraceURL)
+	// relay redacted the message when it wrote it; the console's own
+	// pattern applies too.
+	d.Shown.ErrorMessage = s.redactor().Redact(d.Shown.ErrorMessage)
 	d.History = d.Shown.History
 	if rec := full.Record; rec != nil && rec.Kept {
 		red := s.redactor()
 		for _, h := range rec.Headers {
-			d.Headers = append(d.Headers, header{h.Key, shown(red, h.Value)})
+			v := shown(red, h.Value)
+			if envelope.SecretName(h.Key) {
+				v = envelope.Mask
+			}
+			d.Headers = append(d.Headers, header{h.Key, v})
 		}
 		d.Payload, d.Decoded, d.Why = s.payload(r.Context(), rec.Value)
 	}
@@ -113,14 +120,19 @@ func (s *Server) payload(ctx context.Context, v []byte) (text string, decoded bo
 	return shown(red, v[:min(len(v), maxShown)]), false, why
 }
 
-// sanitize makes a decoded record safe to show: a bytes field's content
-// is shown by its redacted text runs, never as base64 (which no
-// redaction pattern could read).
+// sanitize makes a decoded record safe to show: the value of a field
+// whose name says it holds a secret is masked whole; a string is
+// redacted; a bytes or fixed field is shown by its redacted text, never as
+// base64 or numbers (which no redaction pattern could read).
 func sanitize(red *envelope.Redactor, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
+			if envelope.SecretName(k) {
+				out[k] = envelope.Mask
+				continue
+			}
 			out[k] = sanitize(red, e)
 		}
 		return out
@@ -132,6 +144,14 @@ func sanitize(red *envelope.Redactor, v any) any {
 		return out
 	case []byte:
 		return shown(red, x)
+	case string:
+		return red.Redact(x)
+	}
+	// An Avro fixed decodes as a byte array ([N]byte).
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+		b := make([]byte, rv.Len())
+		reflect.Copy(reflect.ValueOf(b), rv)
+		return shown(red, b)
 	}
 	return v
 }
@@ -151,30 +171,13 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 }
 
 // shown is b as an operator may see it, redacted: its text when it is
-// UTF-8 without control characters; else (binary: Avro, Protobuf) only
-// its runs of 4 or more printable characters, each redacted — never the
-// raw bytes, in which no redaction pattern could find a secret.
+// UTF-8 without control characters; else (binary the registry cannot
+// decode) only its size and first bytes (the wire format's magic byte and
+// schema id): a secret in binary is out of reach of every redaction
+// pattern, which needs the field's name beside it.
 func shown(red *envelope.Redactor, b []byte) string {
 	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
 		return red.Redact(string(b))
 	}
-	var runs []string
-	start := -1
-	flush := func(end int) {
-		if start >= 0 && end-start >= 4 {
-			runs = append(runs, red.Redact(string(b[start:end])))
-		}
-		start = -1
-	}
-	for i, c := range b {
-		if c >= 0x20 && c < 0x7f {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		flush(i)
-	}
-	flush(len(b))
-	return fmt.Sprintf("(%d bytes of binary; its text, redacted:) %s", len(b), strings.Join(runs, " · "))
+	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -109,9 +110,10 @@ func (r *replayRun) wait() <-chan struct{} {
 
 // replays are the console's replays: one runs at a time.
 type replays struct {
-	mu   sync.Mutex
-	runs map[string]*replayRun
-	wg   sync.WaitGroup
+	mu      sync.Mutex
+	runs    map[string]*replayRun
+	wg      sync.WaitGroup
+	closing bool // the console stops: no replay starts
 }
 
 func newReplays() *replays { return &replays{runs: map[string]*replayRun{}} }
@@ -141,13 +143,16 @@ func (m *replays) list() []*replayRun {
 }
 
 // start runs body as replay r unless another is running (then it returns
-// that one).
-func (m *replays) start(r *replayRun, body func(ctx context.Context)) *replayRun {
+// that one) or the console stops.
+func (m *replays) start(r *replayRun, body func(ctx context.Context)) (*replayRun, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closing {
+		return nil, errors.New("the console is stopping: no replay starts")
+	}
 	for _, o := range m.runs {
 		if o.Running() {
-			return o
+			return o, nil
 		}
 	}
 	if len(m.runs) >= keepRuns {
@@ -169,17 +174,29 @@ func (m *replays) start(r *replayRun, body func(ctx context.Context)) *replayRun
 		defer cancel()
 		body(ctx)
 	}()
-	return nil
+	return nil, nil
 }
 
+// stopAll interrupts the replays, lets none start any more, and waits
+// for them to end (what was published stays replaying), up to a bound.
 func (m *replays) stopAll() {
 	m.mu.Lock()
+	m.closing = true
 	for _, r := range m.runs {
 		r.cancel()
 	}
 	m.mu.Unlock()
-	m.wg.Wait()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopBound):
+	}
 }
+
+// stopBound bounds the wait for interrupted replays: their last
+// transaction, and their spans' flush (5 s).
+const stopBound = 20 * time.Second
 
 // runReplay is the body of a console replay: prepare (fencing an earlier
 // replay of the group), then run, exactly as `relay replay` does.

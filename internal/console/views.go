@@ -250,7 +250,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	d := listData{Q: filterQuery(q), Sources: s.cfg.SourceTopics, States: ledger.States, Classes: map[string]string{}}
 	d.Query = d.Q.Encode()
-	d.ReplayURL = "/replay?" + d.Query
+	// A replay takes open failures (failed-again ones when asked): the
+	// list's state filter is not the replay's.
+	rq := filterQuery(q)
+	rq.Del("state")
+	d.ReplayURL = "/replay?" + rq.Encode()
 	d.BackURL = "/failures?" + d.Query
 	sp := specOf(q)
 	f, err := sp.Build(now)

@@ -28,6 +28,14 @@ var builtin = []struct {
 	{regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), Mask},
 }
 
+// secretName matches the names of fields and headers that hold secrets,
+// as the key=value pattern above does.
+var secretName = regexp.MustCompile(`(?i)(?:api[_.-]?key|apikey|token|secret|password|passwd|pwd|authorization|credential|cookie)`)
+
+// SecretName says whether a field or header called name holds a secret:
+// what shows it masks its whole value.
+func SecretName(name string) bool { return secretName.MatchString(name) }
+
 // Redactor removes secrets and personal data from error messages and bounds
 // their length. The zero value is not usable: use NewRedactor.
 type Redactor struct {

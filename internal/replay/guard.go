@@ -3,8 +3,10 @@ package replay
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -35,15 +37,18 @@ type guard struct {
 	// joins the group); nil: lag is not watched.
 	offsets *kafka.Consumer
 	parts   map[string]map[int32]bool // replay-topic partitions published to
-	lags    []int64
-	lagAt   time.Time
-	lagErr  string // the last lag reading's error, said once
+	// reads are the last lag readings: relay's committed offsets and the
+	// end offsets, summed over the partitions published to.
+	reads  []lagRead
+	lagAt  time.Time
+	lagErr string // the last lag reading's error, said once
 
 	scrapeAt time.Time
-	// last is relay_hook_timeouts_total as last read, by URL; timeouts
-	// what they rose by since the replay began, summed.
+	// baseline is relay_hook_timeouts_total as last read, by URL and
+	// process start; timeouts what they rose by since the replay began.
 	baseline  map[string]float64
 	timeouts  float64
+	began     time.Time
 	http      *http.Client
 	scrapeErr map[string]bool
 	warn      func(format string, args ...any)
@@ -83,50 +88,51 @@ func (g *guard) stop(ctx context.Context, tally map[string]int) string {
 	return ""
 }
 
-// checkLag reads the lag of relay's group on the partitions published
-// to, and stops the replay when it is above --max-replay-lag and has
-// grown over the last risingChecks readings without falling: relay is not
-// keeping up (or not running). The lag counts offsets: the replay's
+// lagRead is one reading of relay's progress on the replay topic.
+type lagRead struct{ committed, end int64 }
+
+// checkLag reads relay's progress on the partitions published to, and
+// stops the replay when relay's lag is above --max-replay-lag and relay
+// consumed less than half of what the replay published over the last
+// risingChecks readings: relay is not keeping up (or not running). A
+// healthy relay's lag while a fast replay starts is no reason: it consumes
+// as fast as the replay publishes. The lag counts offsets: the replay's
 // transaction markers too, one per transaction and partition.
 func (g *guard) checkLag(ctx context.Context) string {
-	lag, err := g.lag(ctx)
+	committed, end, err := g.lag(ctx)
 	if err != nil {
-		if msg := err.Error(); msg != g.lagErr {
+		if msg := err.Error(); msg != g.lagErr && ctx.Err() == nil {
 			g.lagErr = msg
 			g.warn("the replay topic's lag cannot be read (%v); the replay goes on without that check", err)
 		}
 		return ""
 	}
-	return g.noteLag(lag)
+	return g.noteLag(committed, end)
 }
 
-// noteLag adds a lag reading, and says why the replay stops, or "".
-func (g *guard) noteLag(lag int64) string {
-	g.lags = append(g.lags, lag)
-	if len(g.lags) > risingChecks+1 {
-		g.lags = g.lags[1:]
+// noteLag adds a reading, and says why the replay stops, or "".
+func (g *guard) noteLag(committed, end int64) string {
+	g.reads = append(g.reads, lagRead{committed, end})
+	if len(g.reads) > risingChecks+1 {
+		g.reads = g.reads[1:]
 	}
-	if lag <= g.o.MaxReplayLag || len(g.lags) <= risingChecks {
+	last, first := g.reads[len(g.reads)-1], g.reads[0]
+	lag := last.end - last.committed
+	if lag <= g.o.MaxReplayLag || len(g.reads) <= risingChecks {
 		return ""
 	}
-	// Never falling, and higher than at the first of the readings: a
-	// slow replay's lag may hold between two readings, and still grow.
-	for i := 1; i < len(g.lags); i++ {
-		if g.lags[i] < g.lags[i-1] {
-			return ""
-		}
-	}
-	if g.lags[len(g.lags)-1] <= g.lags[0] {
+	published, consumed := last.end-first.end, last.committed-first.committed
+	if published <= 0 || 2*consumed >= published {
 		return ""
 	}
-	return fmt.Sprintf("the lag of group %s on the replay topic grew to %d offsets over %d checks without falling, more than --max-replay-lag %d: "+
-		"relay is not keeping up with the replay, or not running", g.group, lag, risingChecks, g.o.MaxReplayLag)
+	return fmt.Sprintf("the lag of group %s on the replay topic is %d offsets, more than --max-replay-lag %d, and relay consumed %d of the %d offsets published over the last %s: "+
+		"relay is not keeping up with the replay, or not running", g.group, lag, g.o.MaxReplayLag, max(consumed, 0), published, risingChecks*lagEvery)
 }
 
-// lag is the group's lag summed over the partitions published to: their
-// high watermark minus the group's committed offset (the low watermark
-// when the group has none there yet).
-func (g *guard) lag(ctx context.Context) (int64, error) {
+// lag reads, summed over the partitions published to, the group's
+// committed offsets (the low watermark where it has none yet) and the
+// high watermarks.
+func (g *guard) lag(ctx context.Context) (committedSum, endSum int64, err error) {
 	var tps []kafka.TopicPartition
 	for topic, ps := range g.parts {
 		for p := range ps {
@@ -135,66 +141,68 @@ func (g *guard) lag(ctx context.Context) (int64, error) {
 		}
 	}
 	if len(tps) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	// Committed asks for stable offsets: a commit in an open transaction
-	// of relay's is waited for.
+	// A read_uncommitted consumer's Committed does not wait for relay's
+	// open transactions' commits (require_stable).
 	res, err := g.offsets.Committed(tps, int(lagEvery/time.Millisecond))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	committed := map[string]int64{}
 	for _, tp := range res {
 		if tp.Error != nil {
-			return 0, fmt.Errorf("the committed offset of %s[%d]: %w", *tp.Topic, tp.Partition, tp.Error)
+			return 0, 0, fmt.Errorf("the committed offset of %s[%d]: %w", *tp.Topic, tp.Partition, tp.Error)
 		}
 		if tp.Offset >= 0 {
 			committed[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))] = int64(tp.Offset)
 		}
 	}
-	var sum int64
 	for _, tp := range tps {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		low, high, err := g.offsets.QueryWatermarkOffsets(*tp.Topic, tp.Partition, int(lagEvery/time.Millisecond))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		at, ok := committed[*tp.Topic+"/"+strconv.Itoa(int(tp.Partition))]
 		if !ok {
 			at = low
 		}
-		sum += max(high-at, 0)
+		committedSum += min(at, high)
+		endSum += high
 	}
-	return sum, nil
+	return committedSum, endSum, nil
 }
 
 // scrape reads relay_hook_timeouts_total from every watched /metrics and
-// adds what each rose by since its last reading: a counter that went down
-// (a restarted instance, or another pod behind a Service's address) counts
-// from 0. An instance that cannot be read is said once and left out.
+// adds what it rose by since the last reading of the same process (told
+// apart by process_start_time_seconds): an address that alternates
+// between pods (a Service's) compares each pod with itself, and a
+// process started after the replay began counts from 0. An instance that
+// cannot be read is said once and left out.
 func (g *guard) scrape(ctx context.Context) {
 	for _, u := range g.o.WatchMetrics {
-		v, err := scrapeTimeouts(ctx, g.http, u)
+		v, started, err := scrapeTimeouts(ctx, g.http, u)
 		if err != nil {
-			if !g.scrapeErr[u] {
+			if ctx.Err() == nil && !g.scrapeErr[u] {
 				g.scrapeErr[u] = true
 				g.warn("relay's metrics at %s cannot be read (%v); its hook timeouts are not watched", secret.MaskURL(u), err)
 			}
 			continue
 		}
-		last, ok := g.baseline[u]
-		g.baseline[u] = v
+		key := u + "|" + strconv.FormatFloat(started, 'f', -1, 64)
+		last, ok := g.baseline[key]
+		g.baseline[key] = v
 		switch {
-		case !ok: // the first reading: where the replay begins
-		case v >= last:
-			g.timeouts += v - last
-		default:
-			g.timeouts += v
+		case ok:
+			g.timeouts += max(v-last, 0)
+		case started > 0 && time.Unix(int64(started), 0).After(g.began):
+			g.timeouts += v // started during the replay: all of its timeouts are the replay's
 		}
 	}
 }
@@ -202,52 +210,69 @@ func (g *guard) scrape(ctx context.Context) {
 // MetricHookTimeouts is the counter the guard reads on relay's /metrics.
 const MetricHookTimeouts = "relay_hook_timeouts_total"
 
-func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (float64, error) {
+// metricStarted tells one relay process from another behind one address.
+const metricStarted = "process_start_time_seconds"
+
+// scrapeTimeouts reads relay_hook_timeouts_total (summed over its series)
+// and process_start_time_seconds. Its errors never repeat the URL (it may
+// hold a credential in its query).
+func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (timeouts, started float64, err error) {
+	timeouts, started, err = scrapeURL(ctx, hc, u)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return timeouts, started, err
+}
+
+func scrapeURL(ctx context.Context, hc *http.Client, u string) (float64, float64, error) {
 	c, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(c, http.MethodGet, u, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The classic text format: no exemplars after the value.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
+		return 0, 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	found, sum := false, 0.0
+	found, sum, started := false, 0.0, 0.0
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, MetricHookTimeouts) {
-			continue
+		if v, ok := sampleOf(sc.Text(), MetricHookTimeouts); ok {
+			found, sum = true, sum+v
+		} else if v, ok := sampleOf(sc.Text(), metricStarted); ok {
+			started = v
 		}
-		rest := line[len(MetricHookTimeouts):]
-		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		found, sum = true, sum+v
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("no %s there (is it relay's /metrics?)", MetricHookTimeouts)
+		return 0, 0, fmt.Errorf("no %s there (is it relay's /metrics?)", MetricHookTimeouts)
 	}
-	return sum, nil
+	return sum, started, nil
+}
+
+// sampleOf is the value of a sample line of metric name.
+func sampleOf(line, name string) (float64, bool) {
+	rest, ok := strings.CutPrefix(line, name)
+	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+		return 0, false
+	}
+	fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+	if len(fields) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	return v, err == nil
 }
 
 // Watching says which stop conditions a replay with o watches, for its
@@ -255,7 +280,7 @@ func scrapeTimeouts(ctx context.Context, hc *http.Client, u string) (float64, er
 func (o *Options) Watching() []string {
 	out := []string{fmt.Sprintf("repeat failures above %.0f%% (after %d outcomes)", 100*o.MaxFailureRate, o.MinOutcomes)}
 	if o.MaxReplayLag > 0 {
-		out = append(out, fmt.Sprintf("relay's lag on the replay topic above %d offsets and growing", o.MaxReplayLag))
+		out = append(out, fmt.Sprintf("relay's lag on the replay topic above %d offsets while relay consumes less than half of what is published", o.MaxReplayLag))
 	} else {
 		out = append(out, "not relay's lag on the replay topic (--max-replay-lag 0)")
 	}

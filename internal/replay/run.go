@@ -101,7 +101,7 @@ func (p *Plan) Run(ctx context.Context, o *Options, id string, log io.Writer, pr
 		return nil, err
 	}
 	defer func() { _ = r.tail.Close() }()
-	r.guard = &guard{o: o, group: p.cfg.GroupID, parts: map[string]map[int32]bool{}, baseline: map[string]float64{},
+	r.guard = &guard{o: o, group: p.cfg.GroupID, parts: map[string]map[int32]bool{}, baseline: map[string]float64{}, began: time.Now(),
 		http: &http.Client{Timeout: 2 * time.Second}, scrapeErr: map[string]bool{},
 		warn: func(format string, args ...any) { fmt.Fprintf(log, "warning: "+format+"\n", args...) }}
 	if o.MaxReplayLag > 0 {
