@@ -215,6 +215,24 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	accessible(t, ctx, axe, "failure")
 
+	// Discard through the pages: one garbage failure from its page, two
+	// ticked on the list; the ledger records who and why.
+	run(t, ctx, "discard one", chromedp.Navigate(base+"/failure?id="+url.QueryEscape(f.garbage[0])), chromedp.WaitVisible(chromedp.CSS("#discard-one")),
+		chromedp.SetValue(chromedp.CSS("#discard-one #reason"), "test garbage from the load generator"), chromedp.Submit(chromedp.CSS("#discard-one")))
+	waitText(t, ctx, "#flash", "Discarded 1", 30*time.Second)
+	run(t, ctx, "discard chosen", chromedp.Navigate(base+"/failures?code="+garbageCode), chromedp.WaitVisible(chromedp.CSS("#selection")),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name="ids"][value=%q]`, f.garbage[1]))),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name="ids"][value=%q]`, f.garbage[2]))),
+		chromedp.SetValue(chromedp.CSS("#selection #reason"), "the rest of the garbage"), chromedp.Click(chromedp.CSS("#discard")))
+	waitText(t, ctx, "#flash", "Discarded 2", 30*time.Second)
+	l = ledgerOf(t, f.s)
+	for i, why := range []string{"test garbage from the load generator", "the rest of the garbage", "the rest of the garbage"} {
+		e := l[f.garbage[i]]
+		if h := e.Current(); e.State != ledger.Discarded || h.Actor != "alice (console)" || h.Reason != why {
+			t.Errorf("%s: %s by %q for %q, want discarded by alice (console) for %q", f.garbage[i], e.State, h.Actor, h.Reason, why)
+		}
+	}
+
 	// Dry run over the source: the fixed admission passes v1, the rest
 	// would fail again, by code.
 	run(t, ctx, "dry run", chromedp.Navigate(base+"/replay?source="+f.s.src.topic), chromedp.WaitVisible(chromedp.CSS("#replay-form")),
@@ -223,7 +241,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := textOf(t, ctx, "#p-pass"); got != strconv.Itoa(v1n) {
 		t.Errorf("dry run: would pass %s, want %d", got, v1n)
 	}
-	for code, n := range map[string]int{garbageCode: 3, truncCode: 2} {
+	for code, n := range map[string]int{truncCode: 2} { // the garbage is discarded by now
 		if got := textOf(t, ctx, fmt.Sprintf(`#prediction tr.would-fail[data-code=%q] td:last-child`, code)); got != strconv.Itoa(n) {
 			t.Errorf("dry run: %s would fail again %q, want %d", code, got, n)
 		}

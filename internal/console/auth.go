@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -41,6 +42,10 @@ func (w who) CanAct() bool { return w.Actor != "" }
 func (w who) CSRF() string { return w.csrf }
 
 type auth struct {
+	// failures counts refused sign-ins by peer address, to slow guessing.
+	mu       sync.Mutex
+	failures map[string]*attempts
+
 	key        []byte
 	token      func() string // "" when no token is set
 	userHeader string
@@ -50,7 +55,7 @@ type auth struct {
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix) *auth {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies}
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, failures: map[string]*attempts{}}
 }
 
 func (a *auth) mac(parts ...string) string {
@@ -177,4 +182,60 @@ func cleanName(s string) string {
 		s = strings.TrimSpace(string(r[:maxActorName]))
 	}
 	return s
+}
+
+// Sign-in attempts: after maxFailures refused ones from an address within
+// failureWindow, that address may not try again until the window has
+// passed since its last refusal.
+const (
+	maxFailures   = 5
+	failureWindow = time.Minute
+	maxTracked    = 10000 // addresses remembered at most
+)
+
+type attempts struct {
+	n    int
+	last time.Time
+}
+
+// peer is r's address without its port.
+func peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// mayTry says whether r's address may try to sign in now.
+func (a *auth) mayTry(r *http.Request, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.failures[peer(r)]
+	return f == nil || f.n < maxFailures || now.Sub(f.last) > failureWindow
+}
+
+// tried notes a sign-in's outcome for r's address.
+func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := peer(r)
+	if ok {
+		delete(a.failures, p)
+		return
+	}
+	f := a.failures[p]
+	if f == nil || now.Sub(f.last) > failureWindow {
+		if len(a.failures) >= maxTracked {
+			for k, v := range a.failures {
+				if now.Sub(v.last) > failureWindow {
+					delete(a.failures, k)
+				}
+			}
+		}
+		f = &attempts{}
+		a.failures[p] = f
+	}
+	f.n++
+	f.last = now
 }

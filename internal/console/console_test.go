@@ -351,3 +351,21 @@ func TestAProxysBearerTokenIsNotTheConsoles(t *testing.T) {
 		t.Fatalf("identified %+v, want the proxy's user", u)
 	}
 }
+
+// Guessing the token is slowed: after 5 wrong ones from an address, even
+// the right one waits a minute; other addresses are not affected.
+func TestSignInGuessesAreSlowed(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	from := func(addr string) func(*http.Request) { return func(r *http.Request) { r.RemoteAddr = addr } }
+	for range maxFailures {
+		if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {"guess-guess-guess"}}, from("192.0.2.7:1000")); w.Code != http.StatusUnauthorized {
+			t.Fatalf("a wrong token: %d", w.Code)
+		}
+	}
+	if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {testToken}}, from("192.0.2.7:1001")); w.Code != http.StatusTooManyRequests {
+		t.Errorf("after %d wrong tokens: %d, want 429", maxFailures, w.Code)
+	}
+	if w := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}}, from("192.0.2.8:1000")); w.Code != http.StatusSeeOther {
+		t.Errorf("another address: %d", w.Code)
+	}
+}
