@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -280,5 +281,58 @@ func TestBrokerDownLongerThanTransactionTimeout(t *testing.T) {
 	log := r.stderr.String()
 	t.Logf("recovery seen: fenced by the coordinator %v, producer re-initialised %v",
 		strings.Contains(log, "fenced by the coordinator"), strings.Contains(log, "re-initialising producer"))
+	r.stop()
+}
+
+// TestStartWhileBrokerDown pins a crash loop of rolling upgrades: relay
+// started while its broker was away exited 1 after 5 s ("preflight
+// failed; relay does not start: context deadline exceeded"), because a
+// start-up call that timed out was taken for a verdict. relay must wait
+// for the broker — saying what it waits for, alive but not ready — and
+// then relay exactly once. It takes the shared broker away: it runs with
+// the broker tests above, last.
+func TestStartWhileBrokerDown(t *testing.T) {
+	const partitions = 3
+	s := newScenario(t, partitions)
+	s.src.produce(t, 500)
+	stack := filepath.Join(repoRoot, "scripts/stack/kafka.sh")
+	broker := func(step string) {
+		t.Helper()
+		if out, err := exec.Command("bash", stack, step).CombinedOutput(); err != nil {
+			t.Fatalf("broker %s: %v\n%s", step, err, out)
+		}
+	}
+	broker("kill")
+	brokerUp := false
+	t.Cleanup(func() {
+		if !brokerUp {
+			broker("start")
+			broker("wait")
+		}
+	})
+	addr := freeAddr(t)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn"), "RELAY_HTTP_ADDR", addr, "RELAY_OP_TIMEOUT", "2s"))
+	// Three times the old 5 s, through several of the start-up waits.
+	r.waitLog("waiting for the brokers", 30*time.Second)
+	time.Sleep(15 * time.Second)
+	if r.exited() {
+		t.Fatalf("relay exited (code %d) while its broker was away; it must wait for it:\n%s",
+			r.cmd.ProcessState.ExitCode(), tail(r.stderr.String(), 15))
+	}
+	if st, body := httpGet(t, "http://"+addr+"/readyz"); st != http.StatusServiceUnavailable {
+		t.Errorf("/readyz while the broker is away: %d %q; want 503", st, body)
+	}
+	if ok, body := livez(addr); !ok {
+		t.Errorf("/livez while relay waits for its broker: %q; waiting is not stuck", body)
+	}
+	broker("start")
+	broker("wait")
+	brokerUp = true
+	waitHTTP(t, "http://"+addr+"/readyz", http.StatusOK, "ok", 2*time.Minute)
+	s.src.produce(t, 500)
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	if r.exited() {
+		t.Fatalf("relay exited (code %d) after its broker came back:\n%s", r.cmd.ProcessState.ExitCode(), tail(r.stderr.String(), 15))
+	}
 	r.stop()
 }

@@ -40,16 +40,24 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 	}
 	retention, err := preflight(ctx, admin, cfg, log)
 	if err == nil {
-		err = fitTransactionTimeout(ctx, admin, cfg, log)
+		err = untilReachable(ctx, log, "the brokers' transaction.max.timeout.ms", func() error {
+			return fitTransactionTimeout(ctx, admin, cfg, log)
+		})
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	var retired map[string][]pipeline.RetiredTier
-	err = untilReachable(ctx, log, func() (err error) {
+	err = untilReachable(ctx, log, "the group's committed offsets on retired tier topics", func() (err error) {
 		retired, err = retiredTiers(ctx, admin, consumer.Committed, cfg, log)
 		return err
 	})
+	if err == nil {
+		// What the consumer queued while relay waited for the brokers
+		// (one "all brokers down" a second) was said by the waits: the
+		// loop would log each again at its first poll.
+		err = refused()
+	}
 	return retention, retired, err
 }
 
@@ -58,9 +66,9 @@ func startChecks(ctx context.Context, consumer *kafka.Consumer, cfg *config.Conf
 // authentication failed, a TLS handshake the broker or relay refused —
 // into a *ConfigError naming the variables to check: waiting will not fix
 // it. Nothing else is consumed: before the loop subscribes, errors are
-// all the queue holds.
+// all the queue holds, and all of it is read (bounded).
 func credentialRefused(c *kafka.Consumer, cfg *config.Config, log *slog.Logger) error {
-	for range 100 {
+	for range 10000 {
 		ev := c.Poll(0)
 		if ev == nil {
 			return nil
@@ -99,7 +107,7 @@ func checkACLs(ctx context.Context, a *kafka.AdminClient, cfg *config.Config, lo
 		return err
 	}
 	var missing []topics.ACL
-	err = untilReachable(ctx, log, func() (err error) {
+	err = untilReachable(ctx, log, "the ACL check (topic and group descriptions)", func() (err error) {
 		c, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 		defer cancel()
 		if missing, err = topics.MissingACLs(c, a, need); err != nil {
@@ -137,26 +145,32 @@ func checkACLs(ctx context.Context, a *kafka.AdminClient, cfg *config.Config, lo
 // for the retention headroom metric.
 func preflight(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) (map[string]time.Duration, error) {
 	var ret map[string]time.Duration
-	err := untilReachable(ctx, log, func() (err error) {
+	err := untilReachable(ctx, log, "topic metadata", func() (err error) {
 		ret, err = checkTopics(ctx, a, cfg, log)
 		return err
 	})
 	return ret, err
 }
 
-// untilReachable calls check until it gives nil or a verdict that is not
-// a Kafka error (one on the topics themselves), waiting out a broker that
-// cannot be reached: 1 s at first, doubling up to 30 s, jittered.
-func untilReachable(ctx context.Context, log *slog.Logger, check func() error) error {
+// untilReachable calls check until it gives nil or a verdict, waiting out
+// a cluster that cannot be reached (kafkaerr.Outage: a broker away, a call
+// that timed out): 1 s at first, doubling up to 30 s, jittered. Each wait
+// is logged with what relay waits for; relay is not ready meanwhile (the
+// loop has not started), and not stuck either (/livez counts from the
+// loop's first round). Only ctx ends the wait early.
+func untilReachable(ctx context.Context, log *slog.Logger, what string, check func() error) error {
 	op := func() (struct{}, error) {
 		err := check()
-		if err != nil && !kafkaerr.IsKafka(err) {
+		if err != nil && ctx.Err() != nil {
+			return struct{}{}, backoff.Permanent(ctx.Err())
+		}
+		if err != nil && !kafkaerr.Outage(err) {
 			return struct{}{}, backoff.Permanent(err)
 		}
 		return struct{}{}, err
 	}
 	_, err := retry.Do(ctx, op, time.Second, 30*time.Second, func(err error, in time.Duration) {
-		log.Warn("cannot read topic metadata yet; retrying", "err", err, "in", in.String())
+		log.Warn("waiting for the brokers; relay starts consuming once they answer", "for", what, "err", err, "in", in.String())
 	})
 	return err
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,6 +14,8 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaclient"
+	"relay/internal/kafkaerr"
 )
 
 // brokerConfigAdmin answers metadata with one broker and describes that
@@ -77,5 +81,57 @@ func TestTransactionTimeoutFitsTheBroker(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot read the broker's transaction.max.timeout.ms") {
 		t.Errorf("no warning when the broker cannot be described:\n%s", logs.String())
+	}
+}
+
+// clusterAdmin lists brokers 1..3 in its metadata; those in away never
+// answer a describe (it returns when the call's deadline passes, as
+// librdkafka does for a broker it cannot reach); the others answer 15 min.
+type clusterAdmin struct {
+	away  map[int32]bool
+	asked chan string
+}
+
+func (a clusterAdmin) GetMetadata(*string, bool, int) (*kafka.Metadata, error) {
+	return &kafka.Metadata{Brokers: []kafka.BrokerMetadata{{ID: 1}, {ID: 2}, {ID: 3}}}, nil
+}
+
+func (a clusterAdmin) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource, _ ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
+	a.asked <- rs[0].Name
+	var id int32
+	fmt.Sscan(rs[0].Name, &id)
+	if a.away[id] {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return []kafka.ConfigResourceResult{{Type: kafka.ResourceBroker, Name: rs[0].Name, Config: map[string]kafka.ConfigEntryResult{
+		"transaction.max.timeout.ms": {Name: "transaction.max.timeout.ms", Value: "900000"},
+	}}}, nil
+}
+
+// The broker limit is read from a live broker, whichever the metadata
+// lists first: relay asked only the first listed, and when that one was
+// away its start failed. With every broker away the answer is an outage
+// (*BrokersAwayError, which relay run waits out), not a skipped check.
+func TestTransactionMaxFromALiveBroker(t *testing.T) {
+	lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0",
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092", "RELAY_OP_TIMEOUT": "300ms"})
+	cfg, err := config.Load(lookup, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := clusterAdmin{away: map[int32]bool{1: true}, asked: make(chan string, 10)}
+	if err := kafkaclient.FitTransactionTimeout(context.Background(), a, cfg, log); err != nil {
+		t.Fatalf("broker 1 away, 2 and 3 live: %v", err)
+	}
+	a = clusterAdmin{away: map[int32]bool{1: true, 2: true, 3: true}, asked: make(chan string, 10)}
+	err = kafkaclient.FitTransactionTimeout(context.Background(), a, cfg, log)
+	var away *kafkaclient.BrokersAwayError
+	if !errors.As(err, &away) || !kafkaerr.Outage(err) {
+		t.Fatalf("every broker away: %v; want a *BrokersAwayError that is an outage", err)
+	}
+	if len(a.asked) != 3 {
+		t.Fatalf("asked %d brokers; want all 3", len(a.asked))
 	}
 }

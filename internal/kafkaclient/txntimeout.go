@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaerr"
 )
 
 // BrokerDescriber is what FitTransactionTimeout needs of an admin client.
@@ -19,16 +20,32 @@ type BrokerDescriber interface {
 	DescribeConfigs(ctx context.Context, resources []kafka.ConfigResource, options ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error)
 }
 
+// BrokersAwayError is FitTransactionTimeout's answer when no broker told
+// its transaction.max.timeout.ms in time: an outage, not a verdict.
+// relay run waits it out; a command reports it and goes on unchecked.
+type BrokersAwayError struct{ Err error }
+
+func (e *BrokersAwayError) Error() string {
+	return "no broker answered for its transaction.max.timeout.ms: " + e.Err.Error()
+}
+func (e *BrokersAwayError) Unwrap() error { return e.Err }
+
 // FitTransactionTimeout checks transaction.timeout.ms against the broker's
 // transaction.max.timeout.ms before the producer asks for it: the broker
 // refuses every transaction of a producer that asks for more, and its own
 // error names neither the variable nor the limit. A derived timeout is
 // lowered to the limit when the transaction budget still fits.
+//
+// An answer without the limit — a refusal to describe the brokers (no
+// DescribeConfigs on the cluster) above all — skips the check with a
+// warning: a refused timeout still stops relay at init, with the broker's
+// message. No broker answering at all is a *BrokersAwayError.
 func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.Config, log *slog.Logger) error {
 	limit, err := brokerTransactionMax(ctx, a, cfg.OpTimeout)
+	if err != nil && kafkaerr.Outage(err) {
+		return &BrokersAwayError{Err: err}
+	}
 	if err != nil {
-		// No permission to describe the broker, say: a refused timeout
-		// still stops relay at init, with the broker's message.
 		log.Warn("cannot read the broker's transaction.max.timeout.ms; transaction.timeout.ms is not checked against it", "err", err)
 		return nil
 	}
@@ -40,33 +57,71 @@ func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.C
 	return err
 }
 
-// brokerTransactionMax reads transaction.max.timeout.ms from one broker;
-// brokers of a cluster normally share it.
+// brokerTransactionMax reads transaction.max.timeout.ms from the first of
+// the brokers in the metadata to answer; brokers of a cluster normally
+// share it. All are asked at once: the metadata still lists a broker that
+// went away seconds ago (until the controller fences it), and one that is
+// away answers only when the call times out. The first answer that is not
+// an outage (kafkaerr.Outage) — a value, or a refused describe — is the
+// one; when every broker failed, the errors are returned together.
 func brokerTransactionMax(ctx context.Context, a BrokerDescriber, timeout time.Duration) (time.Duration, error) {
 	md, err := a.GetMetadata(nil, false, int(timeout/time.Millisecond))
 	if err != nil {
 		return 0, err
 	}
 	if len(md.Brokers) == 0 {
-		return 0, errors.New("no broker in the metadata")
+		return 0, kafka.NewError(kafka.ErrAllBrokersDown, "no broker in the metadata", false)
 	}
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := a.DescribeConfigs(c, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(md.Brokers[0].ID))}})
+	type answer struct {
+		limit time.Duration
+		err   error
+	}
+	answers := make(chan answer, len(md.Brokers))
+	for _, b := range md.Brokers {
+		go func() {
+			limit, err := describeTransactionMax(c, a, b.ID)
+			answers <- answer{limit, err}
+		}()
+	}
+	// Every goroutine is waited for: cancel makes the slow ones return.
+	var errs []error
+	var found *answer
+	for range md.Brokers {
+		an := <-answers
+		switch {
+		case found != nil:
+		case an.err == nil || !kafkaerr.Outage(an.err):
+			found = &an
+			cancel()
+		default:
+			errs = append(errs, an.err)
+		}
+	}
+	if found != nil {
+		return found.limit, found.err
+	}
+	return 0, errors.Join(errs...)
+}
+
+// describeTransactionMax asks broker id for its transaction.max.timeout.ms.
+func describeTransactionMax(ctx context.Context, a BrokerDescriber, id int32) (time.Duration, error) {
+	res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(id))}})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("broker %d: %w", id, err)
 	}
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError {
-			return 0, r.Error
+			return 0, fmt.Errorf("broker %d: %w", id, r.Error)
 		}
 		if e, ok := r.Config["transaction.max.timeout.ms"]; ok {
 			n, err := strconv.ParseInt(e.Value, 10, 64)
 			if err != nil || n <= 0 {
-				return 0, fmt.Errorf("transaction.max.timeout.ms %q is not a number of milliseconds", e.Value)
+				return 0, fmt.Errorf("broker %d: transaction.max.timeout.ms %q is not a number of milliseconds", id, e.Value)
 			}
 			return time.Duration(n) * time.Millisecond, nil
 		}
 	}
-	return 0, errors.New("the broker did not report transaction.max.timeout.ms")
+	return 0, fmt.Errorf("broker %d did not report transaction.max.timeout.ms", id)
 }

@@ -6,6 +6,7 @@
 package kafkaerr
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -121,9 +122,10 @@ func Transient(err error) bool { return transient[Code(err)] }
 // permanent are answers that asking again will not change without an
 // operator: not authorised, or no such topic.
 var permanent = map[kafka.ErrorCode]bool{
-	kafka.ErrTopicAuthorizationFailed: true,
-	kafka.ErrGroupAuthorizationFailed: true,
-	kafka.ErrUnknownTopicOrPart:       true,
+	kafka.ErrTopicAuthorizationFailed:   true,
+	kafka.ErrClusterAuthorizationFailed: true,
+	kafka.ErrGroupAuthorizationFailed:   true,
+	kafka.ErrUnknownTopicOrPart:         true,
 }
 
 // Permanent reports whether retrying err is pointless: a fatal error, or
@@ -134,6 +136,21 @@ func Permanent(err error) bool {
 		return false
 	}
 	return ke.IsFatal() || permanent[ke.Code()]
+}
+
+// Outage reports whether err may come from a cluster that is out of reach
+// or in motion rather than from an answer: a Kafka error that is not
+// Permanent, or a call that ran out of its own deadline (librdkafka's
+// admin calls end with context.DeadlineExceeded when no broker answers in
+// time). Start-up waits these out; anything else is a verdict.
+func Outage(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	return IsKafka(err) && !Permanent(err)
 }
 
 // partitionFaults are the delivery errors that say the output partition
