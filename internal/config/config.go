@@ -103,6 +103,11 @@ type Config struct {
 	// SessionTimeout is session.timeout.ms: a loop stalled longer than
 	// this has lost its group membership.
 	SessionTimeout time.Duration
+	// StaticMembership: the loop's consumer has a group.instance.id
+	// (RELAY_STATIC_MEMBERSHIP), GroupInstanceID, which the group
+	// coordinator lets only one live member hold (KIP-345).
+	StaticMembership bool
+	GroupInstanceID  string
 	// txnTimeoutDerived: the user left transaction.timeout.ms unset, so
 	// relay may still lower it to what the broker allows.
 	txnTimeoutDerived bool
@@ -155,6 +160,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	c.Kafka, c.kafkaVar, c.KafkaSecrets = p.kafka(environ)
 	c.MaxPollInterval = p.kafkaMillis(c, "max.poll.interval.ms", defaultMaxPollInterval)
 	c.SessionTimeout = p.kafkaMillis(c, "session.timeout.ms", defaultSessionTimeout)
+	p.readMembership(c)
 	if _, set := c.Kafka["transaction.timeout.ms"]; set {
 		c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
 	} else {
@@ -182,6 +188,22 @@ func (p *parser) readLoop(c *Config) {
 	c.OpTimeout = p.duration(EnvOpTimeout)
 	c.HTTPAddr = p.raw(EnvHTTPAddr)
 	c.LogFormat = p.enum(EnvLogFormat, "json", "text")
+}
+
+// readMembership reads RELAY_STATIC_MEMBERSHIP and the group.instance.id
+// it implies: the passthrough's, or the transactional id, unique per
+// instance and stable across its restarts as an instance id must be.
+func (p *parser) readMembership(c *Config) {
+	c.StaticMembership = p.enum(EnvStaticMembership, "true", "false") == "true"
+	own, set := c.Kafka["group.instance.id"]
+	switch {
+	case set && !c.StaticMembership:
+		p.fail(EnvStaticMembership, "is false, and %s sets group.instance.id: a static member; unset one of them", c.VarForProperty("group.instance.id"))
+	case set:
+		c.GroupInstanceID = own
+	case c.StaticMembership:
+		c.GroupInstanceID = c.TransactionalID
+	}
 }
 
 // readFailures reads the failure state machine's variables: topics, retry

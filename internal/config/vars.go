@@ -12,6 +12,7 @@ const (
 	EnvSourceTopics     = "RELAY_SOURCE_TOPICS"
 	EnvGroupID          = "RELAY_GROUP_ID"
 	EnvTransactionalID  = "RELAY_TRANSACTIONAL_ID"
+	EnvStaticMembership = "RELAY_STATIC_MEMBERSHIP"
 	EnvCommitInterval   = "RELAY_COMMIT_INTERVAL"
 	EnvMaxRecordsPerTxn = "RELAY_MAX_RECORDS_PER_TXN"
 	EnvShutdownTimeout  = "RELAY_SHUTDOWN_TIMEOUT"
@@ -123,6 +124,7 @@ var Vars = []Var{
 	{Name: EnvTransactionalID, Required: true, Help: "`transactional.id` of this instance: unique per instance, stable across its restarts (e.g. `relay-$(POD_NAME)` in a StatefulSet)"},
 	{Name: EnvBootstrapServers, Required: true, Help: "Kafka bootstrap servers (librdkafka `bootstrap.servers`)"},
 	{Name: EnvGroupID, Default: "relay", Help: "consumer group"},
+	{Name: EnvStaticMembership, Default: "true", Help: "`true`: relay joins its group as a static member, its `group.instance.id` its `" + EnvTransactionalID + "` (or `RELAY_KAFKA_GROUP_INSTANCE_ID`). A restart within `session.timeout.ms` keeps the partitions without a rebalance, and a second process with the same id is refused by the group coordinator, which is how relay tells a twin from a coordinator's abort after a freeze or a lost assignment (and resumes when there is no twin). The cost: a stopped instance's partitions wait `session.timeout.ms` before another takes them. `false`: a dynamic member, which leaves the group when it stops; a fence after a freeze or a lost assignment then stops relay (exit 1), as it cannot tell a twin"},
 	{Name: EnvOutputTopic, Default: "{topic}.valid", Help: "output topic template (`{topic}` = source topic); records keep their source partition number"},
 	{Name: EnvQuarantineTopic, Default: "{topic}.quarantine", Help: "quarantine topic template: terminal, original bytes plus the failure envelope"},
 	{Name: EnvRejectedTopic, Default: "{topic}.rejected", Help: "business rejection topic template"},

@@ -424,6 +424,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		TxnTimeout:      cfg.TransactionTimeout,
 		SessionTimeout:  cfg.SessionTimeout,
 		MaxPollInterval: cfg.MaxPollInterval,
+		StaticMember:    cfg.GroupInstanceID != "",
 		WedgeAfter:      txn.WedgeAfter(cfg.OpTimeout),
 		Tracer:          d.traces.Tracer("relay/internal/txn"),
 	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)

@@ -89,14 +89,19 @@ func build(cfg *config.Config, kind string, managed kafka.ConfigMap, opts []Opti
 }
 
 func loopConsumerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
-	return build(cfg, kindConsumer, kafka.ConfigMap{
+	managed := kafka.ConfigMap{
 		"group.id":                 cfg.GroupID,
 		"enable.auto.commit":       false,
 		"enable.auto.offset.store": false,
 		// Read only committed records: what an aborted transaction wrote
 		// upstream never reaches relay's outputs.
 		"isolation.level": "read_committed",
-	}, opts)
+	}
+	if cfg.GroupInstanceID != "" {
+		// A static member (KIP-345): see config.EnvStaticMembership.
+		managed["group.instance.id"] = cfg.GroupInstanceID
+	}
+	return build(cfg, kindConsumer, managed, opts)
 }
 
 func loopProducerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {

@@ -33,11 +33,13 @@ import (
 // than max.poll.interval.ms, or the consumer says its assignment was lost,
 // the group has moved on without this instance: a replacement sharing the
 // transactional id may be running, and recovering would fence that live
-// instance. This one is then the zombie, and stops. (A slow handler or a
-// call blocked by a broker outage keeps the membership — librdkafka
-// heartbeats from its own thread — and is no reason.) Recoveries are
-// bounded in time too (maxRecoveries within recoveryWindow), so two
-// instances that share an id cannot fence each other in turn for long.
+// instance. A static member asks the group coordinator whether one is
+// (see twin.go) and recovers when none is; a dynamic member cannot tell,
+// and stops. (A slow handler or a call blocked by a broker outage keeps the
+// membership — librdkafka heartbeats from its own thread — and is no
+// reason.) Recoveries are bounded in time too (maxRecoveries within
+// recoveryWindow), so two instances that share an id cannot fence each
+// other in turn for long.
 
 const (
 	maxRecoveries  = 3
@@ -103,12 +105,21 @@ func (l *Loop) zombie() string {
 // onFatal acts on an error librdkafka calls fatal. Recovered from, with a
 // new producer: a fence of an expired transaction (the coordinator's), and
 // INVALID_TXN_STATE (the client's and the coordinator's view of the
-// transaction disagree; no other instance is involved). Anything else —
-// a fence of a young transaction above all — stops relay.
+// transaction disagree; no other instance is involved). A fence after the
+// group moved on waits for the coordinator's verdict on a twin (static
+// members, twin.go). Anything else — a fence of a young transaction above
+// all — stops relay.
 func (l *Loop) onFatal(ctx context.Context, op string, err error) {
+	if l.twin != nil {
+		return // the fenced producer's later calls: the verdict decides
+	}
 	var why, zombie string
 	if isFence(err) {
 		zombie = l.zombie()
+	}
+	if isFence(err) && zombie != "" && l.set.StaticMember {
+		l.awaitTwin(op, zombie, err)
+		return
 	}
 	switch {
 	case kafkaerr.Is(err, kafka.ErrInvalidTxnState):

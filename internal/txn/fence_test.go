@@ -130,8 +130,8 @@ func TestFenceAfterASlowRoundIsRecovered(t *testing.T) {
 
 // A process frozen past the session timeout (SIGSTOP, a paused VM) has
 // lost its membership: a replacement with its transactional id may be
-// live, and relay stops rather than fence it back, however old the
-// transaction. (The freeze is told by a ticker of its own, which a freeze
+// live, and a dynamic member, which cannot ask (see twin.go), stops rather
+// than fence it back, however old the transaction. (The freeze is told by a ticker of its own, which a freeze
 // stops and a busy loop does not: here it is told one.)
 func TestFenceAfterAFreezePastTheSessionStops(t *testing.T) {
 	first := newFakeProducer()
@@ -159,7 +159,7 @@ func TestFenceAfterAFreezePastTheSessionStops(t *testing.T) {
 }
 
 // A loop that has not polled for max.poll.interval.ms has left the group
-// (librdkafka leaves it for the member): the same.
+// (librdkafka leaves it for the member): the same, for a dynamic member.
 func TestFenceAfterNoPollPastTheIntervalStops(t *testing.T) {
 	first := newFakeProducer()
 	first.commitErrs = []error{errFenced}
@@ -201,7 +201,8 @@ func TestFreezeWatchMeasuresGaps(t *testing.T) {
 	}
 }
 
-// Likewise when the consumer reports its assignment lost.
+// Likewise when the consumer of a dynamic member reports its assignment
+// lost.
 func TestFenceWithTheAssignmentLostStops(t *testing.T) {
 	first := newFakeProducer()
 	first.abortErrs = []error{errFenced} // a lost assignment aborts
@@ -214,5 +215,122 @@ func TestFenceWithTheAssignmentLostStops(t *testing.T) {
 	}
 	if h.made != 1 {
 		t.Fatalf("made %d producers, want no replacement", h.made)
+	}
+}
+
+// frozenRun runs the loop as TestFenceAfterAFreezePastTheSessionStops
+// does — a static member frozen past the session timeout in its first
+// transaction, whose commit is fenced — with then as what the consumer
+// gives after the fence.
+func frozenRun(t *testing.T, static bool, then ...kafka.Event) (*harness, error) {
+	t.Helper()
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errFenced}
+	h := newHarness(t, first, second)
+	h.set.TxnTimeout = time.Nanosecond
+	h.set.SessionTimeout = 30 * time.Millisecond
+	h.set.OpTimeout = 20 * time.Millisecond
+	h.set.StaticMember = static
+	h.set.MaxRecords = 1 // the commit comes after the record
+	var l *Loop
+	frozen := false
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if !frozen {
+			frozen = true
+			l.freeze.gap.Store(int64(time.Second)) // frozen for a second
+		}
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	c.committed[0] = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.script = append([]kafka.Event{c.assign(0), c.msg(0, 0)}, then...)
+	c.onIdle = func() {
+		// Past the verdict's bound, so a wait with no answer ends too.
+		if l.twin == nil {
+			cancel()
+		}
+	}
+	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
+	return h, l.Run(ctx)
+}
+
+// Issue: a process frozen past the session timeout exited 1 ("stops
+// rather than fence it back") although no other instance had its
+// transactional id. A static member whose group takes it back (a new
+// assignment after the fence) has no twin: relay starts a new producer
+// and rewinds, as after any coordinator fence.
+func TestFenceAfterAFreezeWithoutATwinIsRecovered(t *testing.T) {
+	h, err := frozenRun(t, true, h0assign(), h0msg(0))
+	if err != nil {
+		t.Fatalf("Run = %v, want a recovery: the consumer rejoined under its group.instance.id, so no twin holds it", err)
+	}
+	if h.made != 2 {
+		t.Fatalf("made %d producers, want a new one", h.made)
+	}
+	if got := offsetsOf(h.c.seeks); !mapsEqual(got, map[int32]int64{0: 0}) {
+		t.Fatalf("seeks %v, want partition 0 back to the committed 0", got)
+	}
+}
+
+// The same when the coordinator refuses no heartbeat within the bound
+// (the member was never expired): no twin holds the id.
+func TestFenceAfterAFreezeWithNoRefusalIsRecovered(t *testing.T) {
+	h, err := frozenRun(t, true, sleepEvent(80*time.Millisecond))
+	if err != nil || h.made != 2 {
+		t.Fatalf("Run = %v, made %d producers; want a recovery with a new producer after the bound", err, h.made)
+	}
+}
+
+// A twin joined the group with this group.instance.id while relay was
+// frozen: the coordinator refuses relay's consumer (FENCED_INSTANCE_ID),
+// and relay stops without a new producer, which would fence the twin's.
+func TestFenceAfterAFreezeWithATwinStops(t *testing.T) {
+	twin := kafka.NewError(kafka.ErrFencedInstanceID, "Fatal consumer error: Broker: Static consumer fenced by other consumer with same group.instance.id", true)
+	h, err := frozenRun(t, true, twin)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "group.instance.id") || !strings.Contains(err.Error(), "RELAY_TRANSACTIONAL_ID") {
+		t.Fatalf("Run = %v, want ErrFatal naming the shared group.instance.id", err)
+	}
+	if h.made != 1 {
+		t.Fatalf("made %d producers, want no replacement (it would fence the twin)", h.made)
+	}
+}
+
+// A dynamic member (RELAY_STATIC_MEMBERSHIP=false) cannot tell a twin, and
+// stops, however its group answers.
+func TestFenceAfterAFreezeOfADynamicMemberStops(t *testing.T) {
+	h, err := frozenRun(t, false, h0assign())
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "frozen") {
+		t.Fatalf("Run = %v, want ErrFatal naming the freeze", err)
+	}
+	if h.made != 1 {
+		t.Fatalf("made %d producers, want no replacement", h.made)
+	}
+}
+
+// h0assign and h0msg are events of the harness's source topic.
+func h0assign() kafka.Event { return (&fakeConsumer{topic: "src"}).assign(0) }
+
+func h0msg(off int64) kafka.Event { return (&fakeConsumer{topic: "src"}).msg(0, off) }
+
+// Issue: in a rolling broker restart, a coordinator that aborted relay's
+// transaction (older than transaction.timeout.ms) bumped the epoch; relay
+// had lost its assignment meanwhile, took the fence for a twin's and
+// exited 1. A static member given its partitions back has no twin, and
+// recovers.
+func TestFenceWithTheAssignmentLostOfAStaticMemberIsRecovered(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.abortErrs = []error{errFenced} // a lost assignment aborts
+	h := newHarness(t, first, second)
+	h.set.TxnTimeout = time.Nanosecond
+	h.set.MaxRecords = 1
+	h.set.StaticMember = true
+	c := h.c
+	if err := h.run(c.assign(0), lostEvent{}, c.msg(0, 0), c.assign(0), c.msg(0, 0)); err != nil {
+		t.Fatalf("Run = %v, want a recovery: the group gave the partitions back", err)
+	}
+	if h.made != 2 {
+		t.Fatalf("made %d producers, want a new one", h.made)
 	}
 }

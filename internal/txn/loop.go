@@ -44,6 +44,10 @@ type Settings struct {
 	// left the group. Zero: not checked.
 	SessionTimeout  time.Duration
 	MaxPollInterval time.Duration
+	// StaticMember: the consumer has a group.instance.id, so the group
+	// coordinator refuses a twin's (see twin.go). False: a fence after
+	// the group moved on stops relay.
+	StaticMember bool
 	// WedgeAfter is how long a blocking librdkafka call may take before
 	// the watchdog calls it wedged (see watchdog.go): well past the
 	// call's own timeout. Zero: WedgeAfter(OpTimeout).
@@ -134,6 +138,12 @@ type Loop struct {
 	// recoveries are the times of recent recoveries from fatal errors
 	// (see fence.go).
 	recoveries []time.Time
+	// twin is a fence waiting for the group coordinator's verdict on a
+	// twin (see twin.go); nil when none is. assigns counts the
+	// assignments the consumer was given, and assignsAtBegin is that
+	// count when the open transaction began.
+	twin                    *twinCheck
+	assigns, assignsAtBegin int
 
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.
@@ -214,6 +224,10 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	defer func() { l.traceEnd(TxnAbandoned, len(l.first)) }()
 
 	for ctx.Err() == nil && l.fatal == nil {
+		if l.twin != nil {
+			l.settleTwin(ctx)
+			continue
+		}
 		l.obs.Alive()
 		l.checkRefused(time.Time{})
 		switch ev := l.consumer.Poll(l.pollTimeout()).(type) {
@@ -232,7 +246,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			// cancelled context, which gives each call one try.
 			break
 		}
-		if l.fatal == nil && l.open && l.due() {
+		if l.fatal == nil && l.twin == nil && l.open && l.due() {
 			l.end(ctx, "interval")
 		}
 		l.resumeDue()
@@ -285,6 +299,15 @@ func (l *Loop) pollTimeout() int {
 // consumerError stops relay on a fatal consumer error; other errors are
 // librdkafka's to recover from.
 func (l *Loop) consumerError(e kafka.Error) {
+	if fencedInstance(e) {
+		// There is no membership left to end, and librdkafka's close
+		// of a consumer fenced this way did not return (30 s, until
+		// the watchdog gave up on it): close leaves it alone, and the
+		// process ends without it (see ClientsLeft).
+		l.detached.Store(true)
+		l.fatal = fmt.Errorf("%w: consumer: another instance joined the group with this group.instance.id (is RELAY_TRANSACTIONAL_ID shared by two instances?); this one stops: %w", ErrFatal, e)
+		return
+	}
 	if e.IsFatal() {
 		l.fatal = fmt.Errorf("%w: consumer: %w", ErrFatal, e)
 		return
@@ -361,6 +384,9 @@ func (l *Loop) begin(ctx context.Context) bool {
 	if l.open && l.producer != nil {
 		return true
 	}
+	if l.twin != nil {
+		return false // no producer to begin with until the verdict
+	}
 	h := l.producer
 	if err := l.producerCall(h, "begin", func() error { return h.BeginTransaction() }); err != nil {
 		l.onTxnError(ctx, "begin", err)
@@ -368,6 +394,7 @@ func (l *Loop) begin(ctx context.Context) bool {
 	}
 	l.open, l.started = true, time.Now()
 	l.clock, l.round, l.lastRound = time.Time{}, l.started, l.started
+	l.assignsAtBegin = l.assigns
 	if l.freeze != nil {
 		l.freeze.reset()
 	}

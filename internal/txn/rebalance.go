@@ -31,6 +31,7 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		for _, tp := range e.Partitions {
 			l.assigned[keyOf(tp)] = true
 		}
+		l.assigns++
 		if pl, ok := l.handler.(PartitionListener); ok {
 			ctx := l.runCtx
 			if ctx == nil {
@@ -55,7 +56,7 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			delete(l.assigned, keyOf(tp))
 			delete(l.paused, keyOf(tp))
 		}
-		if l.open && l.fatal == nil {
+		if l.open && l.fatal == nil && l.twin == nil {
 			// Run's context, not a bounded one: if the broker is away,
 			// the abort or the new producer waits for it (each call
 			// has its own deadline), as everywhere else. Giving up

@@ -1,0 +1,92 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// A fence after a freeze past session.timeout.ms, a loop that did not poll
+// for max.poll.interval.ms, or a lost assignment (see zombie) may be a
+// twin's: another live process with this transactional.id. Or it may be
+// the coordinator's own abort of a transaction that outlived its timeout
+// while the group moved on — a broker away longer than the transaction
+// timeout, a long GC pause, a stalled VM — with no twin anywhere. Stopping
+// in the second case turns every such event into a restart, and a pod
+// that exits during a rolling broker upgrade crash-loops.
+//
+// A static member (group.instance.id, KIP-345) tells the two apart: a twin
+// carries the same group.instance.id, and the group coordinator lets one
+// live member hold it. When a twin has joined, this member's next
+// heartbeat is refused with FENCED_INSTANCE_ID, which librdkafka raises as
+// the consumer's fatal error; when none has, the coordinator answers
+// UNKNOWN_MEMBER_ID (the member expired) and librdkafka rejoins, or the
+// member was never expired and the heartbeat passes. So on such a fence
+// relay holds the producer back (a new one would fence a twin's) and
+// polls the consumer until the coordinator has spoken: FENCED_INSTANCE_ID
+// stops relay; a new assignment, or the bound passing without a refusal,
+// means no twin holds the id, and relay starts a new producer and rewinds
+// to the committed offsets, as after any coordinator fence. Exactly once
+// does not rest on this verdict — the producer epoch and the group
+// generation (KIP-447) fence whatever a wrong guess would write — only
+// which of two processes keeps running does.
+
+// twinCheck is a fence waiting for the group coordinator's verdict.
+type twinCheck struct {
+	op, why string
+	err     error
+	since   time.Time
+	assigns int // l.assigns when the wait began
+}
+
+// twinWait bounds the wait for a verdict: a member's heartbeat goes out
+// every heartbeat.interval.ms, well within session.timeout.ms, and the
+// first one after a freeze gets the coordinator's answer.
+func (l *Loop) twinWait() time.Duration {
+	return l.set.SessionTimeout + l.set.OpTimeout
+}
+
+// awaitTwin starts the wait for the coordinator's verdict on the fence err
+// of op, which zombie explained by why. A consumer that has been given
+// partitions since the transaction began has rejoined already, after the
+// event: its membership is the verdict, and relay recovers at once.
+func (l *Loop) awaitTwin(op, why string, err error) {
+	l.log.Warn("fenced after "+why+"; asking the group coordinator whether another instance holds this group.instance.id before starting a new producer",
+		"op", op, "err", err, "wait_at_most", l.twinWait().String())
+	l.twin = &twinCheck{op: op, why: why, err: err, since: time.Now(), assigns: l.assignsAtBegin}
+}
+
+// settleTwin polls the consumer until the coordinator's verdict on the
+// pending fence is in, then recovers or stops. Messages polled meanwhile
+// are dropped: the rewind reads them again. Rebalances are served as
+// always (nothing is open to end).
+func (l *Loop) settleTwin(ctx context.Context) {
+	w := l.twin
+	for ctx.Err() == nil && l.fatal == nil && l.assigns == w.assigns && time.Since(w.since) < l.twinWait() {
+		l.obs.Alive()
+		if e, ok := l.consumer.Poll(100).(kafka.Error); ok {
+			l.consumerError(e) // FENCED_INSTANCE_ID stops relay there
+		}
+	}
+	if ctx.Err() != nil || l.fatal != nil {
+		return
+	}
+	l.twin = nil
+	verdict := "the consumer rejoined its group under this group.instance.id"
+	if l.assigns == w.assigns {
+		verdict = fmt.Sprintf("the group coordinator refused no heartbeat in %s", time.Since(w.since).Round(time.Millisecond))
+	}
+	if !l.mayRecover() {
+		l.fatal = fmt.Errorf("%w: %s: fenced after %s, %d recoveries within %s, giving up: %w", ErrFatal, w.op, w.why, maxRecoveries, recoveryWindow, w.err)
+		return
+	}
+	l.log.Warn("no other instance holds this group.instance.id ("+verdict+"): the fence was the coordinator's, not a twin's; starting a new producer and rewinding to the committed offsets",
+		"op", w.op, "recoveries_in_window", len(l.recoveries))
+	l.reinit(ctx, w.op+" (recovered)")
+}
+
+// fencedInstance is the consumer's fatal error when another process joined
+// the group with this group.instance.id.
+func fencedInstance(e kafka.Error) bool { return e.IsFatal() && e.Code() == kafka.ErrFencedInstanceID }
