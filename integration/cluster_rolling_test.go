@@ -87,19 +87,20 @@ func TestClusterRollingRestart(t *testing.T) {
 	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
 	prog.end()
 	live.end()
-	wedges, verdicts := 0, 0
+	wedges, verdicts, rejoins := 0, 0, 0
 	for _, in := range insts {
 		if in.r.exited() {
 			t.Fatalf("%s exited on its own:\n%s", in.r.name, tail(in.r.stderr.String(), 30))
 		}
 		wedges += strings.Count(in.r.stderr.String(), "librdkafka call wedged")
 		verdicts += strings.Count(in.r.stderr.String(), "no other instance holds this group.instance.id")
+		rejoins += strings.Count(in.r.stderr.String(), "rejoining the group with a new consumer")
 	}
 	if f := live.failures(); len(f) > 0 {
 		t.Fatalf("/livez failed %d times, first: %s", len(f), f[0])
 	}
-	t.Logf("rolling restart: %d relay kills, longest time a partition went without a commit: %s (partition %d); wedged calls abandoned by the last instances: %d; fences after a lost assignment found to be the coordinator's: %d; longest gap ending in each phase:%s",
-		kills, prog.longest.Round(100*time.Millisecond), prog.longestP, wedges, verdicts, prog.report())
+	t.Logf("rolling restart: %d relay kills, longest time a partition went without a commit: %s (partition %d); wedged calls abandoned by the last instances: %d; fences after a lost assignment found to be the coordinator's: %d; group.instance.id refusals found stale, rejoined: %d; longest gap ending in each phase:%s",
+		kills, prog.longest.Round(100*time.Millisecond), prog.longestP, wedges, verdicts, rejoins, prog.report())
 	for _, in := range insts {
 		in.r.stop()
 	}

@@ -68,7 +68,7 @@ func TestFrozenPastSessionResumes(t *testing.T) {
 	waitCaughtUp(t, s.group, s.src.topic, partitions, time.Minute)
 
 	// Records keep coming through the freeze and after it.
-	producing := s.src.produceInBackground(t, 350, 4, 100*time.Millisecond)
+	producing := s.src.produceInBackground(t, 120, 8, 150*time.Millisecond)
 	time.Sleep(1500 * time.Millisecond)
 	frozen.signal(syscall.SIGSTOP)
 	// Past the session (6 s), the transaction timeout (10 s) and the

@@ -415,7 +415,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	lag := d.lag
 	metrics.SetLag(lag.lag)
 	metrics.SetLivenessBound(livenessBound(cfg))
-	loop := txn.New(txn.Settings{
+	settings := txn.Settings{
 		Topics:          machine.Topics(),
 		CommitInterval:  cfg.CommitInterval,
 		MaxRecords:      cfg.MaxRecordsPerTxn,
@@ -427,14 +427,36 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		StaticMember:    cfg.GroupInstanceID != "",
 		WedgeAfter:      txn.WedgeAfter(cfg.OpTimeout),
 		Tracer:          d.traces.Tracer("relay/internal/txn"),
-	}, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics)
-
+	}
 	d.log.Info("relay starting", "sources", cfg.SourceTopics, "group", cfg.GroupID, "transactional_id", cfg.TransactionalID,
 		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
-	// Also when Run panics: the log channel must then stay open too.
-	defer func() { d.clientsLeft.Store(loop.ClientsLeft()) }()
-	err := loop.Run(ctx)
-	d.clientsLeft.Store(loop.ClientsLeft())
+	var rejoins []time.Time
+	for {
+		err := d.runLoop(ctx, txn.New(settings, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics))
+		if errors.Is(err, txn.ErrInstanceFenced) {
+			consumer, err = d.rejoin(ctx, err, &rejoins)
+			if err == nil && consumer != nil {
+				continue
+			}
+		}
+		return d.ended(err)
+	}
+}
+
+// runLoop runs one loop until it returns. A loop that leaves a client
+// behind (see txn.Loop.ClientsLeft) leaves it for the rest of the
+// process, also when Run panics: the log channel must then stay open.
+func (d *daemon) runLoop(ctx context.Context, loop *txn.Loop) error {
+	defer func() {
+		if loop.ClientsLeft() {
+			d.clientsLeft.Store(true)
+		}
+	}()
+	return loop.Run(ctx)
+}
+
+// ended logs how the loop ended and returns its error.
+func (d *daemon) ended(err error) error {
 	if err != nil {
 		if errors.Is(err, txn.ErrFatal) {
 			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,

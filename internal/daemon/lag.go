@@ -61,6 +61,14 @@ func (c lagConsumer) Close() error {
 	return c.Consumer.Close()
 }
 
+// swap makes c the consumer read, after the loop gave up the one before
+// (refused its group.instance.id; left unclosed).
+func (r *lagReader) swap(c *kafka.Consumer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.c, r.closed = c, false
+}
+
 // setSaslCredentials gives the consumer new SASL credentials, unless it is
 // closing.
 func (r *lagReader) setSaslCredentials(user, pass string) error {

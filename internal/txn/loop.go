@@ -256,6 +256,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			// Shutdown interrupted a recovery; nothing is open.
 			return nil
 		}
+		if errors.Is(l.fatal, ErrInstanceFenced) {
+			l.release()
+		}
 		return l.fatal
 	}
 	// Graceful stop: the open transaction is ended with a fresh deadline,
@@ -305,7 +308,7 @@ func (l *Loop) consumerError(e kafka.Error) {
 		// the watchdog gave up on it): close leaves it alone, and the
 		// process ends without it (see ClientsLeft).
 		l.detached.Store(true)
-		l.fatal = fmt.Errorf("%w: consumer: another instance joined the group with this group.instance.id (is RELAY_TRANSACTIONAL_ID shared by two instances?); this one stops: %w", ErrFatal, e)
+		l.fatal = fmt.Errorf("%w: %w: consumer: %w", ErrFatal, ErrInstanceFenced, e)
 		return
 	}
 	if e.IsFatal() {

@@ -26,9 +26,12 @@ import (
 // member was never expired and the heartbeat passes. So on such a fence
 // relay holds the producer back (a new one would fence a twin's) and
 // polls the consumer until the coordinator has spoken: FENCED_INSTANCE_ID
-// stops relay; a new assignment, or the bound passing without a refusal,
-// means no twin holds the id, and relay starts a new producer and rewinds
-// to the committed offsets, as after any coordinator fence. Exactly once
+// ends the loop with ErrInstanceFenced, and its caller watches the group
+// to tell a live twin (relay stops) from a stale holder (relay rejoins
+// with a new consumer; see the daemon's rejoin.go); a new assignment, or
+// the bound passing without a refusal, means no twin holds the id, and
+// relay starts a new producer and rewinds to the committed offsets, as
+// after any coordinator fence. Exactly once
 // does not rest on this verdict — the producer epoch and the group
 // generation (KIP-447) fence whatever a wrong guess would write — only
 // which of two processes keeps running does.
@@ -90,3 +93,26 @@ func (l *Loop) settleTwin(ctx context.Context) {
 // fencedInstance is the consumer's fatal error when another process joined
 // the group with this group.instance.id.
 func fencedInstance(e kafka.Error) bool { return e.IsFatal() && e.Code() == kafka.ErrFencedInstanceID }
+
+// release gives up every partition after the consumer was refused its
+// group.instance.id, as a revoke would: the open transaction is left to
+// the next producer with this transactional id, which aborts it, so the
+// handler undoes its changes, and forgets the partitions' state, which
+// the next owner — this process with a new consumer, or another — reads
+// again from the state topic.
+func (l *Loop) release() {
+	if l.open {
+		l.handlerAborted()
+	}
+	parts := make([]kafka.TopicPartition, 0, len(l.assigned))
+	for k := range l.assigned {
+		parts = append(parts, k.at(0))
+		delete(l.assigned, k)
+	}
+	l.paused = map[tpKey]time.Time{}
+	if pl, ok := l.handler.(PartitionListener); ok && len(parts) > 0 {
+		pl.OnRevoked(numbers(parts))
+	}
+	l.tellOwned()
+	l.obs.Assigned(0)
+}
