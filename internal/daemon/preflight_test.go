@@ -99,7 +99,9 @@ func (a clusterAdmin) GetMetadata(*string, bool, int) (*kafka.Metadata, error) {
 func (a clusterAdmin) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource, _ ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
 	a.asked <- rs[0].Name
 	var id int32
-	fmt.Sscan(rs[0].Name, &id)
+	if _, err := fmt.Sscan(rs[0].Name, &id); err != nil {
+		return nil, err
+	}
 	if a.away[id] {
 		<-ctx.Done()
 		return nil, ctx.Err()

@@ -42,7 +42,10 @@ func (e *BrokersAwayError) Unwrap() error { return e.Err }
 // message. No broker answering at all is a *BrokersAwayError.
 func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.Config, log *slog.Logger) error {
 	limit, err := brokerTransactionMax(ctx, a, cfg.OpTimeout)
-	if err != nil && kafkaerr.Outage(err) {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil && kafkaerr.Unreachable(err) {
 		return &BrokersAwayError{Err: err}
 	}
 	if err != nil {
@@ -62,7 +65,7 @@ func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.C
 // share it. All are asked at once: the metadata still lists a broker that
 // went away seconds ago (until the controller fences it), and one that is
 // away answers only when the call times out. The first answer that is not
-// an outage (kafkaerr.Outage) — a value, or a refused describe — is the
+// unreachable (kafkaerr.Unreachable) — a value, or a refused describe — is the
 // one; when every broker failed, the errors are returned together.
 func brokerTransactionMax(ctx context.Context, a BrokerDescriber, timeout time.Duration) (time.Duration, error) {
 	md, err := a.GetMetadata(nil, false, int(timeout/time.Millisecond))
@@ -92,7 +95,7 @@ func brokerTransactionMax(ctx context.Context, a BrokerDescriber, timeout time.D
 		an := <-answers
 		switch {
 		case found != nil:
-		case an.err == nil || !kafkaerr.Outage(an.err):
+		case an.err == nil || !kafkaerr.Unreachable(an.err):
 			found = &an
 			cancel()
 		default:

@@ -153,6 +153,13 @@ func Outage(err error) bool {
 	return IsKafka(err) && !Permanent(err)
 }
 
+// Unreachable reports whether err says no broker answered: a call past
+// its own deadline or cancelled, or a transient code (Transient). Any
+// other error is an answer, if not the one asked for.
+func Unreachable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || Transient(err)
+}
+
 // partitionFaults are the delivery errors that say the output partition
 // (or its topic) cannot take the record. Every other failed report is no
 // partition's fault: when a transaction turns abortable, librdkafka purges

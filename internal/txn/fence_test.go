@@ -335,3 +335,48 @@ func TestFenceWithTheAssignmentLostOfAStaticMemberIsRecovered(t *testing.T) {
 		t.Fatalf("made %d producers, want a new one", h.made)
 	}
 }
+
+// Review finding: records of a partition outside the fenced transaction,
+// polled (and dropped) while relay waited for the coordinator's verdict,
+// were skipped: the rewind sought only the transaction's partitions, and
+// the next commit moved past them. Every partition a dropped record came
+// from is rewound.
+func TestRecordsPolledWhileWaitingForTheVerdictAreRewound(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{errFenced}
+	h := newHarness(t, first, second)
+	h.set.TxnTimeout = time.Nanosecond
+	h.set.SessionTimeout = 30 * time.Millisecond
+	h.set.OpTimeout = 20 * time.Millisecond
+	h.set.StaticMember = true
+	h.set.MaxRecords = 1
+	var l *Loop
+	frozen := false
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		if !frozen {
+			frozen = true
+			l.freeze.gap.Store(int64(time.Second))
+		}
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	c.committed[0] = 0
+	c.committed[1] = 5
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// p1's 5 and 6 arrive during the wait; 7 after the recovery.
+	c.script = []kafka.Event{c.assign(0, 1), c.msg(0, 0), c.msg(1, 5), c.msg(1, 6), sleepEvent(80 * time.Millisecond), c.msg(1, 7)}
+	c.onIdle = func() {
+		if l.twin == nil {
+			cancel()
+		}
+	}
+	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
+	err := l.Run(ctx)
+	if err != nil || h.made != 2 {
+		t.Fatalf("Run = %v, made %d producers; want a recovery", err, h.made)
+	}
+	if off, ok := offsetsOf(c.seeks)[1]; !ok || off != 5 {
+		t.Fatalf("seeks %v: partition 1 not rewound to its committed 5; records 5 and 6, dropped while waiting, would be skipped", offsetsOf(c.seeks))
+	}
+}

@@ -265,7 +265,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	// not with the cancelled root context.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.ShutdownTimeout)
 	defer cancel()
-	if l.open {
+	if l.open && l.twin == nil {
 		l.end(sctx, "shutdown")
 	}
 	return l.fatal

@@ -58,7 +58,17 @@ func (l *Loop) twinWait() time.Duration {
 func (l *Loop) awaitTwin(op, why string, err error) {
 	l.log.Warn("fenced after "+why+"; asking the group coordinator whether another instance holds this group.instance.id before starting a new producer",
 		"op", op, "err", err, "wait_at_most", l.twinWait().String())
-	l.twin = &twinCheck{op: op, why: why, err: err, since: time.Now(), assigns: l.assignsAtBegin}
+	assigns := l.assignsAtBegin
+	if !l.open {
+		assigns = l.assigns
+	}
+	l.twin = &twinCheck{op: op, why: why, err: err, since: time.Now(), assigns: assigns}
+	// The fenced transaction cannot commit: its changes to the handler's
+	// state are undone now, before a revoke during the wait forgets the
+	// state of partitions that go (undone after it, they would come back).
+	if l.open {
+		l.handlerAborted()
+	}
 }
 
 // settleTwin polls the consumer until the coordinator's verdict on the
@@ -69,8 +79,15 @@ func (l *Loop) settleTwin(ctx context.Context) {
 	w := l.twin
 	for ctx.Err() == nil && l.fatal == nil && l.assigns == w.assigns && time.Since(w.since) < l.twinWait() {
 		l.obs.Alive()
-		if e, ok := l.consumer.Poll(100).(kafka.Error); ok {
-			l.consumerError(e) // FENCED_INSTANCE_ID stops relay there
+		switch ev := l.consumer.Poll(100).(type) {
+		case kafka.Error:
+			l.consumerError(ev) // FENCED_INSTANCE_ID ends the loop there
+		case *kafka.Message:
+			// Dropped; its partition is rewound with the transaction's,
+			// or the next commit would skip it.
+			if tp, ok := l.admissible(ev); ok {
+				l.include(tp, int64(ev.TopicPartition.Offset))
+			}
 		}
 	}
 	if ctx.Err() != nil || l.fatal != nil {
