@@ -156,3 +156,18 @@ func TestVarsDefaultsAreApplied(t *testing.T) {
 		t.Errorf("MaxPollInterval = %s", c.MaxPollInterval)
 	}
 }
+
+// A group.instance.id with static membership off is a contradiction,
+// named at start-up.
+func TestStaticMembershipOffWithAnInstanceID(t *testing.T) {
+	env := map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092",
+		EnvStaticMembership: "false", "RELAY_KAFKA_GROUP_INSTANCE_ID": "relay-0"}
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	_, err := Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, environ)
+	if err == nil || !strings.Contains(err.Error(), EnvStaticMembership) || !strings.Contains(err.Error(), "RELAY_KAFKA_GROUP_INSTANCE_ID") {
+		t.Fatalf("Load = %v, want an error naming both variables", err)
+	}
+}

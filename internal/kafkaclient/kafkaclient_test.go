@@ -62,3 +62,27 @@ func TestValidateNamesTheVariable(t *testing.T) {
 		t.Fatalf("a good configuration was refused: %v", err)
 	}
 }
+
+// The loop's consumer is a static member unless told otherwise: the loop
+// relies on it to tell a twin from the coordinator's own fence, and a
+// consumer without a group.instance.id would let every fence after a lost
+// assignment be recovered from. Only the loop's consumer joins a group.
+func TestLoopConsumerIsAStaticMember(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want any // nil: no group.instance.id
+	}{
+		"default":         {env: nil, want: "t"},
+		"passthrough":     {env: map[string]string{"RELAY_KAFKA_GROUP_INSTANCE_ID": "relay-0"}, want: "relay-0"},
+		"dynamic, by env": {env: map[string]string{"RELAY_STATIC_MEMBERSHIP": "false"}, want: nil},
+	} {
+		cfg := testConfig(t, tc.env)
+		got, set := (*loopConsumerConfig(cfg, nil))["group.instance.id"]
+		if (tc.want == nil && set) || (tc.want != nil && got != tc.want) {
+			t.Errorf("%s: group.instance.id %v (set %v), want %v", name, got, set, tc.want)
+		}
+		if cfg.StaticMembership != (tc.want != nil) {
+			t.Errorf("%s: StaticMembership %v", name, cfg.StaticMembership)
+		}
+	}
+}
