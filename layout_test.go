@@ -40,7 +40,7 @@ var mayImport = map[string][]string{
 
 	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config"},
-	"internal/kafkaclient": {"internal/config"},
+	"internal/kafkaclient": {"internal/config", "internal/kafkaerr"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
 
 	// The checks before the hook and the retry policy, built from the

@@ -149,8 +149,14 @@ func produceRaw(t *testing.T, topic string, p int32, key, value []byte, headers 
 
 // commitPast commits group's offset of topic's partition p at off, as
 // someone other than relay would (the group must be empty).
+//
+// relay's instances are static members, which do not leave the group when
+// they stop: the coordinator refuses a commit from outside the group
+// (UNKNOWN_MEMBER_ID) until their sessions have expired and the group is
+// empty, as it would refuse kafka-consumer-groups --reset-offsets.
 func commitPast(t *testing.T, group, topic string, p int32, off int64) {
 	t.Helper()
+	waitGroupEmpty(t, group, 60*time.Second)
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false})
 	if err != nil {
 		t.Fatal(err)
@@ -176,4 +182,25 @@ func deleteRecords(t *testing.T, topic string, p int32, before int64) {
 			t.Fatalf("delete records of %s[%d] before %d: %v", topic, p, before, r.TopicPartition.Error)
 		}
 	}
+}
+
+// waitGroupEmpty waits until group has no members.
+func waitGroupEmpty(t *testing.T, group string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	var state kafka.ConsumerGroupState
+	a := admin(t)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := a.DescribeConsumerGroups(ctx, []string{group})
+		cancel()
+		if err == nil && len(res.ConsumerGroupDescriptions) == 1 {
+			d := res.ConsumerGroupDescriptions[0]
+			if state = d.State; d.Error.Code() == kafka.ErrNoError && (state == kafka.ConsumerGroupStateEmpty || state == kafka.ConsumerGroupStateDead) {
+				return
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("group %s still has members (state %s) %s after its relays stopped", group, state, bound)
 }
