@@ -110,12 +110,15 @@ func TestFenceAfterASlowRoundIsRecovered(t *testing.T) {
 	first, second := newFakeProducer(), newFakeProducer()
 	first.commitErrs = []error{errFenced}
 	h := newHarness(t, first, second)
-	h.set.TxnTimeout = 60 * time.Millisecond
-	h.set.SessionTimeout = 45 * time.Millisecond
+	// The freeze watch ticks every session.timeout.ms/10: a session long
+	// enough that no scheduling delay of a loaded machine (51 ms seen with
+	// a 45 ms session) looks like a freeze.
+	h.set.TxnTimeout = 1200 * time.Millisecond
+	h.set.SessionTimeout = time.Second
 	h.set.MaxPollInterval = time.Hour
 	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
 		if r.Offset == 1 {
-			time.Sleep(70 * time.Millisecond) // a slow hook, past both
+			time.Sleep(1300 * time.Millisecond) // a slow hook, past both
 		}
 		return []Output{{Topic: "out", Partition: r.Partition}}, nil
 	})
