@@ -55,7 +55,7 @@ var mayImport = map[string][]string{
 		"internal/topics"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay audit: reads relay's topics and the ledger, and judges.
-	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger"},
+	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/topics"},
 	// relay run: assembles every part above into the running daemon.
 	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/secret", "internal/statetopic",

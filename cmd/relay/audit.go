@@ -30,6 +30,8 @@ or the replay topic). Anything else is a finding:
                 relay.message.id (replays included)
   misrouted     a record in relay's topics for the source that names
                 another source or partition, or none
+  stuck         a copy in a tier or the replay topic that relay has not
+                consumed long after it was due (--stuck-after)
   unverifiable  the source record or its end state was deleted by
                 retention or compaction: nothing can be said, it is not lost
 
@@ -44,14 +46,17 @@ The window: --from/--to as RFC 3339 times or durations ago (24h), or
 --from-offsets/--to-offsets as PARTITION:OFFSET,... (To is exclusive);
 unbounded by default (the whole retained source, up to its end).
 
-Exit codes: 0 nothing lost, duplicated or misrouted; 1 a finding of those,
-or the audit could not run; 2 bad command line or configuration.`
+Exit codes: 0 nothing lost, duplicated or misrouted; 1 a finding of those;
+2 bad command line or configuration; 3 the audit could not complete (a
+broker away, an ACL missing, a time limit): no verdict. --metrics-file and
+--push-url say the outcome of every run, an incomplete one's too.`
 
 type auditLine struct {
 	o                 audit.Options
 	from, to          string
 	fromOffs, toOffs  string
 	progress, metrics string
+	pushURL           string
 	out               output
 }
 
@@ -73,8 +78,10 @@ func (a *app) auditCmd() *cobra.Command {
 	fs.StringVar(&al.toOffs, "to-offsets", "", "window end per partition (exclusive): PARTITION:OFFSET,...")
 	fs.Int32Var(&al.o.Partition, "partition", -1, "audit this source partition only")
 	fs.IntVar(&al.o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
+	fs.DurationVar(&al.o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")
 	fs.StringVar(&al.progress, "progress", "auto", "auto (a bar on a terminal), bar or none")
-	fs.StringVar(&al.metrics, "metrics-file", "", "also write the result as Prometheus text to this file (node_exporter's textfile collector)")
+	fs.StringVar(&al.metrics, "metrics-file", "", "also write the result as Prometheus text to this file (node_exporter's textfile collector), an incomplete run's too")
+	fs.StringVar(&al.pushURL, "push-url", "", "also push the result to this Prometheus Pushgateway (job relay_audit, grouped by source), an incomplete run's too")
 	outputFlag(c, &al.out, false)
 	return c
 }
@@ -109,6 +116,9 @@ func (al *auditLine) check(pos []string, now time.Time) error {
 	}
 	if al.o.ToOffsets, err = offsetsOf("--to-offsets", al.toOffs); err != nil {
 		errs = append(errs, err)
+	}
+	if al.o.StuckAfter < 0 {
+		errs = append(errs, errors.New("--stuck-after must not be negative"))
 	}
 	if al.o.MaxFindings < 0 {
 		errs = append(errs, errors.New("--max-findings must not be negative"))
@@ -166,7 +176,12 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 		return exitUsage
 	}
 	ops, code := a.setup()
-	if code != exitOK {
+	switch code {
+	case exitOK:
+	case exitFailure: // the brokers, not the command line
+		res := &audit.RunResult{Source: al.o.Source, At: now, Err: errors.New("no admin client")}
+		return al.publish(a, res, exitNoVerdict)
+	default:
 		return code
 	}
 	defer ops.admin.Close()
@@ -189,23 +204,41 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	if bar {
 		fmt.Fprintln(a.stderr)
 	}
-	if err != nil {
+	var in *audit.InputError
+	if errors.As(err, &in) {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
-		var in *audit.InputError
-		if errors.As(err, &in) {
-			return exitUsage
-		}
-		return exitFailure
+		return exitUsage
 	}
+	res := &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}
+	code = exitOK
+	switch {
+	case err != nil:
+		fmt.Fprintf(a.stderr, "relay audit: could not complete, no verdict: %v\n", err)
+		code = exitNoVerdict
+	case !rep.Clean:
+		code = exitFailure
+	}
+	return al.publish(a, res, code)
+}
+
+// publish writes the run's metrics where asked, prints its report, and
+// returns its exit code (code, or exitNoVerdict when the metrics could not
+// be written).
+func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
 	if al.metrics != "" {
-		if err := rep.WriteMetrics(al.metrics); err != nil {
+		if err := res.WriteMetrics(al.metrics); err != nil {
 			fmt.Fprintf(a.stderr, "relay audit: --metrics-file: %v\n", err)
-			return exitFailure
+			code = max(code, exitNoVerdict)
 		}
 	}
-	a.print(al.out, rep, rep.Text)
-	if !rep.Clean {
-		return exitFailure
+	if al.pushURL != "" {
+		if err := res.Push(al.pushURL); err != nil {
+			fmt.Fprintf(a.stderr, "relay audit: --push-url: %v\n", err)
+			code = max(code, exitNoVerdict)
+		}
 	}
-	return exitOK
+	if rep := res.Report; rep != nil {
+		a.print(al.out, rep, rep.Text)
+	}
+	return code
 }

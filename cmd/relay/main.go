@@ -17,6 +17,7 @@ const (
 	exitFailure    = 1 // runtime failure: fenced, broker unusable, preflight failed, a crash
 	exitUsage      = 2 // bad command line or configuration; nothing was started
 	exitStopped    = 3 // relay replay: the repeat-failure threshold stopped it
+	exitNoVerdict  = 3 // relay audit: it could not complete
 	exitIncomplete = 4 // relay replay: published, but not every outcome is known in time
 )
 

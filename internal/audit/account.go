@@ -19,6 +19,10 @@ const (
 	present     = slot(1) << 8 // a committed source record is at this offset
 	ledgerShift = 9            // the ledger's current (replay count, rank): 3 bits of rank, 8 of count
 	countMask   = slot(3)
+	// retried: a copy went through a tier or the replay topic, a
+	// rejected or quarantine record was written after an attempt, or
+	// the ledger moved past open (see trim).
+	retried = slot(1) << 20
 )
 
 func (s slot) count(shift uint) int { return int((s >> shift) & countMask) }
@@ -55,9 +59,12 @@ func (s *slot) ledgered(st ledger.State, replayCount int) {
 	if r == 0 {
 		return
 	}
+	if st != ledger.Open || replayCount > 0 {
+		*s |= retried
+	}
 	v := slot(min(replayCount, 255))<<3 | r
-	if v > (*s >> ledgerShift) {
-		*s = *s&(1<<ledgerShift-1) | v<<ledgerShift
+	if v > (*s>>ledgerShift)&0x7ff {
+		*s = *s&^(0x7ff<<ledgerShift) | v<<ledgerShift
 	}
 }
 
@@ -87,56 +94,65 @@ const (
 	Lost                        // consumed, no end state, no copy anywhere
 	Duplicated                  // more than one end state
 	Unverifiable                // the evidence may have been deleted
+	Phantom                     // relay's records name an offset without a committed source record
 	verdicts
 )
 
 var verdictNames = [verdicts]string{"gone", "processed", "rejected", "quarantined", "not consumed", "in a tier", "replaying",
-	"lost", "duplicated", "unverifiable"}
+	"lost", "duplicated", "unverifiable", "phantom"}
 
 func (v Verdict) String() string { return verdictNames[v] }
 
 // judge gives the verdict on one offset. consumed says the offset is below
 // the group's committed offset at the cut; deleted says evidence of an end
 // state may have been deleted (an end-state partition lost records to
-// retention or compaction). detail says why, for findings.
-func judge(s slot, consumed, deleted bool) (v Verdict, detail string) {
-	if s&present == 0 {
-		return Gone, ""
-	}
+// retention or compaction); gaps says the source is compacted, so an
+// offset without a committed record may have lost it. detail says why,
+// for findings.
+func judge(s slot, consumed, deleted, gaps bool) (v Verdict, detail string) {
 	outs, rejs, quars := s.count(outShift), s.count(rejShift), s.count(quarShift)
 	st := s.state()
+	if s&present == 0 {
+		switch {
+		case s&^present == 0 && gaps:
+			return Unverifiable, "no committed source record at this offset, and the source is compacted: it may have been deleted"
+		case s&^present == 0:
+			return Gone, ""
+		case gaps:
+			return Unverifiable, "relay's records name this offset, where the compacted source has no record left"
+		}
+		return Phantom, "relay's records name this offset, where no committed source record is (an aborted record or a transaction marker): an end state of a record that was never committed"
+	}
 	switch {
 	case !consumed:
 		return NotConsumed, ""
-	case s&replFlight != 0:
-		return InReplay, ""
-	case s&tierFlight != 0 && outs+rejs+quars == 0:
-		return InTier, ""
-	}
-	switch {
 	case outs > 1:
 		return Duplicated, fmt.Sprintf("%d outputs with its relay.message.id", outs)
 	case rejs > 1:
 		return Duplicated, fmt.Sprintf("%d rejected records", rejs)
 	case outs+rejs > 1:
 		return Duplicated, "both an output and a rejected record"
+	case s&replFlight != 0:
+		return InReplay, ""
+	case s&tierFlight != 0:
+		return InTier, ""
 	case quars > 0 || st != "":
-		return quarantined(outs+rejs, st, deleted)
+		return quarantined(outs+rejs, quars, st, deleted)
 	case outs == 1:
 		return Processed, ""
 	case rejs == 1:
 		return Rejected, ""
-	case s&tierFlight != 0:
-		return InTier, ""
 	case deleted:
 		return Unverifiable, "no end state found, and records of its derived partitions were deleted"
 	}
 	return Lost, "below the group's committed offset, with no output, rejected or quarantine record, no ledger entry and no copy in a tier or the replay topic"
 }
 
-// quarantined judges an offset that reached the quarantine: settled says
-// how many outputs and rejected records it has (at most one here).
-func quarantined(settled int, st ledger.State, deleted bool) (Verdict, string) {
+// quarantined judges an offset that reached the quarantine, or whose
+// ledger says it did: settled says how many outputs and rejected records
+// it has (at most one here), quars how many quarantine records. No copy
+// of it is in flight.
+func quarantined(settled, quars int, st ledger.State, deleted bool) (Verdict, string) {
 	switch {
 	case st == ledger.Resolved && settled == 0 && deleted:
 		return Unverifiable, "the ledger says resolved; its output may have been deleted"
@@ -144,6 +160,12 @@ func quarantined(settled int, st ledger.State, deleted bool) (Verdict, string) {
 		return Lost, "the ledger says resolved by a replay, but no output or rejected record of it was found"
 	case st != ledger.Resolved && settled > 0:
 		return Duplicated, fmt.Sprintf("quarantined (%s) and also output or rejected", orOpen(st))
+	case st == ledger.Replaying && deleted:
+		return Unverifiable, "the ledger says replaying, no copy waits in the replay topic or a tier, and its end state may have been deleted"
+	case st == ledger.Replaying:
+		return Lost, "the ledger says replaying, but no copy waits in the replay topic or a tier (the replay topic's committed offset is past it), and the replay left no output, rejected or quarantine record"
+	case quars == 0 && st != ledger.Discarded && !deleted:
+		return Lost, fmt.Sprintf("the ledger says %s, but its quarantine record is gone, and the quarantine lost no record to retention (was the quarantine topic deleted and created again?)", st)
 	}
 	return Quarantined, ""
 }

@@ -1,9 +1,13 @@
 package audit
 
 import (
+	"fmt"
 	"testing"
 
+	"relay/internal/config"
 	"relay/internal/ledger"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 func slotOf(outs, rejs, quars int, extra slot) slot {
@@ -57,11 +61,46 @@ func TestJudge(t *testing.T) {
 		{"copy replaying", withLedger(slotOf(0, 0, 1, replFlight), ledger.Open, ledger.Replaying), true, false, InReplay},
 		{"nothing anywhere", slotOf(0, 0, 0, 0), true, false, Lost},
 		{"nothing, derived records deleted", slotOf(0, 0, 0, 0), true, true, Unverifiable},
-		{"processed though a tier record waits (a stale copy)", slotOf(1, 0, 0, tierFlight), true, false, Processed},
+		{"output, and a tier copy consumed after the cut", slotOf(1, 0, 0, tierFlight), true, false, InTier},
+		{"two outputs, a replay copy in flight", withLedger(slotOf(2, 0, 1, replFlight), ledger.Open, ledger.Replaying), true, false, Duplicated},
+		{"output and rejected, a tier copy in flight", slotOf(1, 1, 0, tierFlight), true, false, Duplicated},
+		{"ledger open, quarantine record gone, nothing deleted", withLedger(slotOf(0, 0, 0, 0), ledger.Open), true, false, Lost},
+		{"ledger failed-again, quarantine records gone", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Replaying, ledger.FailedAgain), true, false, Lost},
+		{"ledger discarded, quarantine record gone", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Discarded), true, false, Quarantined},
+		{"ledger replaying, the copy consumed, nothing after it", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying), true, false, Lost},
+		{"ledger replaying, the copy in a tier", withLedger(slotOf(0, 0, 1, tierFlight), ledger.Open, ledger.Replaying), true, false, InTier},
+		{"ledger replaying, no copy, end states may be deleted", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying), true, true, Unverifiable},
 	}
 	for _, c := range cases {
-		if got, why := judge(c.s, c.consumed, c.deleted); got != c.want {
+		if got, why := judge(c.s, c.consumed, c.deleted, false); got != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.name, got, why, c.want)
+		}
+	}
+}
+
+// An offset without a committed source record (an aborted record, a
+// transaction marker, or a record compaction removed) that relay's
+// records name.
+func TestJudgeOffsetsWithoutASourceRecord(t *testing.T) {
+	cases := []struct {
+		name string
+		s    slot
+		gaps bool
+		want Verdict
+	}{
+		{"aborted record or marker", 0, false, Gone},
+		{"a gap in a compacted source", 0, true, Unverifiable},
+		{"an output names an aborted record", slotOf(1, 0, 0, 0) &^ present, false, Phantom},
+		{"a quarantine record names a marker", slotOf(0, 0, 1, 0) &^ present, false, Phantom},
+		{"a ledger entry names a marker", withLedger(0, ledger.Open), false, Phantom},
+		{"a tier copy names a marker", tierFlight, false, Phantom},
+		{"an output names a compacted-away record", slotOf(1, 0, 0, 0) &^ present, true, Unverifiable},
+	}
+	for _, c := range cases {
+		for _, consumed := range []bool{true, false} {
+			if got, why := judge(c.s, consumed, false, c.gaps); got != c.want {
+				t.Errorf("%s (consumed %v): %s (%s), want %s", c.name, consumed, got, why, c.want)
+			}
 		}
 	}
 }
@@ -108,15 +147,46 @@ func TestParseID(t *testing.T) {
 	}
 }
 
-func TestTierTopicMatches(t *testing.T) {
-	pat := []string{"orders.retry.", ""}
-	for name, want := range map[string]bool{"orders.retry.30s": true, "orders.retry.5m": true, "orders.retry.": false, "orders.valid": false} {
-		if matches(pat, name) != want {
-			t.Errorf("matches(%q) = %v", name, !want)
+// The tiers the audit reads are relay's own: today's, and retired ones
+// found as relay run finds them, whatever the ordering; never another of
+// relay's topics, nor a name that only looks like a tier.
+func TestTierTopics(t *testing.T) {
+	md := &kafka.Metadata{Topics: map[string]kafka.TopicMetadata{}}
+	for _, n := range []string{"orders", "orders.valid", "orders.retry.2s", "orders.retry.30s", "orders.retry.soon", "orders.retry.1h",
+		"pay", "pay.retry.1h", "orders.quarantine", "orders.replay", "orders.retry"} {
+		md.Topics[n] = kafka.TopicMetadata{Topic: n}
+	}
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"tiers", map[string]string{"RELAY_RETRY_TIERS": "2s"}, "[orders.retry.2s orders.retry.1h orders.retry.30s]"},
+		{"partition ordering: every tier topic is retired", map[string]string{"RELAY_RETRY_TIERS": "2s", "RELAY_ORDERING": "partition"},
+			"[orders.retry.1h orders.retry.2s orders.retry.30s]"},
+		{"a template without {delay}", map[string]string{"RELAY_RETRY_TIERS": "2s", "RELAY_RETRY_TOPIC": "{topic}.retry"}, "[orders.retry]"},
+		{"an output named like a tier", map[string]string{"RELAY_RETRY_TIERS": "2s", "RELAY_OUTPUT_TOPIC": "{topic}.retry.1h"},
+			"[orders.retry.2s orders.retry.30s]"},
+	} {
+		if got := fmt.Sprint(tierTopics(configOf(t, c.vars), "orders", md)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
-	pat = []string{"retry-", "-orders"}
-	if !matches(pat, "retry-30s-orders") || matches(pat, "retry--orders") || matches(pat, "retry-30s-orders-x") {
-		t.Error("a delay in the middle of the template")
+}
+
+func configOf(t *testing.T, vars map[string]string) *config.Config {
+	t.Helper()
+	m := map[string]string{"RELAY_SOURCE_TOPICS": "orders,pay", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "x:9092"}
+	for k, v := range vars {
+		m[k] = v
 	}
+	var environ []string
+	for k, v := range m {
+		environ = append(environ, k+"="+v)
+	}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := m[k]; return v, ok }, environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -1,23 +1,94 @@
 package audit
 
 import (
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"relay/internal/ledger"
 )
 
-// WriteMetrics writes the report as Prometheus text to path, whole or not
-// at all (a temporary file renamed into place), for node_exporter's
-// textfile collector or any scraper of files: an audit run as a CronJob
-// then alerts through the same rules as relay's own metrics.
-func (r *Report) WriteMetrics(path string) error {
-	var b strings.Builder
-	src := r.Source // topic names hold no character %q would escape otherwise than Prometheus
-	sum := r.sum()
-	b.WriteString("# HELP relay_audit_records Source records of the last audit's window, by what became of them.\n# TYPE relay_audit_records gauge\n")
+// Outcomes of an audit run, as relay_audit_outcome says them.
+const (
+	OutcomeClean      = "clean"
+	OutcomeFindings   = "findings"
+	OutcomeIncomplete = "incomplete" // the audit could not complete: no verdict
+)
+
+// RunResult is one audit run as its metrics say it: its report, or the error
+// that kept it from completing.
+type RunResult struct {
+	Source string
+	At     time.Time
+	Report *Report // nil when Err is set
+	Err    error
+	// LastSuccess is when an audit of Source last completed, before this
+	// run (zero: never, or not known).
+	LastSuccess time.Time
+}
+
+// Outcome is the run's outcome: clean, findings or incomplete.
+func (r *RunResult) Outcome() string {
+	switch {
+	case r.Err != nil || r.Report == nil:
+		return OutcomeIncomplete
+	case r.Report.Clean:
+		return OutcomeClean
+	}
+	return OutcomeFindings
+}
+
+// Registry holds the run's metrics. Every run says when it ran, when an
+// audit last completed, and its outcome; only a completed run says what it
+// counted, and only a clean one sets relay_audit_clean to 1, so a run that
+// failed never leaves an earlier clean in place.
+func (r *RunResult) Registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	src := prometheus.Labels{"source": r.Source}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"source"}, labels...))
+		reg.MustRegister(g)
+		return g
+	}
+	lastRun := gauge("relay_audit_last_run_timestamp_seconds", "When the last audit ran, whatever its outcome.")
+	lastRun.With(src).Set(float64(r.At.Unix()))
+	lastSuccess := gauge("relay_audit_last_success_timestamp_seconds", "When an audit last completed (clean or with findings); 0: never.")
+	success := r.LastSuccess
+	if r.Outcome() != OutcomeIncomplete {
+		success = r.At
+	}
+	if !success.IsZero() {
+		lastSuccess.With(src).Set(float64(success.Unix()))
+	} else {
+		lastSuccess.With(src).Set(0)
+	}
+	outcome := gauge("relay_audit_outcome", "1 for the last audit's outcome: clean, findings (lost, duplicated, misrouted or stuck), or incomplete (no verdict).", "outcome")
+	for _, o := range []string{OutcomeClean, OutcomeFindings, OutcomeIncomplete} {
+		v := 0.0
+		if o == r.Outcome() {
+			v = 1
+		}
+		outcome.With(prometheus.Labels{"source": r.Source, "outcome": o}).Set(v)
+	}
+	clean := gauge("relay_audit_clean", "1 when the last audit completed and found nothing lost, duplicated, misrouted or stuck; 0 otherwise, an incomplete audit included.")
+	clean.With(src).Set(0)
+	ts := gauge("relay_audit_timestamp_seconds", "When the last audit ran (relay_audit_last_run_timestamp_seconds, kept for existing rules).")
+	ts.With(src).Set(float64(r.At.Unix()))
+	rep := r.Report
+	if r.Outcome() == OutcomeIncomplete {
+		return reg
+	}
+	if rep.Clean {
+		clean.With(src).Set(1)
+	}
+	records := gauge("relay_audit_records", "Source records of the last completed audit's window, by what became of them.", "state")
+	sum := rep.sum()
 	for _, c := range []struct {
 		state string
 		n     int64
@@ -28,36 +99,67 @@ func (r *Report) WriteMetrics(path string) error {
 		{"quarantined_replaying", sum.Quarantined[ledger.Replaying]},
 		{"not_consumed", sum.Behind}, {"in_tier", sum.InTier}, {"replaying", sum.InReplay},
 	} {
-		fmt.Fprintf(&b, "relay_audit_records{source=%q,state=%q} %d\n", src, c.state, c.n)
+		records.With(prometheus.Labels{"source": r.Source, "state": c.state}).Set(float64(c.n))
 	}
-	b.WriteString("# HELP relay_audit_findings Findings of the last audit, by kind: lost, duplicated and misrouted fail it.\n# TYPE relay_audit_findings gauge\n")
-	for _, k := range []Kind{KindLost, KindDuplicated, KindMisrouted, KindUnverifiable} {
-		fmt.Fprintf(&b, "relay_audit_findings{source=%q,kind=%q} %d\n", src, k, r.Totals[k])
+	findings := gauge("relay_audit_findings", "Findings of the last completed audit, by kind: lost, duplicated, misrouted and stuck fail it; unverifiable does not.", "kind")
+	for _, k := range []Kind{KindLost, KindDuplicated, KindMisrouted, KindStuck, KindUnverifiable} {
+		findings.With(prometheus.Labels{"source": r.Source, "kind": string(k)}).Set(float64(rep.Totals[k]))
 	}
-	clean := 0
-	if r.Clean {
-		clean = 1
+	return reg
+}
+
+// WriteMetrics writes the run's metrics to path as Prometheus text, whole
+// or not at all, for node_exporter's textfile collector. The last success
+// is carried over from the file the previous run wrote there.
+func (r *RunResult) WriteMetrics(path string) error {
+	if r.LastSuccess.IsZero() {
+		prev, err := LastSuccessIn(path, r.Source)
+		if err != nil {
+			return err
+		}
+		r.LastSuccess = prev
 	}
-	b.WriteString("# HELP relay_audit_clean 1 when the last audit found nothing lost, duplicated or misrouted.\n# TYPE relay_audit_clean gauge\n")
-	fmt.Fprintf(&b, "relay_audit_clean{source=%q} %d\n", src, clean)
-	b.WriteString("# HELP relay_audit_timestamp_seconds When the last audit ran.\n# TYPE relay_audit_timestamp_seconds gauge\n")
-	fmt.Fprintf(&b, "relay_audit_timestamp_seconds{source=%q} %d\n", src, r.At.Unix())
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".relay-audit-*.prom")
+	if err := prometheus.WriteToTextfile(path, r.Registry()); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644) //nolint:gosec // metrics are for a scraper to read
+}
+
+// Push sends the run's metrics to a Prometheus Pushgateway at url, under
+// job relay_audit and the source as a grouping label; the last success is
+// the one given (a Pushgateway keeps what the previous push left, which
+// Push replaces).
+func (r *RunResult) Push(url string) error {
+	return push.New(url, "relay_audit").Grouping("source", r.Source).Gatherer(r.Registry()).Push()
+}
+
+// LastSuccessIn reads relay_audit_last_success_timestamp_seconds of source
+// from the metrics file at path; zero when the file or the sample is not
+// there.
+func LastSuccessIn(path, source string) (time.Time, error) {
+	f, err := os.Open(path) //nolint:gosec // the operator names the file
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil
+	}
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	if _, err := tmp.WriteString(b.String()); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return err
+	defer func() { _ = f.Close() }()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		return time.Time{}, nil //nolint:nilerr // an unreadable old file says nothing; it is replaced
 	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
+	fam := fams["relay_audit_last_success_timestamp_seconds"]
+	if fam == nil {
+		return time.Time{}, nil
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // metrics are for a scraper to read
-		_ = os.Remove(tmp.Name())
-		return err
+	for _, m := range fam.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "source" && l.GetValue() == source && m.GetGauge().GetValue() > 0 {
+				return time.Unix(int64(m.GetGauge().GetValue()), 0), nil
+			}
+		}
 	}
-	return os.Rename(tmp.Name(), path)
+	return time.Time{}, nil
 }

@@ -15,13 +15,15 @@ import (
 // Kind is the kind of a finding.
 type Kind string
 
-// Kinds of finding. Lost, duplicated and misrouted make the audit fail;
-// unverifiable is said, never counted as lost.
+// Kinds of finding. Lost, duplicated, misrouted and stuck make the audit
+// fail; unverifiable is said, never counted as lost.
 const (
 	KindLost         Kind = "lost"
 	KindDuplicated   Kind = "duplicated"
 	KindMisrouted    Kind = "misrouted"
 	KindUnverifiable Kind = "unverifiable"
+	// KindStuck is a copy in flight far past its due time.
+	KindStuck Kind = "stuck"
 )
 
 func kindOf(v Verdict) Kind {
@@ -32,6 +34,8 @@ func kindOf(v Verdict) Kind {
 		return KindDuplicated
 	case Unverifiable:
 		return KindUnverifiable
+	case Phantom:
+		return KindMisrouted
 	}
 	return ""
 }
@@ -95,13 +99,20 @@ type PartitionReport struct {
 	Lost         int64 `json:"lost"`
 	Duplicated   int64 `json:"duplicated"`
 	Unverifiable int64 `json:"unverifiable"`
+	// Stuck counts copies in flight far past their due time (their
+	// source records count as in flight too).
+	Stuck int64 `json:"stuck"`
 }
 
-func (pr *PartitionReport) count(v Verdict, st ledger.State) {
+// count counts offset's verdict; record says a committed source record
+// is at the offset.
+func (pr *PartitionReport) count(v Verdict, st ledger.State, record bool) {
 	switch v {
 	case Gone:
 		pr.Skipped++
 		return
+	case Phantom:
+		return // a finding, counted with the misrouted records
 	case Processed:
 		pr.Processed++
 	case Rejected:
@@ -121,7 +132,9 @@ func (pr *PartitionReport) count(v Verdict, st ledger.State) {
 	case Unverifiable:
 		pr.Unverifiable++
 	}
-	pr.Records++
+	if record {
+		pr.Records++
+	}
 }
 
 // Report is the whole audit.
@@ -144,8 +157,9 @@ type Report struct {
 	// counts them all, by kind.
 	Findings []Finding      `json:"findings"`
 	Totals   map[Kind]int64 `json:"totals"`
-	// Clean: nothing lost, duplicated or misrouted.
+	// Clean: nothing lost, duplicated, misrouted or stuck.
 	Clean bool `json:"clean"`
+	stuck map[int32]int64
 }
 
 func newReport(o *Options, cfg *config.Config) *Report {
@@ -153,9 +167,18 @@ func newReport(o *Options, cfg *config.Config) *Report {
 }
 
 func (r *Report) partition(pt *part) *PartitionReport {
-	pr := &PartitionReport{Partition: pt.p, From: pt.lo, To: pt.hi, Committed: pt.committed, Quarantined: map[ledger.State]int64{}}
+	pr := &PartitionReport{Partition: pt.p, From: pt.lo, To: pt.hi, Committed: pt.committed, Quarantined: map[ledger.State]int64{}, Stuck: r.stuck[pt.p]}
 	r.Partitions = append(r.Partitions, pr)
 	return pr
+}
+
+// partitionStuck counts a stuck copy of source partition p (its report
+// is made when the scan judges, so the count waits in stuck until then).
+func (r *Report) partitionStuck(p int32) {
+	if r.stuck == nil {
+		r.stuck = map[int32]int64{}
+	}
+	r.stuck[p]++
 }
 
 func (r *Report) note(k Kind, src *Coord, at Coord, why string, keep int) {
@@ -171,7 +194,7 @@ func (r *Report) note(k Kind, src *Coord, at Coord, why string, keep int) {
 }
 
 func (r *Report) finish() {
-	r.Clean = r.Totals[KindLost] == 0 && r.Totals[KindDuplicated] == 0 && r.Totals[KindMisrouted] == 0
+	r.Clean = r.Totals[KindLost] == 0 && r.Totals[KindDuplicated] == 0 && r.Totals[KindMisrouted] == 0 && r.Totals[KindStuck] == 0
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 }
 
@@ -215,10 +238,10 @@ func (r *Report) Text(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if r.Clean {
-		fmt.Fprintln(w, "clean: nothing lost, duplicated or misrouted")
+		fmt.Fprintln(w, "clean: nothing lost, duplicated, misrouted or stuck")
 		return
 	}
-	fmt.Fprintf(w, "NOT CLEAN: %d lost, %d duplicated, %d misrouted\n", r.Totals[KindLost], r.Totals[KindDuplicated], r.Totals[KindMisrouted])
+	fmt.Fprintf(w, "NOT CLEAN: %d lost, %d duplicated, %d misrouted, %d stuck\n", r.Totals[KindLost], r.Totals[KindDuplicated], r.Totals[KindMisrouted], r.Totals[KindStuck])
 }
 
 // sum adds up the partitions' counts.
@@ -238,6 +261,7 @@ func (r *Report) sum() PartitionReport {
 		tot.Duplicated += pr.Duplicated
 		tot.Unverifiable += pr.Unverifiable
 		tot.Skipped += pr.Skipped
+		tot.Stuck += pr.Stuck
 	}
 	return tot
 }

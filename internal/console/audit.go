@@ -13,9 +13,11 @@ import (
 // auditResult is the last `relay audit` of a source, from the file its
 // --metrics-file writes.
 type auditResult struct {
-	Clean    bool
-	At       time.Time
-	Findings map[string]int64
+	Clean bool
+	// Incomplete: the last audit could not complete, and gave no verdict.
+	Incomplete bool
+	At         time.Time
+	Findings   map[string]int64
 }
 
 // When renders the audit's time.
@@ -55,6 +57,10 @@ func readAudit(path string) (map[string]*auditResult, error) {
 			a.At = time.Unix(int64(value), 0)
 		case "relay_audit_findings":
 			a.Findings[labels["kind"]] = int64(value)
+		case "relay_audit_outcome":
+			if labels["outcome"] == "incomplete" {
+				a.Incomplete = value == 1
+			}
 		}
 	}
 	return out, sc.Err()

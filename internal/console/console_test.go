@@ -238,6 +238,9 @@ relay_audit_timestamp_seconds{source="orders"} 1764676800
 relay_audit_findings{source="orders",kind="lost"} 2
 relay_audit_findings{source="orders",kind="duplicated"} 0
 relay_audit_clean{source="refunds"} 1
+relay_audit_clean{source="payments"} 0
+relay_audit_outcome{outcome="findings",source="payments"} 0
+relay_audit_outcome{outcome="incomplete",source="payments"} 1
 `
 	if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -246,8 +249,11 @@ relay_audit_clean{source="refunds"} 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := a["orders"]; o == nil || o.Clean || o.Findings["lost"] != 2 || o.At.Unix() != 1764676800 || !a["refunds"].Clean {
+	if o := a["orders"]; o == nil || o.Clean || o.Incomplete || o.Findings["lost"] != 2 || o.At.Unix() != 1764676800 || !a["refunds"].Clean {
 		t.Fatalf("%+v", a)
+	}
+	if p := a["payments"]; p == nil || p.Clean || !p.Incomplete {
+		t.Fatalf("an incomplete audit: %+v", p)
 	}
 	if a, err := readAudit(filepath.Join(t.TempDir(), "none")); err != nil || len(a) != 0 {
 		t.Fatalf("a missing file: %v %v", a, err)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -23,42 +21,8 @@ import (
 // the group has not consumed: records waiting for their next attempt, and
 // the followers of blocked keys. Nothing would read them again. So at
 // start-up relay looks for topics named by RELAY_RETRY_TOPIC for another
-// delay and reads those that still hold records of its group, as retired
-// tiers, until restarted after they are drained.
-
-// tierCandidate is an existing topic named like a tier of src.
-type tierCandidate struct {
-	topic string
-	delay time.Duration // 0 when the template has no {delay}
-}
-
-// tierCandidates lists the topics among names that RELAY_RETRY_TOPIC names
-// for src with some delay, other than the topics relay uses now (used).
-func tierCandidates(cfg *config.Config, src string, names []string, used map[string]bool) []tierCandidate {
-	parts := cfg.TierTopicPattern(src)
-	quoted := make([]string, len(parts))
-	for i, p := range parts {
-		quoted[i] = regexp.QuoteMeta(p)
-	}
-	re := regexp.MustCompile("^" + strings.Join(quoted, "(.+)") + "$")
-	var out []tierCandidate
-	for _, name := range names {
-		m := re.FindStringSubmatch(name)
-		if m == nil || used[name] {
-			continue
-		}
-		c := tierCandidate{topic: name}
-		if len(m) > 1 {
-			d, err := time.ParseDuration(m[1])
-			if err != nil || d <= 0 || slices.ContainsFunc(m[2:], func(s string) bool { return s != m[1] }) {
-				continue // not a delay: another topic that happens to match
-			}
-			c.delay = d
-		}
-		out = append(out, c)
-	}
-	return out
-}
+// delay (topics.RetiredTiers) and reads those that still hold records of
+// its group, as retired tiers, until restarted after they are drained.
 
 // tierFor is the configured tier a retired tier with delay stands for:
 // the last one whose delay is not longer, else the first. Without a delay
@@ -94,31 +58,24 @@ func retiredTiers(ctx context.Context, a topics.Admin, committed committedFunc, 
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	used := map[string]bool{}
-	for _, s := range topics.Plan(cfg, nil) {
-		used[s.Name] = true
-	}
-	for _, src := range cfg.SourceTopics {
-		used[src] = true
-	}
 	out := map[string][]pipeline.RetiredTier{}
 	for _, src := range cfg.SourceTopics {
-		for _, c := range tierCandidates(cfg, src, names, used) {
-			n := len(md.Topics[c.topic].Partitions)
-			left, err := unconsumed(ctx, cfg, committed, c.topic, n)
+		for _, c := range topics.RetiredTiers(cfg, src, names) {
+			n := len(md.Topics[c.Topic].Partitions)
+			left, err := unconsumed(ctx, cfg, committed, c.Topic, n)
 			if err != nil {
-				return nil, fmt.Errorf("retired tier topic %s: %w", c.topic, err)
+				return nil, fmt.Errorf("retired tier topic %s: %w", c.Topic, err)
 			}
 			if left == 0 {
 				continue
 			}
 			if want := len(md.Topics[src].Partitions); n != want {
 				return nil, fmt.Errorf("retired tier topic %q holds %d records of group %s but has %d partitions; relay reads it only with exactly its source %q's %d: restore the earlier %s and %s until it is drained",
-					c.topic, left, cfg.GroupID, n, src, want, config.EnvRetryTiers, config.EnvOrdering)
+					c.Topic, left, cfg.GroupID, n, src, want, config.EnvRetryTiers, config.EnvOrdering)
 			}
-			rt := pipeline.RetiredTier{Topic: c.topic, Tier: tierFor(c.delay, cfg.RetryTiers)}
+			rt := pipeline.RetiredTier{Topic: c.Topic, Tier: tierFor(c.Delay, cfg.RetryTiers)}
 			log.Warn("tier topic no longer configured still holds records of the group; relay reads it until they are done (see the runbook, upgrades)",
-				"topic", c.topic, "records", left, "group", cfg.GroupID, "as_tier", rt.Tier)
+				"topic", c.Topic, "records", left, "group", cfg.GroupID, "as_tier", rt.Tier)
 			out[src] = append(out[src], rt)
 		}
 	}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,52 +8,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
-	"relay/internal/topics"
 )
-
-func retiredConfig(t *testing.T, vars map[string]string) *config.Config {
-	t.Helper()
-	m := map[string]string{"RELAY_SOURCE_TOPICS": "orders,pay", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "x:9092"}
-	for k, v := range vars {
-		m[k] = v
-	}
-	lookup, environ := env(m)
-	cfg, err := config.Load(lookup, environ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// Tier topics of an earlier configuration are found by the tier template
-// with any delay; the topics relay uses now, other sources' tiers and
-// names that only look alike are not.
-func TestTierCandidates(t *testing.T) {
-	cfg := retiredConfig(t, map[string]string{"RELAY_RETRY_TIERS": "2s"})
-	used := map[string]bool{"orders": true, "pay": true}
-	for _, s := range topics.Plan(cfg, nil) {
-		used[s.Name] = true
-	}
-	names := []string{"orders", "orders.valid", "orders.retry.2s", "orders.retry.30s", "orders.retry.5m", "orders.retry.soon",
-		"orders.retry.30s.bak", "pay.retry.1h", "orders.quarantine", "_relay.relay.state"}
-	var found []string
-	for _, c := range tierCandidates(cfg, "orders", names, used) {
-		found = append(found, c.topic+"="+c.delay.String())
-	}
-	if got, want := fmt.Sprint(found), "[orders.retry.30s=30s orders.retry.5m=5m0s]"; got != want {
-		t.Fatalf("candidates %s, want %s", got, want)
-	}
-	// Partition ordering has no tiers: the one a template without
-	// {delay} names is retired too.
-	cfg = retiredConfig(t, map[string]string{"RELAY_ORDERING": "partition", "RELAY_RETRY_TOPIC": "{topic}.retry", "RELAY_RETRY_TIERS": "5s"})
-	used = map[string]bool{}
-	for _, s := range topics.Plan(cfg, nil) {
-		used[s.Name] = true
-	}
-	if got := tierCandidates(cfg, "orders", []string{"orders.retry", "orders.retry.5s"}, used); len(got) != 1 || got[0].topic != "orders.retry" {
-		t.Fatalf("candidates %v, want [orders.retry]", got)
-	}
-}
 
 // A retired tier stands for the configured tier whose delay is the
 // longest not above its own, so a record from it goes on to longer waits.

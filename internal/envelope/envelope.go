@@ -42,19 +42,22 @@ type Failure struct {
 	SourcePartition int32
 	SourceOffset    int64
 	SourceTimestamp time.Time
-	ConsumerGroup   string
-	Attempt         int
-	FirstFailedAt   time.Time
-	LastFailedAt    time.Time
-	NotBefore       time.Time // zero unless the record waits in a tier
-	Class           string
-	Code            string
-	Message         string // redacted and bounded by the writer
-	SchemaID        int    // 0 when unknown
-	SchemaSubject   string
-	SchemaVersion   int // 0 when unknown
-	ReplayID        string
-	ReplayCount     int
+	// Fingerprint is relay.source.fingerprint: the source record's
+	// (Fingerprint); empty on records written before relay kept it.
+	Fingerprint   string
+	ConsumerGroup string
+	Attempt       int
+	FirstFailedAt time.Time
+	LastFailedAt  time.Time
+	NotBefore     time.Time // zero unless the record waits in a tier
+	Class         string
+	Code          string
+	Message       string // redacted and bounded by the writer
+	SchemaID      int    // 0 when unknown
+	SchemaSubject string
+	SchemaVersion int // 0 when unknown
+	ReplayID      string
+	ReplayCount   int
 	// RecordTimestamp is, on a tier record, the timestamp the record had
 	// when it entered relay (the source's, or the replay's): its output,
 	// quarantine or rejected record keeps it. The tier record itself has
@@ -85,6 +88,9 @@ func AppendFailure[H AnyHeader](h []H, f *Failure) []H {
 	add(SourceOffset, strconv.FormatInt(f.SourceOffset, 10))
 	if !f.SourceTimestamp.IsZero() {
 		add(SourceTimestamp, formatTime(f.SourceTimestamp))
+	}
+	if f.Fingerprint != "" {
+		add(SourceFingerprint, f.Fingerprint)
 	}
 	add(ConsumerGroup, f.ConsumerGroup)
 	add(Attempt, strconv.Itoa(f.Attempt))
@@ -168,6 +174,8 @@ func (f *Failure) set(key, v string) error {
 		f.SourceOffset, err = strconv.ParseInt(v, 10, 64)
 	case SourceTimestamp:
 		f.SourceTimestamp, err = parseTime(v)
+	case SourceFingerprint:
+		f.Fingerprint = v
 	case ConsumerGroup:
 		f.ConsumerGroup = v
 	case Attempt:

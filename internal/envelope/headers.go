@@ -9,6 +9,11 @@ const (
 	// is the same however often the record is delivered, retried or
 	// replayed.
 	MessageID = "relay.message.id"
+	// SourceFingerprint is a short hash of the source record's key and
+	// value bytes (see Fingerprint), on outputs and envelopes alike: relay
+	// audit credits a record to a source offset only when it matches the
+	// record there.
+	SourceFingerprint = "relay.source.fingerprint"
 	// TraceParent and TraceState carry W3C trace context across hops.
 	TraceParent = "traceparent"
 	TraceState  = "tracestate"

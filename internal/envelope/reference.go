@@ -10,6 +10,7 @@ type HeaderDoc struct {
 // OutputHeaders are the headers relay sets on every output record.
 var OutputHeaders = []HeaderDoc{
 	{[]string{MessageID}, "`topic/partition/offset` of the source record: the stable identity downstream consumers deduplicate on, the same when the record succeeds from a tier"},
+	{[]string{SourceFingerprint}, "16 hex digits: the first 8 bytes of SHA-256 over the source record's key length (uvarint), key and value, the same on every hop; `relay audit` credits a record to a source offset only when it matches the record there"},
 	{[]string{ReplayID, ReplayCount}, "only on the output of a replayed record: which replay, and how many times the failure was replayed"},
 }
 
@@ -22,6 +23,7 @@ const KeptHeaders = "all source headers are kept as they are (`" + TraceParent +
 var FailureHeaders = []HeaderDoc{
 	{[]string{FailureID}, "`topic/partition/offset` of the record's first appearance; the same on every hop"},
 	{[]string{SourceTopic, SourcePartition, SourceOffset, SourceTimestamp}, "where it came from"},
+	{[]string{SourceFingerprint}, "the source record's fingerprint, as on outputs"},
 	{[]string{ConsumerGroup}, "the group that failed it"},
 	{[]string{Attempt}, "attempts made so far"},
 	{[]string{FirstFailedAt, LastFailedAt}, "RFC 3339 UTC, milliseconds"},

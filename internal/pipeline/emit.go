@@ -18,8 +18,8 @@ import (
 // admitted, its original key, headers and timestamp, and its identity.
 func outputRecord(p *pass, value []byte) txn.Output {
 	// Room for the message id and the trace context.
-	headers := envelope.StripWithRoom(p.rec.Headers, 3)
-	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(p.id)})
+	headers := envelope.StripWithRoom(p.rec.Headers, 4)
+	headers = append(headers, txn.Header{Key: envelope.MessageID, Value: []byte(p.id)}, txn.Header{Key: envelope.SourceFingerprint, Value: []byte(p.fp)})
 	headers = appendTrace(headers, p, p.origin.Routes.Output, p.rec.Partition)
 	return txn.Output{
 		Topic: p.origin.Routes.Output, Partition: p.rec.Partition, Key: p.rec.Key, Value: value,
@@ -33,7 +33,7 @@ func (m *Machine) envelopeOf(p *pass) *envelope.Failure {
 	rec := p.rec
 	f := &envelope.Failure{
 		ID: p.id, SourceTopic: p.origin.Routes.Source, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
-		SourceTimestamp: rec.Timestamp, ConsumerGroup: m.group,
+		SourceTimestamp: rec.Timestamp, Fingerprint: p.fp, ConsumerGroup: m.group,
 	}
 	if prev := p.prev; prev != nil {
 		f.SourceTopic, f.SourcePartition, f.SourceOffset = prev.SourceTopic, prev.SourcePartition, prev.SourceOffset

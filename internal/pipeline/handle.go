@@ -58,6 +58,7 @@ type pass struct {
 	prev      *envelope.Failure // its envelope, from a tier or replay record
 	id        string
 	srcOffset int64
+	fp        string // relay.source.fingerprint
 	st        tiers.State
 	keyed     bool
 	kr        keyedRecord

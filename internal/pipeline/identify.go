@@ -35,7 +35,18 @@ func (m *Machine) identify(rec *txn.Record, origin Origin) (p *pass, bad, notDue
 			return nil, nil, notDue
 		}
 	}
+	p.fp = fingerprintOf(p)
 	return p, bad, nil
+}
+
+// fingerprintOf is the pass's source fingerprint: the one its envelope
+// carries, else its record's own (a source record's, or a copy's written
+// before relay kept fingerprints, whose key and value are the source's).
+func fingerprintOf(p *pass) string {
+	if p.prev != nil && p.prev.Fingerprint != "" {
+		return p.prev.Fingerprint
+	}
+	return envelope.Fingerprint(p.rec.Key, p.rec.Value)
 }
 
 // unreadable quarantines a record whose envelope cannot be read, as why
@@ -58,7 +69,7 @@ func fromReplay(p *pass) error {
 	// budget; the ledger keeps the history of earlier passes.
 	p.prev = &envelope.Failure{
 		ID: f.ID, SourceTopic: f.SourceTopic, SourcePartition: f.SourcePartition, SourceOffset: f.SourceOffset,
-		SourceTimestamp: f.SourceTimestamp, ReplayID: f.ReplayID, ReplayCount: f.ReplayCount,
+		SourceTimestamp: f.SourceTimestamp, Fingerprint: f.Fingerprint, ReplayID: f.ReplayID, ReplayCount: f.ReplayCount,
 	}
 	p.id, p.srcOffset = f.ID, f.SourceOffset
 	return nil

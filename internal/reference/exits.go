@@ -17,10 +17,10 @@ var ExitCodes = []ExitCode{
 		"relay logs `relay: internal error` with the reason and the stack; that is a bug in relay, not a configuration problem " +
 		"(`relay run` reports every crash so, a Go runtime fatal error and a panic on a client library's goroutine included, " +
 		"and a daemon process killed by a signal as `the daemon process was killed by`); " +
-		"`relay audit`: a record lost, duplicated or misrouted"},
+		"`relay audit`: a finding (a record lost, duplicated, misrouted or stuck)"},
 	{2, "bad command line or configuration: nothing was written (a command other than `relay run` also exits 2 on a Go " +
 		"runtime crash outside relay's code, which prints `fatal error:` or `panic:` with the stack: a bug, not a configuration problem)"},
-	{3, "`relay replay`: stopped by the repeat-failure threshold"},
+	{3, "`relay replay`: stopped by the repeat-failure threshold; `relay audit`: could not complete (a broker away, a missing ACL, a time limit): no verdict, and its metrics say `incomplete`"},
 	{4, "`relay replay`: published, but not every outcome was known within `--wait` (is relay running?)"},
 }
 

@@ -141,8 +141,19 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 	case "audit":
 		for _, src := range cfg.SourceTopics {
 			d := cfg.Derived(src)
-			for _, name := range append([]string{src, d.Output, d.Quarantine, d.Rejected, d.Replay}, d.Tiers...) {
+			for _, name := range []string{src, d.Output, d.Quarantine, d.Rejected, d.Replay} {
 				topic(name, "every end state a source record can reach", "Read")
+			}
+			// Retired tiers too: every topic the tier template names.
+			if parts := cfg.TierTopicPattern(src); len(parts) > 1 && parts[0] != "" {
+				add("Topic", parts[0], true, "the retry tiers, today's and retired ones: copies waiting there", "Read")
+			} else {
+				for _, name := range d.Tiers {
+					topic(name, "the retry tiers: copies waiting there", "Read")
+				}
+			}
+			for _, name := range []string{src, d.Output, d.Quarantine, d.Rejected} {
+				topic(name, "its cleanup.policy: a compacted topic may have lost any record", "DescribeConfigs")
 			}
 		}
 		topic(state, "the ledger", "Read")

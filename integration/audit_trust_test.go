@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/audit"
+	"relay/internal/envelope"
+	"relay/internal/topics"
+)
+
+// The audit as a least-privilege CronJob runs it: as its own principal,
+// with exactly the ACLs `relay topics acls audit` prints. Records of one
+// output partition deleted by hand (DeleteRecords, as retention would)
+// make exactly the source records whose outputs went unverifiable, and
+// every other record is still judged: a loss beside them, and one in the
+// other partition, are lost. Without DescribeConfigs on the output the
+// audit cannot tell a deleted record from a lost one: it exits 3, no
+// verdict, never clean.
+func TestAuditLeastPrivilegeJudgesDeletionPerPartition(t *testing.T) {
+	const partitions = 2
+	s := newScenario(t, partitions)
+	s.src.produce(t, 240)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	assertExactlyOnce(t, s.src, s.output, s.group, partitions)
+	r.stop()
+
+	user, password := scramUser(t)
+	principal := "User:" + user
+	env := merge(s.env(""), scramEnv(t, user, password))
+	acls := requiredACLs(t, env, "audit")
+	grant(t, principal, acls...)
+	as := flatten(scramEnv(t, user, password))
+
+	if rep, res := auditAs(t, s, as); res.code != 0 || !rep.Clean {
+		t.Fatalf("least privilege, nothing done: exit %d, %v\n%s", res.code, rep, res.stderr)
+	}
+
+	// The first 40 outputs of partition 0 deleted: their source records
+	// are the unverifiable ones.
+	var outs0 []*kafka.Message
+	for _, m := range readCommitted(t, s.output, partitions) {
+		if m.TopicPartition.Partition == 0 {
+			outs0 = append(outs0, m)
+		}
+	}
+	slices.SortFunc(outs0, func(a, b *kafka.Message) int { return int(a.TopicPartition.Offset - b.TopicPartition.Offset) })
+	const gone = 40
+	if len(outs0) <= gone {
+		t.Fatalf("partition 0 has %d outputs; the test needs more than %d", len(outs0), gone)
+	}
+	deleted := map[string]bool{}
+	for _, m := range outs0[:gone] {
+		id, _ := envelope.Lookup(toEnvelopeHeaders(m.Headers), envelope.MessageID)
+		deleted[string(id)] = true
+	}
+	deleteRecords(t, s.output, 0, int64(outs0[gone].TopicPartition.Offset))
+
+	// A loss in each partition, beside the deletion.
+	lost := map[string]bool{}
+	for p := range int32(partitions) {
+		at := produceRaw(t, s.src.topic, p, []byte("k"), []byte("never seen by relay"), nil)
+		commitPast(t, s.group, s.src.topic, p, at+1)
+		lost[envelope.ID(s.src.topic, p, at)] = true
+	}
+
+	rep, res := auditAs(t, s, as)
+	if res.code != 1 || rep.Clean {
+		t.Fatalf("deletion and losses: exit %d, clean %v; want 1\n%s", res.code, rep.Clean, res.stderr)
+	}
+	p0, p1 := rep.Partitions[0], rep.Partitions[1]
+	if p0.Unverifiable != gone || p0.Lost != 1 || p1.Unverifiable != 0 || p1.Lost != 1 {
+		t.Fatalf("partition 0 %+v, partition 1 %+v: want %d unverifiable and 1 lost in 0, 1 lost in 1", p0, p1, gone)
+	}
+	for _, f := range rep.Findings {
+		switch {
+		case f.Kind == audit.KindUnverifiable && !deleted[f.Source.String()]:
+			t.Errorf("unverifiable, but its output was not deleted: %s", f)
+		case f.Kind == audit.KindLost && !lost[f.Source.String()]:
+			t.Errorf("lost, but not one of the injected losses: %s", f)
+		}
+	}
+
+	// DescribeConfigs on the output revoked: no verdict.
+	i := slices.IndexFunc(acls, func(a topics.ACL) bool { return a.Operation == "DescribeConfigs" && a.Name == s.output })
+	if i < 0 {
+		t.Fatalf("relay topics acls audit lists no DescribeConfigs on %s: %v", s.output, acls)
+	}
+	revoke(t, principal, acls[i])
+	metrics := t.TempDir() + "/relay_audit.prom"
+	res = s.cli(t, as, "audit", "--source", s.src.topic, "-o", "json", "--metrics-file", metrics)
+	if res.code != 3 || !strings.Contains(res.stderr, "DescribeConfigs") || strings.Contains(res.stdout, `"clean": true`) {
+		t.Fatalf("without DescribeConfigs on the output: exit %d; want 3 naming DescribeConfigs, and no clean report:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if text := readFile(t, metrics); !strings.Contains(text, `relay_audit_outcome{outcome="incomplete",source="`+s.src.topic+`"} 1`) ||
+		!strings.Contains(text, `relay_audit_clean{source="`+s.src.topic+`"} 0`) {
+		t.Fatalf("the metrics of an incomplete audit:\n%s", text)
+	}
+}
+
+// A ledger entry alone is not an end state. A failure the ledger says is
+// replaying, whose replay copy was consumed (the group's offset of the
+// replay partition committed past it) with nothing written after it, is
+// lost; so are open failures whose quarantine records went with a
+// quarantine topic deleted and created again.
+func TestAuditLedgerWithoutItsRecords(t *testing.T) {
+	f := newQuarantineFixture(t, 4, 0, 0, 0)
+	s := f.s
+	if rep, res := auditOf(t, s); res.code != 0 || !rep.Clean {
+		t.Fatalf("quarantined, nothing done: exit %d, findings %v", res.code, rep.Findings)
+	}
+
+	// A replay published while relay is away: the copy waits, in flight.
+	victim := f.v1[0]
+	if res := s.cli(t, f.fixed(), "replay", "--ids", victim, "--reason", "audit test", "--wait", "1s", "--progress", "none"); res.code != 4 {
+		t.Fatalf("replay with relay away: exit %d, want 4 (published, outcome unknown)\n%s", res.code, res.stderr)
+	}
+	rep, res := auditOf(t, s)
+	if res.code != 0 || rep.Partitions[0].InReplay+rep.Partitions[1].InReplay != 1 {
+		t.Fatalf("a replay copy waiting: exit %d, %+v %+v; want one replaying", res.code, rep.Partitions[0], rep.Partitions[1])
+	}
+	// Its offset committed past, as if consumed with nothing after it.
+	copies := readCommitted(t, s.replayTopic(), s.partitions)
+	if len(copies) != 1 {
+		t.Fatalf("%d replay copies, want 1", len(copies))
+	}
+	c := copies[0].TopicPartition
+	commitPast(t, s.group, s.replayTopic(), c.Partition, int64(c.Offset)+1)
+	rep, res = auditOf(t, s)
+	if res.code != 1 || !findingAt(rep, audit.KindLost, victim, "") || rep.Totals[audit.KindLost] != 1 {
+		t.Fatalf("replaying, copy consumed, nothing after it: exit %d, findings %v; want %s lost", res.code, rep.Findings, victim)
+	}
+
+	// The quarantine topic deleted and created again.
+	deleteTopics(t, s.quarantine)
+	waitTopicGone(t, s.quarantine)
+	applyTopics(t, s.partitions, s.env("unused"), s.quarantine)
+	rep, res = auditOf(t, s)
+	if res.code != 1 || rep.Totals[audit.KindLost] != 4 {
+		t.Fatalf("quarantine re-created: exit %d, totals %v, findings %v; want the 4 quarantined lost", res.code, rep.Totals, rep.Findings)
+	}
+	for _, id := range f.v1 {
+		if !findingAt(rep, audit.KindLost, id, "") {
+			t.Errorf("%s not reported lost: %v", id, rep.Findings)
+		}
+	}
+}
+
+// auditAs runs relay audit with extra settings (name, value pairs) and
+// reads its JSON report.
+func auditAs(t *testing.T, s *scenario, extra []string, args ...string) (*audit.Report, cliResult) {
+	t.Helper()
+	res := s.cli(t, extra, append([]string{"audit", "--source", s.src.topic, "-o", "json", "--max-findings", "100"}, args...)...)
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("relay audit printed no JSON report (exit %d): %v\n%s", res.code, err, res.stderr)
+	}
+	return &rep, res
+}
+
+// flatten turns settings into name, value pairs.
+func flatten(env map[string]string) []string {
+	out := make([]string, 0, 2*len(env))
+	for k, v := range env {
+		out = append(out, k, v)
+	}
+	return out
+}
+
+// waitTopicGone waits until the broker no longer lists topic.
+func waitTopicGone(t *testing.T, topic string) {
+	t.Helper()
+	a := admin(t)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		md, err := a.GetMetadata(&topic, false, 5000)
+		if err == nil {
+			if tm, ok := md.Topics[topic]; !ok || tm.Error.Code() == kafka.ErrUnknownTopicOrPart {
+				return
+			}
+		}
+	}
+	t.Fatalf("topic %s still listed a minute after its deletion", topic)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path) //nolint:gosec // the test's own file
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A copy that waits in a tier long past its due time is stuck: the audit
+// says so with its coordinates and age, and fails. A longer --stuck-after
+// lets it wait.
+func TestAuditReportsAStuckCopy(t *testing.T) {
+	s := newScenario(t, 1)
+	s.src.produce(t, 20)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	assertExactlyOnce(t, s.src, s.output, s.group, 1)
+	r.stop()
+
+	tier := s.tiers[0]
+	due := time.Now().Add(-3 * time.Hour)
+	at := produceRaw(t, tier, 0, []byte("k"), []byte("a copy nobody consumed"), []kafka.Header{
+		{Key: envelope.SourceTopic, Value: []byte(s.src.topic)},
+		{Key: envelope.SourcePartition, Value: []byte("0")},
+		{Key: envelope.SourceOffset, Value: []byte("7")},
+		{Key: envelope.NotBefore, Value: []byte(due.UTC().Format(envelope.TimeFormat))},
+	})
+	rep, res := auditOf(t, s)
+	copyAt := fmt.Sprintf("%s/0/%d", tier, at)
+	if res.code != 1 || rep.Totals[audit.KindStuck] != 1 || !findingAt(rep, audit.KindStuck, s.src.topic+"/0/7", copyAt) || rep.Partitions[0].Stuck != 1 {
+		t.Fatalf("a tier copy 3 h overdue: exit %d, totals %v, findings %v; want it stuck at %s", res.code, rep.Totals, rep.Findings, copyAt)
+	}
+	if rep, res := auditOf(t, s, "--stuck-after", "4h"); res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 1 {
+		t.Fatalf("--stuck-after 4h: exit %d, findings %v, %+v; want clean with one in a tier", res.code, rep.Findings, rep.Partitions[0])
+	}
+}

@@ -1,0 +1,223 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
+	"relay/internal/ledger"
+)
+
+// at is the slot of source offset off of partition p, or nil outside the
+// window.
+func (s *scan) at(p int32, off int64) (*part, *slot) {
+	pt := s.parts[p]
+	if pt == nil {
+		return nil, nil
+	}
+	i := off - pt.base
+	if i < 0 || i >= int64(len(pt.slots)) {
+		return pt, nil
+	}
+	return pt, &pt.slots[i]
+}
+
+func (s *scan) sourceRecord(m *kafka.Message) {
+	pt, sl := s.at(m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
+	if sl == nil {
+		return
+	}
+	*sl |= present
+	pt.fps[int64(m.TopicPartition.Offset)-pt.base] = shortPrint(envelope.Fingerprint(m.Key, m.Value))
+}
+
+// shortPrint is the part of a fingerprint the audit keeps per source
+// offset: its first 16 bits (a record credited to the wrong offset goes
+// unnoticed once in 65,536).
+func shortPrint(fp string) uint16 {
+	if len(fp) < 4 {
+		return 0
+	}
+	n, err := strconv.ParseUint(fp[:4], 16, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(n)
+}
+
+// coordOf is where a derived record is.
+func coordOf(m *kafka.Message) Coord {
+	return Coord{Topic: *m.TopicPartition.Topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)}
+}
+
+func (s *scan) outputRecord(m *kafka.Message) {
+	id, ok := envelope.Lookup(m.Headers, envelope.MessageID)
+	if !ok {
+		s.misrouted(m, "no relay.message.id: not written by relay")
+		return
+	}
+	topic, p, off, err := parseID(string(id))
+	if err != nil {
+		s.misrouted(m, err.Error())
+		return
+	}
+	s.derivedOf(m, topic, p, off, func(sl *slot) {
+		sl.add(outShift)
+		if sl.count(outShift) == 2 {
+			s.note(KindDuplicated, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m), "a second output with this relay.message.id (the first is earlier in its partition)")
+		}
+	})
+}
+
+// envelopeRecord reads a rejected, quarantine, tier or replay record's
+// source from its envelope.
+func (s *scan) envelopeRecord(d derived) func(*kafka.Message) {
+	return func(m *kafka.Message) {
+		topic, tok := envelope.Lookup(m.Headers, envelope.SourceTopic)
+		ps, pok := envelope.Lookup(m.Headers, envelope.SourcePartition)
+		os, ook := envelope.Lookup(m.Headers, envelope.SourceOffset)
+		if !tok || !pok || !ook {
+			s.misrouted(m, "no relay.source.* headers: not written by relay")
+			return
+		}
+		p, perr := strconv.ParseInt(string(ps), 10, 32)
+		off, oerr := strconv.ParseInt(string(os), 10, 64)
+		if perr != nil || oerr != nil {
+			s.misrouted(m, "unreadable relay.source.partition or relay.source.offset")
+			return
+		}
+		if id, ok := envelope.Lookup(m.Headers, envelope.FailureID); ok && string(id) != envelope.ID(string(topic), int32(p), off) {
+			s.misrouted(m, fmt.Sprintf("its relay.failure.id %q is not its source, %s/%d/%d: it does not stand for that record", id, topic, p, off))
+			return
+		}
+		again := retriedRecord(m)
+		s.derivedOf(m, string(topic), int32(p), off, func(sl *slot) {
+			if again || d.role == roleTier || d.role == roleReplay {
+				*sl |= retried
+			}
+			switch d.role {
+			case roleRejected:
+				sl.add(rejShift)
+			case roleQuarantine:
+				sl.add(quarShift)
+			case roleTier, roleReplay:
+				c, ok := s.committed[d.topic][m.TopicPartition.Partition]
+				if ok && int64(m.TopicPartition.Offset) >= c {
+					if d.role == roleTier {
+						*sl |= tierFlight
+					} else {
+						*sl |= replFlight
+					}
+					s.aging(m, d.role, string(topic), int32(p), off)
+				}
+			}
+		})
+	}
+}
+
+// derivedOf applies a derived record naming source topic/p/off: one in
+// another source's topics, or in a partition other than its source's, is
+// misrouted.
+func (s *scan) derivedOf(m *kafka.Message, topic string, p int32, off int64, apply func(*slot)) {
+	switch {
+	case topic != s.source:
+		s.misrouted(m, fmt.Sprintf("names source %s/%d/%d, not of %s", topic, p, off, s.source))
+		return
+	case p != m.TopicPartition.Partition:
+		s.misrouted(m, fmt.Sprintf("names source partition %d, but relay writes a record to its source's partition number", p))
+		return
+	}
+	pt, sl := s.at(p, off)
+	if sl != nil && *sl&present != 0 {
+		fp, ok := envelope.Lookup(m.Headers, envelope.SourceFingerprint)
+		switch {
+		case !ok:
+			s.unprinted++ // written before relay kept fingerprints
+		case shortPrint(string(fp)) != pt.fps[off-pt.base]:
+			s.misrouted(m, fmt.Sprintf("names source %s/%d/%d, but its relay.source.fingerprint %s is not that record's: its key and value are another record's", topic, p, off, fp))
+			return
+		}
+	}
+	s.named(*m.TopicPartition.Topic, p, off)
+	if sl != nil {
+		apply(sl)
+	}
+}
+
+// retriedRecord says whether a rejected or quarantine record was written
+// after a retry (a tier's attempt, or a replay) rather than on the
+// record's first consumption.
+func retriedRecord(m *kafka.Message) bool {
+	if _, ok := envelope.Lookup(m.Headers, envelope.ReplayID); ok {
+		return true
+	}
+	a, ok := envelope.Lookup(m.Headers, envelope.Attempt)
+	n, err := strconv.Atoi(string(a))
+	return ok && (err != nil || n > 1)
+}
+
+func (s *scan) misrouted(m *kafka.Message, why string) {
+	s.rep.Misrouted++
+	s.note(KindMisrouted, nil, coordOf(m), why)
+}
+
+func (s *scan) ledgerRecord(m *kafka.Message) {
+	e, ok, err := ledger.Decode(string(m.Key), m.Value)
+	if !ok || err != nil || e.Outcome == ledger.OutcomeDuplicate || e.Source.Topic != s.source {
+		return
+	}
+	if _, sl := s.at(e.Source.Partition, e.Source.Offset); sl != nil {
+		sl.ledgered(e.State, e.ReplayCount)
+	}
+}
+
+// parseID splits a relay.message.id, topic/partition/offset; topic names
+// cannot hold a slash.
+func parseID(id string) (topic string, p int32, off int64, err error) {
+	i := strings.LastIndexByte(id, '/')
+	j := -1
+	if i > 0 {
+		j = strings.LastIndexByte(id[:i], '/')
+	}
+	if j <= 0 {
+		return "", 0, 0, fmt.Errorf("relay.message.id %q is not topic/partition/offset", id)
+	}
+	pp, perr := strconv.ParseInt(id[j+1:i], 10, 32)
+	o, oerr := strconv.ParseInt(id[i+1:], 10, 64)
+	if perr != nil || oerr != nil {
+		return "", 0, 0, errors.New("relay.message.id " + strconv.Quote(id) + " is not topic/partition/offset")
+	}
+	return id[:j], int32(pp), o, nil
+}
+
+// aging notes a copy in flight that relay should have consumed long ago:
+// a tier copy past its relay.not.before, or a replay copy past its
+// publication, by more than the stuck bound (a key whose head never
+// settles, a partition paused for good, a relay that stopped consuming).
+func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64) {
+	due := m.Timestamp
+	if r == roleTier {
+		nb, ok := envelope.Lookup(m.Headers, envelope.NotBefore)
+		t, err := time.Parse(time.RFC3339Nano, string(nb))
+		if !ok || err != nil {
+			return // a tier copy without its due time: no age to judge
+		}
+		due = t
+	}
+	if due.IsZero() {
+		return
+	}
+	overdue := s.o.Now.Sub(due)
+	if overdue <= s.o.StuckAfter {
+		return
+	}
+	s.rep.partitionStuck(p)
+	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
+		fmt.Sprintf("a copy in flight since %s, overdue by %s: more than the stuck bound %s (the retry budget plus the longest tier delay, or --stuck-after); is relay consuming %s[%d]?",
+			due.UTC().Format(time.RFC3339), overdue.Round(time.Second), s.o.StuckAfter, *m.TopicPartition.Topic, m.TopicPartition.Partition))
+}

@@ -1,0 +1,58 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+)
+
+// judge gives every offset of the window its verdict.
+func (s *scan) judge() {
+	ps := make([]int32, 0, len(s.parts))
+	for p := range s.parts {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	none := true
+	for _, pt := range s.parts {
+		none = none && pt.committed < 0
+	}
+	if none {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("group %s has committed no offset of %s: every record counts as not consumed (is RELAY_GROUP_ID relay's?)", s.cfg.GroupID, s.source))
+	}
+	if s.unprinted > 0 {
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs", s.unprinted))
+	}
+	for _, p := range ps {
+		pt := s.parts[p]
+		pr := s.rep.partition(pt)
+		for i, sl := range pt.slots {
+			off := pt.base + int64(i)
+			consumed := pt.committed >= 0 && off < pt.committed
+			deleted := s.compacted || off < pt.trimBelow
+			v, why := judge(sl, consumed, deleted, s.sourceCompacted)
+			pr.count(v, sl.state(), sl&present != 0)
+			if v == Phantom {
+				s.rep.Misrouted++
+			}
+			if k := kindOf(v); k != "" {
+				if v == Duplicated && sl.count(outShift) > 1 {
+					continue // noted, with the copy's coordinates, when read
+				}
+				s.note(k, &Coord{Topic: s.source, Partition: p, Offset: off}, Coord{}, why)
+			}
+		}
+		if pt.lo < pt.logStart {
+			n := min(pt.logStart, pt.hi) - pt.lo
+			pr.Unverifiable += n
+			s.note(KindUnverifiable, &Coord{Topic: s.source, Partition: p, Offset: pt.lo}, Coord{},
+				fmt.Sprintf("%d source records, offsets %d to %d, were deleted by retention before the audit: nothing can be said of them", n, pt.lo, pt.lo+n-1))
+		}
+	}
+	s.rep.finish()
+}
+
+// note counts a finding, and keeps it with its coordinates while there
+// is room.
+func (s *scan) note(k Kind, src *Coord, at Coord, why string) {
+	s.rep.note(k, src, at, why, s.o.MaxFindings)
+}

@@ -1,0 +1,79 @@
+package audit
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A run that could not complete replaces a clean run's file: clean is 0,
+// the outcome incomplete, no counts are left from before, and the last
+// success is carried over from the earlier file.
+func TestAnIncompleteRunLeavesNoCleanBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay_audit.prom")
+	first := time.Unix(1_800_000_000, 0)
+	clean := &Report{Source: "orders", Clean: true, Totals: map[Kind]int64{}}
+	if err := (&RunResult{Source: "orders", At: first, Report: clean}).WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	text := read(t, path)
+	for _, want := range []string{
+		`relay_audit_clean{source="orders"} 1`,
+		`relay_audit_outcome{outcome="clean",source="orders"} 1`,
+		`relay_audit_last_success_timestamp_seconds{source="orders"} 1.8e+09`,
+		`relay_audit_findings{kind="lost",source="orders"} 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("after a clean run, no %q in:\n%s", want, text)
+		}
+	}
+
+	second := first.Add(24 * time.Hour)
+	failed := &RunResult{Source: "orders", At: second, Err: errors.New("topic orders.valid: Broker: Topic authorization failed")}
+	if err := failed.WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	text = read(t, path)
+	for _, want := range []string{
+		`relay_audit_clean{source="orders"} 0`,
+		`relay_audit_outcome{outcome="incomplete",source="orders"} 1`,
+		`relay_audit_outcome{outcome="clean",source="orders"} 0`,
+		`relay_audit_last_run_timestamp_seconds{source="orders"} 1.8000864e+09`,
+		`relay_audit_last_success_timestamp_seconds{source="orders"} 1.8e+09`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("after an incomplete run, no %q in:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "relay_audit_findings{") || strings.Contains(text, "relay_audit_records{") {
+		t.Errorf("an incomplete run left counts it did not make:\n%s", text)
+	}
+
+	found := &Report{Source: "orders", Totals: map[Kind]int64{KindLost: 2}}
+	if err := (&RunResult{Source: "orders", At: second.Add(time.Hour), Report: found}).WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	text = read(t, path)
+	for _, want := range []string{
+		`relay_audit_clean{source="orders"} 0`,
+		`relay_audit_outcome{outcome="findings",source="orders"} 1`,
+		`relay_audit_findings{kind="lost",source="orders"} 2`,
+		`relay_audit_last_success_timestamp_seconds{source="orders"} 1.80009e+09`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("after a run with findings, no %q in:\n%s", want, text)
+		}
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path) //nolint:gosec // a test's own file
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

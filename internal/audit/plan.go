@@ -1,0 +1,298 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
+	"relay/internal/kafkaclient"
+	"relay/internal/topics"
+)
+
+// Options say what to audit.
+type Options struct {
+	Source string
+	// The window: by time (zero: unbounded) or by offsets per partition
+	// (nil: unbounded; a partition not named is unbounded). From is
+	// inclusive, To exclusive.
+	FromTime, ToTime       time.Time
+	FromOffsets, ToOffsets map[int32]int64
+	// Partition limits the audit to one source partition; -1: all.
+	Partition int32
+	// MaxFindings is how many findings the report lists with their
+	// coordinates (all are counted).
+	MaxFindings int
+	// Progress, when set, hears how many records were read of about how
+	// many, now and then.
+	Progress func(read, total int64)
+	// Now is the time of the audit (a copy's age is judged against it).
+	Now time.Time
+	// StuckAfter is how long past its due time a copy in flight may wait
+	// before it is reported stuck; zero: the retry budget
+	// (RELAY_RETRY_MAX_ELAPSED) plus the longest tier delay.
+	StuckAfter time.Duration
+}
+
+// DefaultStuckAfter is the stuck bound for cfg: the retry budget plus the
+// longest tier delay (without a budget, every attempt at the longest
+// delay), and never under a minute.
+func DefaultStuckAfter(cfg *config.Config) time.Duration {
+	var longest time.Duration
+	for _, t := range cfg.RetryTiers {
+		longest = max(longest, t.Delay)
+	}
+	budget := cfg.RetryMaxElapsed
+	if budget <= 0 {
+		budget = time.Duration(cfg.RetryMaxAttempts) * longest
+	}
+	return max(budget+longest, time.Minute)
+}
+
+// part is the scan's state of one source partition.
+type part struct {
+	p         int32
+	lo, hi    int64 // the window, [lo, hi)
+	logStart  int64 // of the source partition
+	base      int64 // the window's first offset still in the log: slots[0]
+	committed int64 // the group's, at the cut; -1: none
+	slots     []slot
+	fps       []uint16 // per offset, the source record's shortPrint
+	// trimBelow: source offsets below it may have lost their end state
+	// to deletion in an end-state partition (see trim).
+	trimBelow int64
+}
+
+// derived is one topic relay writes for the source, and its role.
+type derived struct {
+	topic string
+	role  role
+}
+
+type role int
+
+const (
+	roleOutput role = iota
+	roleRejected
+	roleQuarantine
+	roleTier
+	roleReplay
+	// The state topic, shared by the group's sources: each failure's
+	// ledger changes are in its source partition's.
+	roleLedger
+)
+
+// bound is how long reading one topic to its end may take.
+const bound = 10 * time.Minute
+
+// Run audits o.Source as relay, configured by cfg, writes it; a is an
+// admin client of the same cluster.
+func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Options) (*Report, error) {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = DefaultStuckAfter(cfg)
+	}
+	timeout := int(max(cfg.OpTimeout, 10*time.Second) / time.Millisecond)
+	md, err := a.GetMetadata(nil, true, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	src, ok := md.Topics[o.Source]
+	if !ok || src.Error.Code() != kafka.ErrNoError || len(src.Partitions) == 0 {
+		return nil, &InputError{fmt.Errorf("source topic %q: not found", o.Source)}
+	}
+	if !slices.Contains(cfg.SourceTopics, o.Source) {
+		return nil, &InputError{fmt.Errorf("%q is not one of RELAY_SOURCE_TOPICS (%s): relay's topics for it cannot be named", o.Source, strings.Join(cfg.SourceTopics, ","))}
+	}
+	names := cfg.Derived(o.Source)
+	reads := []derived{{names.Output, roleOutput}, {names.Rejected, roleRejected}, {names.Quarantine, roleQuarantine}}
+	for _, t := range tierTopics(cfg, o.Source, md) {
+		reads = append(reads, derived{t, roleTier})
+	}
+	reads = append(reads, derived{names.Replay, roleReplay}, derived{names.State, roleLedger})
+	var missing []string
+	for _, d := range reads[:3] {
+		if t, ok := md.Topics[d.topic]; !ok || len(t.Partitions) == 0 {
+			missing = append(missing, d.topic)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("relay's topics for %s are missing: %s (relay topics apply creates them)", o.Source, strings.Join(missing, ", "))
+	}
+	s := &scan{cfg: cfg, o: o, source: o.Source, timeout: timeout, topics: reads, md: md, rep: newReport(o, cfg)}
+	if err := s.window(len(src.Partitions)); err != nil {
+		return nil, err
+	}
+	if err := s.cut(); err != nil {
+		return nil, err
+	}
+	if err := s.retention(ctx, a); err != nil {
+		return nil, err
+	}
+	if err := s.read(ctx); err != nil {
+		return nil, err
+	}
+	s.bound()
+	s.judge()
+	return s.rep, nil
+}
+
+// InputError is a bad request: the command line names something that is
+// not there (exit 2).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// tierTopics are the source's tier topics in the metadata: today's (none
+// with RELAY_ORDERING=partition), and retired ones (an earlier
+// RELAY_RETRY_TIERS or RELAY_ORDERING), which may still hold copies relay
+// reads — found as relay run finds them, whatever the ordering, never
+// another of relay's topics.
+func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string {
+	var out []string
+	if !cfg.WaitsInPlace() {
+		for _, t := range cfg.Derived(source).Tiers {
+			if _, ok := md.Topics[t]; ok {
+				out = append(out, t)
+			}
+		}
+	}
+	names := make([]string, 0, len(md.Topics))
+	for name := range md.Topics {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, r := range topics.RetiredTiers(cfg, source, names) {
+		out = append(out, r.Topic)
+	}
+	return out
+}
+
+type scan struct {
+	cfg     *config.Config
+	o       *Options
+	source  string
+	timeout int
+	topics  []derived
+	md      *kafka.Metadata
+	parts   map[int32]*part
+	// committed are the group's offsets at the cut, per tier and replay
+	// partition; ends are where each read stops.
+	committed map[string]map[int32]int64
+	ends      map[string]map[int32]int64
+	lows      map[string]map[int32]int64
+	// compacted: an end-state topic is compacted, and any end state may
+	// be gone; sourceCompacted: so is the source, and an offset without
+	// a committed record may have lost it.
+	compacted, sourceCompacted bool
+	// trims are the end-state partitions that lost records, by topic.
+	trims map[string]map[int32]*trim
+	// unprinted counts derived records without relay.source.fingerprint
+	// (written before relay kept it): credited on their coordinates alone.
+	unprinted int64
+	rep       *Report
+	read1     int64
+	total     int64
+}
+
+// window fixes each partition's [lo, hi).
+func (s *scan) window(n int) error {
+	probe, err := kafkaclient.Probe(s.cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = probe.Close() }()
+	s.parts = map[int32]*part{}
+	for p := range int32(n) { //nolint:gosec // a partition count
+		if s.o.Partition >= 0 && p != s.o.Partition {
+			continue
+		}
+		low, high, err := probe.QueryWatermarkOffsets(s.source, p, s.timeout)
+		if err != nil {
+			return fmt.Errorf("watermarks of %s[%d]: %w", s.source, p, err)
+		}
+		pt := &part{p: p, lo: low, hi: high, logStart: low, committed: -1}
+		if v, ok := s.o.FromOffsets[p]; ok {
+			pt.lo = v
+		}
+		if v, ok := s.o.ToOffsets[p]; ok {
+			pt.hi = min(v, high)
+		}
+		s.parts[p] = pt
+	}
+	if s.o.Partition >= 0 && len(s.parts) == 0 {
+		return &InputError{fmt.Errorf("--partition %d: %s has %d partitions", s.o.Partition, s.source, n)}
+	}
+	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
+		if err := s.byTime(probe); err != nil {
+			return err
+		}
+	}
+	for _, pt := range s.parts {
+		pt.hi = max(pt.hi, pt.lo)
+		pt.base = max(pt.lo, pt.logStart)
+		n := pt.hi - pt.base
+		if n > maxWindow {
+			return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", s.source, pt.p, n, int64(maxWindow))}
+		}
+		pt.slots = make([]slot, max(n, 0))
+		pt.fps = make([]uint16, max(n, 0))
+	}
+	return nil
+}
+
+// maxWindow bounds the offsets of one partition's window (6 bytes each).
+const maxWindow = 1 << 28
+
+// byTime turns --from and --to into offsets, per partition.
+func (s *scan) byTime(c *kafka.Consumer) error {
+	ask := func(t time.Time) (map[int32]int64, error) {
+		var q []kafka.TopicPartition
+		for p := range s.parts {
+			q = append(q, kafka.TopicPartition{Topic: &s.source, Partition: p, Offset: kafka.Offset(t.UnixMilli())})
+		}
+		res, err := c.OffsetsForTimes(q, s.timeout)
+		if err != nil {
+			return nil, fmt.Errorf("offsets of %s at %s: %w", s.source, t.Format(time.RFC3339), err)
+		}
+		out := map[int32]int64{}
+		for _, tp := range res {
+			if tp.Error != nil {
+				return nil, tp.Error
+			}
+			out[tp.Partition] = int64(tp.Offset) // -1: no record at or after t
+		}
+		return out, nil
+	}
+	if !s.o.FromTime.IsZero() {
+		from, err := ask(s.o.FromTime)
+		if err != nil {
+			return err
+		}
+		for p, off := range from {
+			if off < 0 {
+				off = s.parts[p].hi
+			}
+			s.parts[p].lo = off
+		}
+	}
+	if !s.o.ToTime.IsZero() {
+		to, err := ask(s.o.ToTime)
+		if err != nil {
+			return err
+		}
+		for p, off := range to {
+			if off >= 0 {
+				s.parts[p].hi = min(s.parts[p].hi, off)
+			}
+		}
+	}
+	return nil
+}
