@@ -208,12 +208,19 @@ func TestAuditReportsAStuckCopy(t *testing.T) {
 	assertExactlyOnce(t, s.src, s.output, s.group, 1)
 	r.stop()
 
+	var src *kafka.Message // the record the copy stands for
+	for _, m := range readCommitted(t, s.src.topic, 1) {
+		if m.TopicPartition.Offset == 7 {
+			src = m
+		}
+	}
 	tier := s.tiers[0]
 	due := time.Now().Add(-3 * time.Hour)
-	at := produceRaw(t, tier, 0, []byte("k"), []byte("a copy nobody consumed"), []kafka.Header{
+	at := produceRaw(t, tier, 0, src.Key, src.Value, []kafka.Header{
 		{Key: envelope.SourceTopic, Value: []byte(s.src.topic)},
 		{Key: envelope.SourcePartition, Value: []byte("0")},
 		{Key: envelope.SourceOffset, Value: []byte("7")},
+		{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(src.Key, src.Value))},
 		{Key: envelope.NotBefore, Value: []byte(due.UTC().Format(envelope.TimeFormat))},
 	})
 	rep, res := auditOf(t, s)
@@ -223,5 +230,126 @@ func TestAuditReportsAStuckCopy(t *testing.T) {
 	}
 	if rep, res := auditOf(t, s, "--stuck-after", "4h"); res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 1 {
 		t.Fatalf("--stuck-after 4h: exit %d, findings %v, %+v; want clean with one in a tier", res.code, rep.Findings, rep.Partitions[0])
+	}
+}
+
+// A derived record must prove whose it is. An output with a forged
+// relay.message.id (another producer's, without relay's fingerprint, or
+// with the fingerprint of another record) is misrouted, and the loss it
+// would have covered is still lost. A copy that waited in a tier and was
+// consumed (its offset committed past) with nothing written after it is
+// lost too.
+func TestAuditForgedEvidenceDoesNotHideALoss(t *testing.T) {
+	s := newScenario(t, 1)
+	s.src.produce(t, 30)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	assertExactlyOnce(t, s.src, s.output, s.group, 1)
+	r.stop()
+
+	// Two records relay never saw, committed past by hand.
+	key, value := []byte("k"), []byte("never seen by relay")
+	lost := produceRaw(t, s.src.topic, 0, key, value, nil)
+	viaTier := produceRaw(t, s.src.topic, 0, key, []byte("also never seen"), nil)
+	commitPast(t, s.group, s.src.topic, 0, viaTier+1)
+	lostID, tierID := envelope.ID(s.src.topic, 0, lost), envelope.ID(s.src.topic, 0, viaTier)
+
+	// Outputs claiming the first: no fingerprint, and another record's.
+	bare := produceRaw(t, s.output, 0, key, value, []kafka.Header{{Key: envelope.MessageID, Value: []byte(lostID)}})
+	other := produceRaw(t, s.output, 0, key, value, []kafka.Header{{Key: envelope.MessageID, Value: []byte(lostID)},
+		{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(key, []byte("another value")))}})
+	// A tier copy of the second, consumed with nothing after it.
+	tier := s.tiers[0]
+	copyAt := produceRaw(t, tier, 0, key, []byte("also never seen"), []kafka.Header{
+		{Key: envelope.FailureID, Value: []byte(tierID)},
+		{Key: envelope.SourceTopic, Value: []byte(s.src.topic)},
+		{Key: envelope.SourcePartition, Value: []byte("0")},
+		{Key: envelope.SourceOffset, Value: []byte(fmt.Sprint(viaTier))},
+		{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(key, []byte("also never seen")))},
+		{Key: envelope.NotBefore, Value: []byte(time.Now().UTC().Format(envelope.TimeFormat))},
+	})
+	commitPast(t, s.group, tier, 0, copyAt+1)
+
+	rep, res := auditOf(t, s)
+	if res.code != 1 || rep.Totals[audit.KindLost] != 2 || rep.Totals[audit.KindMisrouted] != 2 {
+		t.Fatalf("exit %d, totals %v, findings %v; want 2 lost and 2 misrouted", res.code, rep.Totals, rep.Findings)
+	}
+	for _, c := range []struct {
+		kind     audit.Kind
+		src, at string
+	}{
+		{audit.KindLost, lostID, ""},
+		{audit.KindLost, tierID, ""},
+		{audit.KindMisrouted, "", fmt.Sprintf("%s/0/%d", s.output, bare)},
+		{audit.KindMisrouted, "", fmt.Sprintf("%s/0/%d", s.output, other)},
+	} {
+		if !findingAt(rep, c.kind, c.src, c.at) {
+			t.Errorf("no %s finding for %s%s: %v", c.kind, c.src, c.at, rep.Findings)
+		}
+	}
+	// Audited as records from before fingerprints, the bare output is
+	// credited: the first record reads as processed.
+	if rep, res := auditOf(t, s, "--allow-unfingerprinted"); res.code != 1 || findingAt(rep, audit.KindLost, lostID, "") || rep.Totals[audit.KindMisrouted] != 1 {
+		t.Fatalf("--allow-unfingerprinted: exit %d, findings %v; want the bare output credited", res.code, rep.Findings)
+	}
+}
+
+// A record written into the replay topic without relay replay's headers is
+// quarantined by relay under its own replay coordinates; the audit does not
+// credit that quarantine record to the source record whose offset number it
+// carries: it is misrouted, and the source record keeps its own end state.
+func TestAuditReplayRecordWithoutReplayHeadersIsMisrouted(t *testing.T) {
+	s := newScenario(t, 1)
+	s.src.produce(t, 20)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	assertExactlyOnce(t, s.src, s.output, s.group, 1)
+	at := produceRaw(t, s.replayTopic(), 0, []byte("k"), []byte("not from relay replay"), nil)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && len(readCommitted(t, s.quarantine, 1)) == 0 {
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.stop()
+	qs := readCommitted(t, s.quarantine, 1)
+	if len(qs) != 1 {
+		t.Fatalf("%d quarantine records, want the replay record's", len(qs))
+	}
+	rep, res := auditOf(t, s)
+	q := qs[0].TopicPartition
+	// Misrouted: the record itself (no relay.source.*), relay's quarantine
+	// record of it, and its ledger changes.
+	if res.code != 1 || !findingAt(rep, audit.KindMisrouted, "", fmt.Sprintf("%s/0/%d", s.replayTopic(), at)) ||
+		!findingAt(rep, audit.KindMisrouted, "", fmt.Sprintf("%s/0/%d", s.quarantine, q.Offset)) ||
+		rep.Totals[audit.KindDuplicated] != 0 || rep.Totals[audit.KindLost] != 0 || rep.Partitions[0].Processed != 20 {
+		t.Fatalf("replay record %s/0/%d without headers: exit %d, totals %v, %+v, findings %v; want it and its quarantine record misrouted, the 20 source records processed",
+			s.replayTopic(), at, res.code, rep.Totals, rep.Partitions[0], rep.Findings)
+	}
+}
+
+// With RELAY_ORDERING=partition there are no tiers, but a tier topic of an
+// earlier configuration may still hold a copy relay will read: the record
+// is in flight, not lost.
+func TestAuditReadsRetiredTiersUnderPartitionOrdering(t *testing.T) {
+	s := newScenario(t, 1, "RELAY_ORDERING", "partition")
+	s.src.produce(t, 10)
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	assertExactlyOnce(t, s.src, s.output, s.group, 1)
+	r.stop()
+
+	key, value := []byte("k"), []byte("waits in a retired tier")
+	off := produceRaw(t, s.src.topic, 0, key, value, nil)
+	commitPast(t, s.group, s.src.topic, 0, off+1)
+	retired := s.src.topic + ".retry.30s"
+	createTopics(t, 1, retired)
+	id := envelope.ID(s.src.topic, 0, off)
+	produceRaw(t, retired, 0, key, value, []kafka.Header{
+		{Key: envelope.FailureID, Value: []byte(id)},
+		{Key: envelope.SourceTopic, Value: []byte(s.src.topic)},
+		{Key: envelope.SourcePartition, Value: []byte("0")},
+		{Key: envelope.SourceOffset, Value: []byte(fmt.Sprint(off))},
+		{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(key, value))},
+		{Key: envelope.NotBefore, Value: []byte(time.Now().Add(30 * time.Second).UTC().Format(envelope.TimeFormat))},
+	})
+	rep, res := auditOf(t, s)
+	if res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 1 || rep.Partitions[0].Lost != 0 {
+		t.Fatalf("a copy in a retired tier: exit %d, %+v, findings %v; want it in flight", res.code, rep.Partitions[0], rep.Findings)
 	}
 }

@@ -78,6 +78,8 @@ func (a *app) auditCmd() *cobra.Command {
 	fs.StringVar(&al.toOffs, "to-offsets", "", "window end per partition (exclusive): PARTITION:OFFSET,...")
 	fs.Int32Var(&al.o.Partition, "partition", -1, "audit this source partition only")
 	fs.IntVar(&al.o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
+	fs.BoolVar(&al.o.AllowUnprinted, "allow-unfingerprinted", false, "credit relay's records without relay.source.fingerprint (written by a relay older than them) to the source offset they name, instead of reporting them misrouted")
+	fs.DurationVar(&al.o.ReadTimeout, "read-timeout", audit.DefaultReadTimeout, "how long reading one topic to its end may take before the audit gives up (exit 3)")
 	fs.DurationVar(&al.o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")
 	fs.StringVar(&al.progress, "progress", "auto", "auto (a bar on a terminal), bar or none")
 	fs.StringVar(&al.metrics, "metrics-file", "", "also write the result as Prometheus text to this file (node_exporter's textfile collector), an incomplete run's too")
@@ -116,6 +118,9 @@ func (al *auditLine) check(pos []string, now time.Time) error {
 	}
 	if al.o.ToOffsets, err = offsetsOf("--to-offsets", al.toOffs); err != nil {
 		errs = append(errs, err)
+	}
+	if al.o.ReadTimeout < 0 {
+		errs = append(errs, errors.New("--read-timeout must not be negative"))
 	}
 	if al.o.StuckAfter < 0 {
 		errs = append(errs, errors.New("--stuck-after must not be negative"))

@@ -33,8 +33,7 @@ func (s *slot) add(shift uint) {
 	}
 }
 
-// rankOf orders a failure's ledger changes as the ledger does (see
-// ledger.Before): open, replaying, failed-again, discarded, resolved.
+// rankOf numbers a ledger state for the slot (1 to 5; 0: none).
 func rankOf(st ledger.State) slot {
 	switch st {
 	case ledger.Open:
@@ -53,7 +52,8 @@ func rankOf(st ledger.State) slot {
 
 var stateOfRank = [...]ledger.State{1: ledger.Open, 2: ledger.Replaying, 3: ledger.FailedAgain, 4: ledger.Discarded, 5: ledger.Resolved}
 
-// ledgered keeps the ledger change with the highest (replay count, rank).
+// ledgered sets the ledger's state of the failure at this offset, as
+// ledger.Fold gives it (see foldLedger).
 func (s *slot) ledgered(st ledger.State, replayCount int) {
 	r := rankOf(st)
 	if r == 0 {
@@ -63,9 +63,7 @@ func (s *slot) ledgered(st ledger.State, replayCount int) {
 		*s |= retried
 	}
 	v := slot(min(replayCount, 255))<<3 | r
-	if v > (*s>>ledgerShift)&0x7ff {
-		*s = *s&^(0x7ff<<ledgerShift) | v<<ledgerShift
-	}
+	*s = *s&^(0x7ff<<ledgerShift) | v<<ledgerShift
 }
 
 // state is the ledger's current state for the offset; "" without one.

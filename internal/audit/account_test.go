@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"relay/internal/config"
 	"relay/internal/ledger"
@@ -24,9 +25,11 @@ func slotOf(outs, rejs, quars int, extra slot) slot {
 	return s
 }
 
+// withLedger gives s the ledger state of a failure whose changes were
+// events, in order: the last one's, at its replay count.
 func withLedger(s slot, events ...ledger.State) slot {
-	for i, st := range events {
-		s.ledgered(st, i/2)
+	if n := len(events); n > 0 {
+		s.ledgered(events[n-1], (n-1)/2)
 	}
 	return s
 }
@@ -105,22 +108,35 @@ func TestJudgeOffsetsWithoutASourceRecord(t *testing.T) {
 	}
 }
 
-// The ledger's current state is the change with the highest (replay
-// count, rank), whatever order compaction left them in.
-func TestLedgerStateIsTheLatest(t *testing.T) {
-	var s slot
-	s.ledgered(ledger.Resolved, 1)
-	s.ledgered(ledger.Open, 0)
-	s.ledgered(ledger.Replaying, 1)
-	if s.state() != ledger.Resolved {
-		t.Fatalf("state %q, want resolved", s.state())
+// The audit's ledger state of a failure is ledger.Fold's, whatever order
+// compaction left the changes in: a replay's later count wins, a
+// duplicate note settles a replaying failure as the copy's state, a
+// discard raced by a replay that failed again stays discarded.
+func TestLedgerStateIsTheFolds(t *testing.T) {
+	ev := func(off int64, st ledger.State, count int, dup bool) *ledger.Event {
+		e := &ledger.Event{ID: fmt.Sprintf("orders/0/%d", off), State: st, ReplayCount: count,
+			Source: ledger.Source{Topic: "orders", Partition: 0, Offset: off}, At: time.Unix(int64(count)*10+int64(len(st)), 0)}
+		if dup {
+			e.Outcome = ledger.OutcomeDuplicate
+		}
+		return e
 	}
-	s.ledgered(ledger.FailedAgain, 2)
-	if s.state() != ledger.FailedAgain {
-		t.Fatalf("state %q, want failed-again of the later replay", s.state())
+	s := &scan{source: "orders", parts: map[int32]*part{0: {p: 0, base: 0, slots: make([]slot, 4)}}}
+	s.ledger = []*ledger.Event{
+		ev(0, ledger.Resolved, 1, false), ev(0, ledger.Open, 0, false), ev(0, ledger.Replaying, 1, false),
+		ev(1, ledger.Open, 0, false), ev(1, ledger.Replaying, 1, false), ev(1, ledger.Resolved, 1, true),
+		ev(2, ledger.Open, 0, false), ev(2, ledger.Discarded, 0, false), ev(2, ledger.Replaying, 1, false), ev(2, ledger.FailedAgain, 1, false),
+		ev(3, ledger.Open, 0, false), ev(3, ledger.Replaying, 1, false), ev(3, ledger.FailedAgain, 1, false), ev(3, ledger.Replaying, 2, false),
 	}
-	s.add(outShift)
-	if s.count(outShift) != 1 || s.state() != ledger.FailedAgain {
+	s.foldLedger()
+	for off, want := range []ledger.State{ledger.Resolved, ledger.Resolved, ledger.Discarded, ledger.Replaying} {
+		if got := s.parts[0].slots[off].state(); got != want {
+			t.Errorf("offset %d: %q, want %q", off, got, want)
+		}
+	}
+	sl := s.parts[0].slots[2]
+	sl.add(outShift)
+	if sl.count(outShift) != 1 || sl.state() != ledger.Discarded {
 		t.Fatal("counts and the ledger state overlap in the slot")
 	}
 }

@@ -33,6 +33,9 @@ func (s *scan) sourceRecord(m *kafka.Message) {
 		return
 	}
 	*sl |= present
+	if ts := m.Timestamp.UnixMilli(); ts > 0 && (s.minTs == 0 || ts < s.minTs) {
+		s.minTs = ts
+	}
 	pt.fps[int64(m.TopicPartition.Offset)-pt.base] = shortPrint(envelope.Fingerprint(m.Key, m.Value))
 }
 
@@ -136,6 +139,9 @@ func (s *scan) derivedOf(m *kafka.Message, topic string, p int32, off int64, app
 	if sl != nil && *sl&present != 0 {
 		fp, ok := envelope.Lookup(m.Headers, envelope.SourceFingerprint)
 		switch {
+		case !ok && !s.o.AllowUnprinted:
+			s.misrouted(m, fmt.Sprintf("names source %s/%d/%d, but carries no relay.source.fingerprint, which relay writes on every record (written by a relay older than fingerprints? audit such a window with --allow-unfingerprinted)", topic, p, off))
+			return
 		case !ok:
 			s.unprinted++ // written before relay kept fingerprints
 		case shortPrint(string(fp)) != pt.fps[off-pt.base]:
@@ -166,14 +172,35 @@ func (s *scan) misrouted(m *kafka.Message, why string) {
 	s.note(KindMisrouted, nil, coordOf(m), why)
 }
 
+// ledgerRecord keeps a ledger change of a failure of the window, for
+// foldLedger.
 func (s *scan) ledgerRecord(m *kafka.Message) {
 	e, ok, err := ledger.Decode(string(m.Key), m.Value)
-	if !ok || err != nil || e.Outcome == ledger.OutcomeDuplicate || e.Source.Topic != s.source {
+	if !ok || err != nil || e.Source.Topic != s.source {
 		return
 	}
 	if _, sl := s.at(e.Source.Partition, e.Source.Offset); sl != nil {
-		sl.ledgered(e.State, e.ReplayCount)
+		if want := envelope.ID(e.Source.Topic, e.Source.Partition, e.Source.Offset); e.ID != want {
+			// The change of a failure that did not come from the source
+			// record it names (a record written into a tier or the
+			// replay topic by someone else, quarantined by relay).
+			s.misrouted(m, fmt.Sprintf("a ledger change of failure %s names source %s: it does not stand for that record", e.ID, want))
+			return
+		}
+		s.ledger = append(s.ledger, e)
 	}
+}
+
+// foldLedger gives each failure of the window its state as ledger.Fold
+// does — the one fold the console, the commands and relay itself use —
+// once every change was read.
+func (s *scan) foldLedger() {
+	for _, en := range ledger.Fold(s.ledger) {
+		if _, sl := s.at(en.Source.Partition, en.Source.Offset); sl != nil {
+			sl.ledgered(en.State, en.ReplayCount)
+		}
+	}
+	s.ledger = nil
 }
 
 // parseID splits a relay.message.id, topic/partition/offset; topic names

@@ -20,7 +20,7 @@ func (s *scan) judge() {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("group %s has committed no offset of %s: every record counts as not consumed (is RELAY_GROUP_ID relay's?)", s.cfg.GroupID, s.source))
 	}
 	if s.unprinted > 0 {
-		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs", s.unprinted))
+		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs (--allow-unfingerprinted)", s.unprinted))
 	}
 	for _, p := range ps {
 		pt := s.parts[p]

@@ -11,6 +11,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/ledger"
 	"relay/internal/topics"
 )
 
@@ -36,6 +37,13 @@ type Options struct {
 	// before it is reported stuck; zero: the retry budget
 	// (RELAY_RETRY_MAX_ELAPSED) plus the longest tier delay.
 	StuckAfter time.Duration
+	// AllowUnprinted credits a derived record without
+	// relay.source.fingerprint (written by a relay older than them) to
+	// the source offset it names; else it is misrouted.
+	AllowUnprinted bool
+	// ReadTimeout bounds the reading of one topic to its end at the cut;
+	// zero: DefaultReadTimeout.
+	ReadTimeout time.Duration
 }
 
 // DefaultStuckAfter is the stuck bound for cfg: the retry budget plus the
@@ -86,14 +94,17 @@ const (
 	roleLedger
 )
 
-// bound is how long reading one topic to its end may take.
-const bound = 10 * time.Minute
+// DefaultReadTimeout is how long reading one topic to its end may take.
+const DefaultReadTimeout = 10 * time.Minute
 
 // Run audits o.Source as relay, configured by cfg, writes it; a is an
 // admin client of the same cluster.
 func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Options) (*Report, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
 	}
 	if o.StuckAfter <= 0 {
 		o.StuckAfter = DefaultStuckAfter(cfg)
@@ -138,6 +149,7 @@ func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 	if err := s.read(ctx); err != nil {
 		return nil, err
 	}
+	s.foldLedger()
 	s.bound()
 	s.judge()
 	return s.rep, nil
@@ -194,6 +206,12 @@ type scan struct {
 	compacted, sourceCompacted bool
 	// trims are the end-state partitions that lost records, by topic.
 	trims map[string]map[int32]*trim
+	// minTs is the oldest timestamp of the window's source records (ms;
+	// 0: none read).
+	minTs int64
+	// ledger holds the ledger changes of the window's failures until
+	// foldLedger.
+	ledger []*ledger.Event
 	// unprinted counts derived records without relay.source.fingerprint
 	// (written before relay kept it): credited on their coordinates alone.
 	unprinted int64

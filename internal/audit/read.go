@@ -3,6 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -11,7 +14,8 @@ import (
 )
 
 // read reads the source window, then every derived topic and the ledger
-// to their ends at the cut.
+// to their ends at the cut: the derived topics from the window's start
+// (see derivedStarts), the ledger whole.
 func (s *scan) read(ctx context.Context) error {
 	from := map[int32]kafka.Offset{}
 	ends := map[int32]int64{}
@@ -23,11 +27,20 @@ func (s *scan) read(ctx context.Context) error {
 	if err := s.readTopic(ctx, s.source, from, ends, s.sourceRecord); err != nil {
 		return err
 	}
+	starts, err := s.derivedStarts()
+	if err != nil {
+		return err
+	}
 	for _, d := range s.topics {
 		from, ends := map[int32]kafka.Offset{}, map[int32]int64{}
 		for p, end := range s.ends[d.topic] {
-			if low := s.lows[d.topic][p]; low < end {
-				from[p], ends[p] = kafka.Offset(low), end
+			start := s.lows[d.topic][p]
+			if at, ok := starts[d.topic][p]; ok && at > start {
+				start = at
+				delete(s.trims[d.topic], p) // what it lost is older than the window
+			}
+			if start < end {
+				from[p], ends[p] = kafka.Offset(start), end
 			}
 		}
 		var each func(*kafka.Message)
@@ -70,14 +83,14 @@ func (s *scan) readTopic(ctx context.Context, topic string, from map[int32]kafka
 			delete(left, p)
 		}
 	}
-	deadline := time.Now().Add(bound)
+	deadline := time.Now().Add(s.o.ReadTimeout)
 	lastTell := time.Now()
 	for len(left) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: end not reached within %s (a transaction still open?)", topic, bound)
+			return fmt.Errorf("%s: partitions %s not read to the end they had at the cut within %s (--read-timeout): a transaction still open on them holds read_committed readers back (is a producer stuck mid-transaction?), or the brokers are slow", topic, partitionsLeft(left), s.o.ReadTimeout)
 		}
 		switch ev := c.Poll(100).(type) {
 		case *kafka.Message:
@@ -116,4 +129,73 @@ func (s *scan) readTopic(ctx context.Context, topic string, from map[int32]kafka
 		s.o.Progress(s.read1, s.total)
 	}
 	return nil
+}
+
+// partitionsLeft names the partitions a read did not finish, with the
+// end each was read to.
+func partitionsLeft(left map[int32]int64) string {
+	ps := slices.Sorted(maps.Keys(left))
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%d (end %d)", p, left[p])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// startMargin is how much older than the window's oldest source record a
+// derived record of it may be: relay gives an output, a rejected and a
+// quarantine record the source record's timestamp, and a tier or replay
+// copy the time it was written, later; the margin is for the clocks of the
+// source's producers and relay's hosts, and the longest tier delay.
+func (s *scan) startMargin() time.Duration {
+	var longest time.Duration
+	for _, t := range s.cfg.RetryTiers {
+		longest = max(longest, t.Delay)
+	}
+	return time.Hour + longest
+}
+
+// derivedStarts is where each derived partition's reading starts: the first
+// offset whose time index reaches the window's oldest source record's
+// timestamp less startMargin (records before it are all older, whatever
+// their order), so a daily audit reads a day of records, not the topics'
+// whole retention. The ledger is read whole: a failure's history may be
+// older than the window. Without source records read, nothing is skipped.
+func (s *scan) derivedStarts() (map[string]map[int32]int64, error) {
+	out := map[string]map[int32]int64{}
+	if s.minTs == 0 {
+		return out, nil
+	}
+	at := time.UnixMilli(s.minTs).Add(-s.startMargin())
+	probe, err := kafkaclient.Probe(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = probe.Close() }()
+	for _, d := range s.topics {
+		if d.role == roleLedger {
+			continue
+		}
+		var q []kafka.TopicPartition
+		for p := range s.ends[d.topic] {
+			q = append(q, kafka.TopicPartition{Topic: &d.topic, Partition: p, Offset: kafka.Offset(at.UnixMilli())})
+		}
+		if len(q) == 0 {
+			continue
+		}
+		res, err := probe.OffsetsForTimes(q, s.timeout)
+		if err != nil {
+			return nil, fmt.Errorf("offsets of %s at %s: %w", d.topic, at.UTC().Format(time.RFC3339), err)
+		}
+		out[d.topic] = map[int32]int64{}
+		for _, tp := range res {
+			if tp.Error != nil {
+				return nil, fmt.Errorf("offset of %s[%d] at %s: %w", d.topic, tp.Partition, at.UTC().Format(time.RFC3339), tp.Error)
+			}
+			if tp.Offset >= 0 { // -1: no record at or after it: read to the end from the start
+				out[d.topic][tp.Partition] = int64(tp.Offset)
+			}
+		}
+	}
+	return out, nil
 }

@@ -157,6 +157,10 @@ type Report struct {
 	// counts them all, by kind.
 	Findings []Finding      `json:"findings"`
 	Totals   map[Kind]int64 `json:"totals"`
+	// FindingsTotal counts every finding; FindingsCut says Findings
+	// lists only the first of them (--max-findings).
+	FindingsTotal int64 `json:"findingsTotal"`
+	FindingsCut   bool  `json:"findingsCut"`
 	// Clean: nothing lost, duplicated, misrouted or stuck.
 	Clean bool `json:"clean"`
 	stuck map[int32]int64
@@ -194,6 +198,8 @@ func (r *Report) note(k Kind, src *Coord, at Coord, why string, keep int) {
 }
 
 func (r *Report) finish() {
+	r.FindingsTotal = total(r.Totals)
+	r.FindingsCut = int64(len(r.Findings)) < r.FindingsTotal
 	r.Clean = r.Totals[KindLost] == 0 && r.Totals[KindDuplicated] == 0 && r.Totals[KindMisrouted] == 0 && r.Totals[KindStuck] == 0
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 }
