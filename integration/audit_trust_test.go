@@ -274,7 +274,7 @@ func TestAuditForgedEvidenceDoesNotHideALoss(t *testing.T) {
 		t.Fatalf("exit %d, totals %v, findings %v; want 2 lost and 2 misrouted", res.code, rep.Totals, rep.Findings)
 	}
 	for _, c := range []struct {
-		kind     audit.Kind
+		kind    audit.Kind
 		src, at string
 	}{
 		{audit.KindLost, lostID, ""},
