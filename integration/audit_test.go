@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -125,6 +126,19 @@ func TestAuditFindsWhatWasInjected(t *testing.T) {
 	}
 	if rep.Totals[audit.KindLost] != 1 || rep.Totals[audit.KindDuplicated] != 1 || rep.Totals[audit.KindMisrouted] != 1 {
 		t.Errorf("totals %v, want one of each", rep.Totals)
+	}
+
+	// Memory bounded: a partition at a time, the same verdicts; a
+	// partition whose window alone does not fit stops the audit.
+	one := rep.Partitions[0].To - rep.Partitions[0].From
+	bound := fmt.Sprint(one*6 + 100) // one partition's state, not two
+	batched, res := auditOf(t, s, "--max-memory", bound)
+	if res.code != 1 || fmt.Sprint(batched.Totals) != fmt.Sprint(rep.Totals) || len(batched.Partitions) != partitions {
+		t.Errorf("--max-memory %s (a partition at a time): exit %d, totals %v; want %v", bound, res.code, batched.Totals, rep.Totals)
+	}
+	res = s.cli(t, nil, "audit", "--source", s.src.topic, "--max-memory", "1KiB")
+	if res.code != 3 || !strings.Contains(res.stderr, "--max-memory") {
+		t.Errorf("--max-memory 1KiB: exit %d; want 3 naming the flag:\n%s", res.code, res.stderr)
 	}
 }
 

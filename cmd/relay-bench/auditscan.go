@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"relay/internal/envelope"
 	"strconv"
 	"time"
 
@@ -97,7 +98,12 @@ func (b *bench) loadOutputs(ctx context.Context, src, out string, ends map[int32
 			m := &kafka.Message{
 				TopicPartition: kafka.TopicPartition{Topic: &out, Partition: p},
 				Value:          b.value,
-				Headers:        []kafka.Header{{Key: "relay.message.id", Value: []byte(src + "/" + strconv.Itoa(int(p)) + "/" + strconv.FormatInt(off, 10))}},
+				Headers: []kafka.Header{
+					{Key: envelope.MessageID, Value: []byte(src + "/" + strconv.Itoa(int(p)) + "/" + strconv.FormatInt(off, 10))},
+					// Source record i went to partition i%partitions, in
+					// order: offset off of p is i = off*partitions+p.
+					{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(key(int(off)*b.o.partitions+int(p)), b.value))},
+				},
 			}
 			for {
 				err := pr.p.Produce(m, nil)

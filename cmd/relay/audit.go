@@ -52,12 +52,12 @@ broker away, an ACL missing, a time limit): no verdict. --metrics-file and
 --push-url say the outcome of every run, an incomplete one's too.`
 
 type auditLine struct {
-	o                 audit.Options
-	from, to          string
-	fromOffs, toOffs  string
-	progress, metrics string
-	pushURL           string
-	out               output
+	o                  audit.Options
+	from, to           string
+	fromOffs, toOffs   string
+	progress, metrics  string
+	pushURL, maxMemory string
+	out                output
 }
 
 func (a *app) auditCmd() *cobra.Command {
@@ -78,6 +78,7 @@ func (a *app) auditCmd() *cobra.Command {
 	fs.StringVar(&al.toOffs, "to-offsets", "", "window end per partition (exclusive): PARTITION:OFFSET,...")
 	fs.Int32Var(&al.o.Partition, "partition", -1, "audit this source partition only")
 	fs.IntVar(&al.o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
+	fs.StringVar(&al.maxMemory, "max-memory", "96MiB", "the most audit state held at once (6 bytes per source offset of the window): partitions are audited in batches that fit; one partition that does not fit stops the audit (exit 3). A size: 96MiB, 1GiB")
 	fs.BoolVar(&al.o.AllowUnprinted, "allow-unfingerprinted", false, "credit relay's records without relay.source.fingerprint (written by a relay older than them) to the source offset they name, instead of reporting them misrouted")
 	fs.DurationVar(&al.o.ReadTimeout, "read-timeout", audit.DefaultReadTimeout, "how long reading one topic to its end may take before the audit gives up (exit 3)")
 	fs.DurationVar(&al.o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")
@@ -117,6 +118,9 @@ func (al *auditLine) check(pos []string, now time.Time) error {
 		errs = append(errs, err)
 	}
 	if al.o.ToOffsets, err = offsetsOf("--to-offsets", al.toOffs); err != nil {
+		errs = append(errs, err)
+	}
+	if al.o.MaxMemory, err = sizeOf("--max-memory", al.maxMemory); err != nil {
 		errs = append(errs, err)
 	}
 	if al.o.ReadTimeout < 0 {
@@ -246,4 +250,20 @@ func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
 		a.print(al.out, rep, rep.Text)
 	}
 	return code
+}
+
+// sizeOf reads a size in bytes: a whole number with KiB, MiB or GiB, or
+// none (bytes).
+func sizeOf(flag, s string) (int64, error) {
+	num, unit := s, int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, unit = n, u
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/unit {
+		return 0, fmt.Errorf("%s %q: not a size (a whole number of bytes, or with KiB, MiB or GiB: 96MiB)", flag, s)
+	}
+	return n * unit, nil
 }

@@ -171,3 +171,16 @@ func TestTopicsACLs(t *testing.T) {
 		t.Fatalf("bad principal: exit %d %q", code, errs)
 	}
 }
+
+func TestAuditMaxMemoryIsASize(t *testing.T) {
+	for in, want := range map[string]int64{"96MiB": 96 << 20, "1GiB": 1 << 30, "4096": 4096, "512KiB": 512 << 10} {
+		if got, err := sizeOf("--max-memory", in); err != nil || got != want {
+			t.Errorf("sizeOf(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1MiB", "96MB", "lots", "1.5GiB"} {
+		if _, err := sizeOf("--max-memory", in); err == nil || !strings.Contains(err.Error(), "--max-memory") {
+			t.Errorf("sizeOf(%q): %v; want an error naming the flag", in, err)
+		}
+	}
+}

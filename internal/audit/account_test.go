@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,7 +122,8 @@ func TestLedgerStateIsTheFolds(t *testing.T) {
 		}
 		return e
 	}
-	s := &scan{source: "orders", parts: map[int32]*part{0: {p: 0, base: 0, slots: make([]slot, 4)}}}
+	pt := &part{p: 0, base: 0, slots: make([]slot, 4)}
+	s := &scan{source: "orders", parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt}}
 	s.ledger = []*ledger.Event{
 		ev(0, ledger.Resolved, 1, false), ev(0, ledger.Open, 0, false), ev(0, ledger.Replaying, 1, false),
 		ev(1, ledger.Open, 0, false), ev(1, ledger.Replaying, 1, false), ev(1, ledger.Resolved, 1, true),
@@ -205,4 +207,20 @@ func configOf(t *testing.T, vars map[string]string) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// Partitions are audited in batches whose state fits the memory bound, in
+// order; a partition whose window alone does not fit names the flag.
+func TestBatchesFitTheMemoryBound(t *testing.T) {
+	s := &scan{source: "orders", o: &Options{MaxMemory: 100 * perOffset}, parts: map[int32]*part{
+		0: {p: 0, base: 0, hi: 60}, 1: {p: 1, base: 10, hi: 50}, 2: {p: 2, base: 0, hi: 100}, 3: {p: 3, base: 5, hi: 5},
+	}}
+	got, err := s.batches()
+	if err != nil || fmt.Sprint(got) != "[[0 1] [2 3]]" {
+		t.Fatalf("batches %v, %v; want [[0 1] [2 3]]", got, err)
+	}
+	s.parts[4] = &part{p: 4, base: 0, hi: 101}
+	if _, err := s.batches(); err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "orders[4]") {
+		t.Fatalf("a partition over the bound: %v; want an error naming it and --max-memory", err)
+	}
 }

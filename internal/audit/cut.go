@@ -96,7 +96,7 @@ func (s *scan) snapshotEnds() error {
 		}
 	}
 	for _, pt := range s.parts {
-		s.total += int64(len(pt.slots))
+		s.total += max(pt.hi-pt.base, 0)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // at is the slot of source offset off of partition p, or nil outside the
 // window.
 func (s *scan) at(p int32, off int64) (*part, *slot) {
-	pt := s.parts[p]
+	pt := s.batch[p]
 	if pt == nil {
 		return nil, nil
 	}

@@ -2,16 +2,12 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
-// judge gives every offset of the window its verdict.
-func (s *scan) judge() {
-	ps := make([]int32, 0, len(s.parts))
-	for p := range s.parts {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
+// finish ends the report, once every batch was judged.
+func (s *scan) finish() {
 	none := true
 	for _, pt := range s.parts {
 		none = none && pt.committed < 0
@@ -22,8 +18,13 @@ func (s *scan) judge() {
 	if s.unprinted > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs (--allow-unfingerprinted)", s.unprinted))
 	}
-	for _, p := range ps {
-		pt := s.parts[p]
+	s.rep.finish()
+}
+
+// judge gives every offset of the batch's windows its verdict.
+func (s *scan) judge() {
+	for _, p := range slices.Sorted(maps.Keys(s.batch)) {
+		pt := s.batch[p]
 		pr := s.rep.partition(pt)
 		for i, sl := range pt.slots {
 			off := pt.base + int64(i)
@@ -48,7 +49,6 @@ func (s *scan) judge() {
 				fmt.Sprintf("%d source records, offsets %d to %d, were deleted by retention before the audit: nothing can be said of them", n, pt.lo, pt.lo+n-1))
 		}
 	}
-	s.rep.finish()
 }
 
 // note counts a finding, and keeps it with its coordinates while there

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type Options struct {
 	// before it is reported stuck; zero: the retry budget
 	// (RELAY_RETRY_MAX_ELAPSED) plus the longest tier delay.
 	StuckAfter time.Duration
+	// MaxMemory bounds the per-offset state held at once (bytes; zero:
+	// DefaultMaxMemory): partitions are audited in batches that fit it.
+	MaxMemory int64
 	// AllowUnprinted credits a derived record without
 	// relay.source.fingerprint (written by a relay older than them) to
 	// the source offset it names; else it is misrouted.
@@ -103,6 +107,9 @@ func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = DefaultReadTimeout
 	}
@@ -146,13 +153,78 @@ func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 	if err := s.retention(ctx, a); err != nil {
 		return nil, err
 	}
-	if err := s.read(ctx); err != nil {
+	batches, err := s.batches()
+	if err != nil {
 		return nil, err
+	}
+	for _, b := range batches {
+		if err := s.audit(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	s.finish()
+	return s.rep, nil
+}
+
+// audit reads and judges the partitions of one batch, whose state alone
+// is in memory meanwhile.
+func (s *scan) audit(ctx context.Context, batch []int32) error {
+	s.batch = map[int32]*part{}
+	for _, p := range batch {
+		pt := s.parts[p]
+		n := pt.hi - pt.base
+		pt.slots, pt.fps = make([]slot, n), make([]uint16, n)
+		s.batch[p] = pt
+	}
+	defer func() {
+		for _, pt := range s.batch {
+			pt.slots, pt.fps = nil, nil
+		}
+		s.batch, s.minTs = nil, 0
+	}()
+	if err := s.read(ctx); err != nil {
+		return err
 	}
 	s.foldLedger()
 	s.bound()
 	s.judge()
-	return s.rep, nil
+	return nil
+}
+
+// perOffset is the audit's memory per source offset of a window: its
+// slot and its fingerprint's 16 bits.
+const perOffset = 6
+
+// DefaultMaxMemory bounds the per-offset state held at once: partitions
+// are audited in batches that fit it. The default leaves room, in the
+// chart's 256 MiB limit, for the Go runtime, librdkafka's fetch buffers
+// and the ledger changes of the batch's failures.
+const DefaultMaxMemory = 96 << 20
+
+// batches splits the window's partitions, in order, into batches whose
+// state fits o.MaxMemory; a partition whose window alone does not fit is
+// an error naming the flag.
+func (s *scan) batches() ([][]int32, error) {
+	ps := slices.Sorted(maps.Keys(s.parts))
+	var out [][]int32
+	var cur []int32
+	var used int64
+	for _, p := range ps {
+		pt := s.parts[p]
+		need := (pt.hi - pt.base) * perOffset
+		if need > s.o.MaxMemory {
+			return nil, fmt.Errorf("%s[%d]: the window holds %d offsets, %d MiB of audit state, more than --max-memory (%d MiB): narrow the window (--from/--to, --from-offsets/--to-offsets) or raise --max-memory and the memory limit with it",
+				s.source, p, pt.hi-pt.base, need>>20, s.o.MaxMemory>>20)
+		}
+		if used+need > s.o.MaxMemory && len(cur) > 0 {
+			out, cur, used = append(out, cur), nil, 0
+		}
+		cur, used = append(cur, p), used+need
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
 }
 
 // InputError is a bad request: the command line names something that is
@@ -195,6 +267,8 @@ type scan struct {
 	topics  []derived
 	md      *kafka.Metadata
 	parts   map[int32]*part
+	// batch are the partitions being audited, whose state is in memory.
+	batch map[int32]*part
 	// committed are the group's offsets at the cut, per tier and replay
 	// partition; ends are where each read stops.
 	committed map[string]map[int32]int64
@@ -260,14 +334,12 @@ func (s *scan) window(n int) error {
 		if n > maxWindow {
 			return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", s.source, pt.p, n, int64(maxWindow))}
 		}
-		pt.slots = make([]slot, max(n, 0))
-		pt.fps = make([]uint16, max(n, 0))
 	}
 	return nil
 }
 
-// maxWindow bounds the offsets of one partition's window (6 bytes each).
-const maxWindow = 1 << 28
+// maxWindow bounds the offsets of one partition's window.
+const maxWindow = 1 << 40
 
 // byTime turns --from and --to into offsets, per partition.
 func (s *scan) byTime(c *kafka.Consumer) error {

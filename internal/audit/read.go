@@ -19,7 +19,7 @@ import (
 func (s *scan) read(ctx context.Context) error {
 	from := map[int32]kafka.Offset{}
 	ends := map[int32]int64{}
-	for p, pt := range s.parts {
+	for p, pt := range s.batch {
 		if pt.base < pt.hi {
 			from[p], ends[p] = kafka.Offset(pt.base), pt.hi
 		}
@@ -34,6 +34,9 @@ func (s *scan) read(ctx context.Context) error {
 	for _, d := range s.topics {
 		from, ends := map[int32]kafka.Offset{}, map[int32]int64{}
 		for p, end := range s.ends[d.topic] {
+			if s.batch[p] == nil {
+				continue
+			}
 			start := s.lows[d.topic][p]
 			if at, ok := starts[d.topic][p]; ok && at > start {
 				start = at
@@ -178,7 +181,9 @@ func (s *scan) derivedStarts() (map[string]map[int32]int64, error) {
 		}
 		var q []kafka.TopicPartition
 		for p := range s.ends[d.topic] {
-			q = append(q, kafka.TopicPartition{Topic: &d.topic, Partition: p, Offset: kafka.Offset(at.UnixMilli())})
+			if s.batch[p] != nil {
+				q = append(q, kafka.TopicPartition{Topic: &d.topic, Partition: p, Offset: kafka.Offset(at.UnixMilli())})
+			}
 		}
 		if len(q) == 0 {
 			continue

@@ -53,7 +53,7 @@ func (s *scan) bound() {
 	slices.Sort(topics)
 	for _, topic := range topics {
 		for p, t := range s.trims[topic] {
-			pt := s.parts[p]
+			pt := s.batch[p]
 			if pt == nil {
 				continue
 			}
