@@ -24,6 +24,7 @@ var mayImport = map[string][]string{
 	"internal/kafkaerr":  nil,
 	"internal/retry":     nil,
 	"internal/buildinfo": nil,
+	"internal/supervise": nil,
 	// The tracer provider from the OTEL_* variables, and the W3C trace
 	// context helpers.
 	"internal/tracing": nil,
@@ -67,7 +68,7 @@ var mayImport = map[string][]string{
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.
 	"cmd/relay-demo":  {"internal/envelope"},
-	"cmd/relay-bench": nil,
+	"cmd/relay-bench": {"internal/envelope"},
 }
 
 func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // goroutine, which runs the loop, the handler and the rebalance callbacks;
 // goGuarded covers the goroutines relay starts itself. A panic on a
 // client library's own goroutine, or a fatal runtime error, is beyond
-// recover: `relay run`'s supervisor reports those (supervise.go).
+// recover: `relay run`'s supervisor reports those (internal/supervise).
 
 // guarded runs f and returns its exit code, or exitFailure if it panics.
 func guarded(stderr io.Writer, f func() int) (code int) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"relay/internal/supervise"
 )
 
 // Exit codes.
@@ -26,15 +27,15 @@ func main() {
 		a := &app{lookup: os.LookupEnv, stdout: os.Stdout, stderr: os.Stderr}
 		args := os.Args[1:]
 		switch {
-		case supervisedByParent(os.LookupEnv):
-			sigs, err := becomeSupervised(os.Stderr)
+		case supervise.ByParent(os.LookupEnv):
+			sigs, err := supervise.Become(os.Stderr)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "relay: %v\n", err)
 				return exitUsage
 			}
 			a.signals = sigs
 		case len(args) > 0 && args[0] == "run":
-			return superviseRun(args, os.Stderr) // see supervise.go
+			return supervise.Run(args, os.Stderr)
 		}
 		a.environ = os.Environ() // without the supervisor's variable
 		return a.run(context.Background(), args)

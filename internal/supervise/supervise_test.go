@@ -1,4 +1,4 @@
-package main
+package supervise
 
 import (
 	"bufio"
@@ -21,21 +21,21 @@ import (
 const envTestDaemon = "RELAY_TEST_DAEMON"
 
 // TestMain runs the test binary as `relay run` when a test asks: the
-// supervisor is the real one (superviseRun), and so is the daemon's side
-// of it (becomeSupervised); what the daemon then does stands in for a
+// supervisor is the real one (Run), and so is the daemon's side
+// of it (Become); what the daemon then does stands in for a
 // crash, or reports the signals it receives.
 func TestMain(m *testing.M) {
 	mode, ok := os.LookupEnv(envTestDaemon)
 	if !ok {
 		os.Exit(m.Run())
 	}
-	if !supervisedByParent(os.LookupEnv) {
-		os.Exit(superviseRun(os.Args[1:], os.Stderr))
+	if !ByParent(os.LookupEnv) {
+		os.Exit(Run(os.Args[1:], os.Stderr))
 	}
-	sigs, err := becomeSupervised(os.Stderr)
+	sigs, err := Become(os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(exitUsage) // as main
+		os.Exit(2) // as main
 	}
 	fmt.Printf("ready %d\n", os.Getpid())
 	switch mode {
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 		var mu sync.Mutex
 		mu.Unlock() //nolint:staticcheck // the point
 	case "exit":
-		os.Exit(exitStopped)
+		os.Exit(3)
 	case "signals": // print each signal; end after SIGTERM
 		for s := range sigs {
 			fmt.Println(s)
@@ -56,12 +56,12 @@ func TestMain(m *testing.M) {
 					fmt.Println("again", s)
 				default:
 				}
-				os.Exit(exitOK)
+				os.Exit(codeOK)
 			}
 		}
 	}
 	time.Sleep(time.Hour) // "sleep": until killed
-	os.Exit(exitOK)
+	os.Exit(codeOK)
 }
 
 // daemonProc is this test binary running as `relay run` with a test daemon.
@@ -140,8 +140,8 @@ func TestRuntimeCrashIsExitOne(t *testing.T) {
 	} {
 		t.Run(mode, func(t *testing.T) {
 			d := startDaemon(t, mode)
-			if code := d.exit(t); code != exitFailure {
-				t.Fatalf("exit %d, want %d (runtime failure); stderr:\n%s", code, exitFailure, d.stderr.String())
+			if code := d.exit(t); code != codeFailure {
+				t.Fatalf("exit %d, want %d (runtime failure); stderr:\n%s", code, codeFailure, d.stderr.String())
 			}
 			stderr := d.stderr.String()
 			if !strings.Contains(stderr, "relay: internal error (a bug in relay") || !strings.Contains(stderr, "the daemon crashed: "+reason) {
@@ -157,8 +157,8 @@ func TestRuntimeCrashIsExitOne(t *testing.T) {
 // The daemon's own exit code is relay's.
 func TestSupervisorKeepsTheDaemonsExitCode(t *testing.T) {
 	d := startDaemon(t, "exit")
-	if code := d.exit(t); code != exitStopped {
-		t.Fatalf("exit %d, want the daemon's %d; stderr:\n%s", code, exitStopped, d.stderr.String())
+	if code := d.exit(t); code != 3 {
+		t.Fatalf("exit %d, want the daemon's %d; stderr:\n%s", code, 3, d.stderr.String())
 	}
 }
 
@@ -184,7 +184,7 @@ func TestSupervisorRelaysSignalsOnce(t *testing.T) {
 	if len(rest) > 0 {
 		t.Errorf("the daemon received more than one stop: %q", rest)
 	}
-	if code := d.exit(t); code != exitOK {
+	if code := d.exit(t); code != codeOK {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, d.stderr.String())
 	}
 }
@@ -195,8 +195,8 @@ func TestSupervisorRelaysSignalsOnce(t *testing.T) {
 func TestDaemonKilledIsExitOne(t *testing.T) {
 	d := startDaemon(t, "sleep")
 	_ = syscall.Kill(d.child, syscall.SIGKILL)
-	if code := d.exit(t); code != exitFailure {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitFailure, d.stderr.String())
+	if code := d.exit(t); code != codeFailure {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, codeFailure, d.stderr.String())
 	}
 	if !strings.Contains(d.stderr.String(), "the daemon process was killed by SIGKILL") {
 		t.Errorf("stderr does not say the daemon was killed:\n%s", d.stderr.String())
@@ -208,8 +208,8 @@ func TestDaemonKilledIsExitOne(t *testing.T) {
 func TestSupervisorRelaysSIGQUIT(t *testing.T) {
 	d := startDaemon(t, "sleep")
 	_ = d.cmd.Process.Signal(syscall.SIGQUIT)
-	if code := d.exit(t); code != exitFailure {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitFailure, d.stderr.String())
+	if code := d.exit(t); code != codeFailure {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, codeFailure, d.stderr.String())
 	}
 	stderr := d.stderr.String()
 	if !strings.Contains(stderr, "goroutine ") || !strings.Contains(stderr, "stopped on SIGQUIT, as asked") || strings.Contains(stderr, "internal error") {
@@ -241,8 +241,8 @@ func TestStraySupervisorVariable(t *testing.T) {
 	cmd.Env = append(os.Environ(), envTestDaemon+"=sleep", fmt.Sprintf("%s=%d", envSupervisor, os.Getpid()))
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
-		t.Fatalf("%v, want exit %d; output:\n%s", err, exitUsage, out)
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("%v, want exit %d; output:\n%s", err, 2, out)
 	}
 	if !strings.Contains(string(out), "relay was not started by its supervisor") || !strings.Contains(string(out), "unset "+envSupervisor) {
 		t.Fatalf("output does not say what is wrong:\n%s", out)
@@ -265,12 +265,12 @@ func TestDaemonKilledBySignal(t *testing.T) {
 		again     bool
 		saysWhich string
 	}{
-		{supervision{stop: true}, "TERM", exitOK, false, "stopped by SIGTERM before the daemon started"},
-		{supervision{stop: true}, "INT", exitOK, false, "stopped by SIGINT"},
+		{supervision{stop: true}, "TERM", codeOK, false, "stopped by SIGTERM before the daemon started"},
+		{supervision{stop: true}, "INT", codeOK, false, "stopped by SIGINT"},
 		{supervision{hup: true}, "HUP", 0, true, "starting it again"},
-		{supervision{}, "TERM", exitFailure, false, "killed by SIGTERM"},
-		{supervision{hup: true, stop: true}, "HUP", exitFailure, false, "killed by SIGHUP"},
-		{supervision{stop: true}, "KILL", exitFailure, false, "killed by SIGKILL"},
+		{supervision{}, "TERM", codeFailure, false, "killed by SIGTERM"},
+		{supervision{hup: true, stop: true}, "HUP", codeFailure, false, "killed by SIGHUP"},
+		{supervision{stop: true}, "KILL", codeFailure, false, "killed by SIGKILL"},
 	} {
 		var stderr bytes.Buffer
 		c.s.stderr = &stderr

@@ -1,4 +1,8 @@
-package main
+// Package supervise is the supervisor of `relay run`: the daemon runs as
+// a child process of a small supervisor (the same binary), which relays
+// the operator's signals to it and reports the crashes the daemon cannot
+// report itself.
+package supervise
 
 import (
 	"bufio"
@@ -38,6 +42,13 @@ import (
 // graceful stop. The daemon dies with the supervisor (SIGKILL by the
 // kernel, PR_SET_PDEATHSIG): a SIGKILL of relay is a SIGKILL of both.
 
+// The exit codes the supervisor makes of a daemon's end (relay's: see
+// docs/REFERENCE.md).
+const (
+	codeOK      = 0
+	codeFailure = 1 // a runtime failure, a crash above all
+)
+
 // envSupervisor names the supervisor's pid in the daemon's environment.
 // The daemon trusts it only when it is its parent's pid and its
 // descriptors from the supervisor are pipes, and removes it from its
@@ -54,9 +65,9 @@ const (
 // first line may be the reason; the whole report is on stderr already.
 const crashReport = 64 << 10
 
-// supervisedByParent reports whether this process is the daemon under a
+// ByParent reports whether this process is the daemon under a
 // supervisor.
-func supervisedByParent(lookup func(string) (string, bool)) bool {
+func ByParent(lookup func(string) (string, bool)) bool {
 	v, ok := lookup(envSupervisor)
 	if !ok {
 		return false
@@ -65,10 +76,10 @@ func supervisedByParent(lookup func(string) (string, bool)) bool {
 	return err == nil && pid == os.Getppid()
 }
 
-// superviseRun runs the daemon as a child process with args and the
+// Run runs the daemon as a child process with args and the
 // environment of this one, relays signals to it, and returns the exit code
 // relay ends with.
-func superviseRun(args []string, stderr io.Writer) int {
+func Run(args []string, stderr io.Writer) int {
 	// Subscribed first: from now on a signal is the daemon's. A broken
 	// stderr must not end the supervisor (Go raises SIGPIPE for a write to
 	// a closed stderr), for the daemon would die with it mid-transaction.
@@ -83,7 +94,7 @@ func superviseRun(args []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "relay: cannot find its own executable to run the daemon: %v\n", err)
-		return exitFailure
+		return codeFailure
 	}
 	for {
 		s := &supervision{sigs: sigs, stderr: stderr}
@@ -109,14 +120,14 @@ func (s *supervision) run(exe string, args []string) (code int, again bool) {
 	crashR, crashW, err := os.Pipe()
 	if err != nil {
 		fmt.Fprintf(s.stderr, "relay: %v\n", err)
-		return exitFailure, false
+		return codeFailure, false
 	}
 	defer func() { _ = crashR.Close() }()
 	sigR, sigW, err := os.Pipe()
 	if err != nil {
 		_ = crashW.Close()
 		fmt.Fprintf(s.stderr, "relay: %v\n", err)
-		return exitFailure, false
+		return codeFailure, false
 	}
 	defer func() { _ = sigW.Close() }()
 
@@ -150,7 +161,7 @@ func (s *supervision) run(exe string, args []string) (code int, again bool) {
 	_ = sigR.Close()
 	if err != nil {
 		fmt.Fprintf(s.stderr, "relay: cannot start the daemon: %v\n", err)
-		return exitFailure, false
+		return codeFailure, false
 	}
 
 	crash := make(chan []byte, 1)
@@ -207,14 +218,14 @@ func (s *supervision) ended(state *os.ProcessState, waitErr error, report []byte
 		reason := crashReason(report, stderrReason)
 		if s.quit && strings.HasPrefix(reason, "SIGQUIT") {
 			fmt.Fprintf(s.stderr, "relay: the daemon printed its goroutines and stopped on SIGQUIT, as asked (nothing past the committed offsets is lost)\n")
-			return exitFailure, false
+			return codeFailure, false
 		}
 		fmt.Fprintf(s.stderr, "relay: internal error (a bug in relay, not a configuration problem; nothing past the committed offsets is lost): the daemon crashed: %s\n", reason)
-		return exitFailure, false
+		return codeFailure, false
 	}
 	if state == nil {
 		fmt.Fprintf(s.stderr, "relay: the daemon process: %v\n", waitErr)
-		return exitFailure, false
+		return codeFailure, false
 	}
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
@@ -223,13 +234,13 @@ func (s *supervision) ended(state *os.ProcessState, waitErr error, report []byte
 	switch sig := ws.Signal(); {
 	case s.stop && (sig == syscall.SIGINT || sig == syscall.SIGTERM):
 		fmt.Fprintf(s.stderr, "relay: stopped by %s before the daemon started\n", unix.SignalName(sig))
-		return exitOK, false
+		return codeOK, false
 	case s.hup && sig == syscall.SIGHUP && !s.stop:
 		fmt.Fprintf(s.stderr, "relay: SIGHUP reached the daemon as it started; starting it again\n")
 		return 0, true
 	default:
 		fmt.Fprintf(s.stderr, "relay: the daemon process was killed by %s (%v; nothing past the committed offsets is lost)\n", unix.SignalName(sig), sig)
-		return exitFailure, false
+		return codeFailure, false
 	}
 }
 
@@ -301,7 +312,7 @@ func (c *crashLines) reason() string {
 	return c.last
 }
 
-// becomeSupervised sets up the daemon's side: crashes are written to the
+// Become sets up the daemon's side: crashes are written to the
 // supervisor too, signals come from it, and the daemon ends when the
 // supervisor is gone. It returns the daemon's signals.
 //
@@ -309,7 +320,7 @@ func (c *crashLines) reason() string {
 // to the daemon's pid alone) is not acted on: the supervisor relays its
 // own copy. The first one is named on stderr, for whoever signalled the
 // wrong process.
-func becomeSupervised(stderr io.Writer) (<-chan os.Signal, error) {
+func Become(stderr io.Writer) (<-chan os.Signal, error) {
 	for _, fd := range []int{crashFD, signalsFD} {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
