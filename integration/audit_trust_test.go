@@ -231,6 +231,27 @@ func TestAuditReportsAStuckCopy(t *testing.T) {
 	if rep, res := auditOf(t, s, "--stuck-after", "4h"); res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 1 {
 		t.Fatalf("--stuck-after 4h: exit %d, findings %v, %+v; want clean with one in a tier", res.code, rep.Findings, rep.Partitions[0])
 	}
+
+	// A replay copy published 3 h ago and never consumed is stuck too.
+	var src9 *kafka.Message
+	for _, m := range readCommitted(t, s.src.topic, 1) {
+		if m.TopicPartition.Offset == 9 {
+			src9 = m
+		}
+	}
+	rat := produceRawAt(t, s.replayTopic(), 0, src9.Key, src9.Value, []kafka.Header{
+		{Key: envelope.FailureID, Value: []byte(envelope.ID(s.src.topic, 0, 9))},
+		{Key: envelope.SourceTopic, Value: []byte(s.src.topic)},
+		{Key: envelope.SourcePartition, Value: []byte("0")},
+		{Key: envelope.SourceOffset, Value: []byte("9")},
+		{Key: envelope.SourceFingerprint, Value: []byte(envelope.Fingerprint(src9.Key, src9.Value))},
+		{Key: envelope.ReplayID, Value: []byte("rp-test")},
+		{Key: envelope.ReplayCount, Value: []byte("1")},
+	}, due)
+	rep, res = auditOf(t, s)
+	if replayAt := fmt.Sprintf("%s/0/%d", s.replayTopic(), rat); res.code != 1 || !findingAt(rep, audit.KindStuck, s.src.topic+"/0/9", replayAt) {
+		t.Fatalf("a replay copy 3 h old: exit %d, findings %v; want it stuck at %s", res.code, rep.Findings, replayAt)
+	}
 }
 
 // A derived record must prove whose it is. An output with a forged
@@ -352,4 +373,56 @@ func TestAuditReadsRetiredTiersUnderPartitionOrdering(t *testing.T) {
 	if res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 1 || rep.Partitions[0].Lost != 0 {
 		t.Fatalf("a copy in a retired tier: exit %d, %+v, findings %v; want it in flight", res.code, rep.Partitions[0], rep.Findings)
 	}
+}
+
+// The window by time: --from and --to select the records whose timestamps
+// fall in them, and the derived topics are read far enough back for the
+// oldest (an output keeps its source record's timestamp, hours old here).
+// A metrics file that cannot be written is no verdict (exit 3).
+func TestAuditWindowsByTime(t *testing.T) {
+	s := newScenario(t, 1)
+	old := time.Now().Add(-3 * time.Hour)
+	for i := range 5 {
+		produceRawAt(t, s.src.topic, 0, []byte("k"), fmt.Appendf(nil, "old %d", i), nil, old)
+	}
+	for i := range 5 {
+		produceRawAt(t, s.src.topic, 0, []byte("k"), fmt.Appendf(nil, "new %d", i), nil, time.Now())
+	}
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+	waitCaughtUp(t, s.group, s.src.topic, 1, 90*time.Second)
+	r.stop()
+
+	if rep, res := auditOf(t, s); res.code != 0 || !rep.Clean || rep.Partitions[0].Processed != 10 {
+		t.Fatalf("the whole window: exit %d, %+v, findings %v; want 10 processed", res.code, rep.Partitions[0], rep.Findings)
+	}
+	cut := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+	if rep, res := auditOf(t, s, "--from", cut); res.code != 0 || rep.Partitions[0].Records != 5 || rep.Partitions[0].Processed != 5 {
+		t.Fatalf("--from %s: exit %d, %+v; want the 5 new records", cut, res.code, rep.Partitions[0])
+	}
+	if rep, res := auditOf(t, s, "--to", cut); res.code != 0 || rep.Partitions[0].Records != 5 || rep.Partitions[0].Processed != 5 {
+		t.Fatalf("--to %s: exit %d, %+v; want the 5 old records", cut, res.code, rep.Partitions[0])
+	}
+	if res := s.cli(t, nil, "audit", "--source", s.src.topic, "--metrics-file", "/nonexistent/relay_audit.prom"); res.code != 3 || !strings.Contains(res.stderr, "--metrics-file") {
+		t.Fatalf("an unwritable metrics file: exit %d; want 3 naming --metrics-file\n%s", res.code, res.stderr)
+	}
+}
+
+// produceRawAt is produceRaw with the record's timestamp.
+func produceRawAt(t *testing.T, topic string, p int32, key, value []byte, headers []kafka.Header, at time.Time) int64 {
+	t.Helper()
+	pr, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	done := make(chan kafka.Event, 1)
+	m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: p}, Key: key, Value: value, Headers: headers, Timestamp: at}
+	if err := pr.Produce(m, done); err != nil {
+		t.Fatal(err)
+	}
+	got := (<-done).(*kafka.Message)
+	if got.TopicPartition.Error != nil {
+		t.Fatal(got.TopicPartition.Error)
+	}
+	return int64(got.TopicPartition.Offset)
 }

@@ -109,6 +109,9 @@ func TestFlagForms(t *testing.T) {
 		{[]string{"audit", "--source", "orders", "--from-offsets", "0:-1"}, "PARTITION:OFFSET"},
 		{[]string{"audit", "--source", "orders", "--progress", "fancy"}, "--progress"},
 		{[]string{"audit", "--source", "orders", "extra"}, "unexpected argument"},
+		{[]string{"audit", "--source", "orders", "--max-memory", "96MB"}, "--max-memory \"96MB\""},
+		{[]string{"audit", "--source", "orders", "--stuck-after", "-1h"}, "--stuck-after"},
+		{[]string{"audit", "--source", "orders", "--read-timeout", "-1s"}, "--read-timeout"},
 	} {
 		if code, _, errs := runArgs(t, broker, tc.args...); code != exitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)

@@ -101,13 +101,18 @@ func (s *scan) snapshotEnds() error {
 	return nil
 }
 
+// configDescriber is what retention needs of an admin client.
+type configDescriber interface {
+	DescribeConfigs(ctx context.Context, resources []kafka.ConfigResource, options ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error)
+}
+
 // retention reads the cleanup.policy of the source and of each end-state
 // topic, and marks the end-state partitions that lost records (their log
 // starts past 0: time or size retention, DeleteRecords). A compacted topic
 // may have lost any record wherever its log starts. A configuration the
 // audit cannot read stops it: it is never taken for a deletion, nor for
 // none.
-func (s *scan) retention(ctx context.Context, a *kafka.AdminClient) error {
+func (s *scan) retention(ctx context.Context, a configDescriber) error {
 	names := []string{s.source}
 	for _, d := range s.topics[:3] {
 		names = append(names, d.topic)

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/ledger"
 )
 
 // testScan is a scan of source orders' partition 0, offsets [0, 10), with
@@ -19,6 +21,7 @@ func testScan(t *testing.T, o *Options) *scan {
 	}
 	o.Now = time.Now()
 	o.StuckAfter = time.Hour
+	o.MaxFindings = 100
 	pt := &part{p: 0, lo: 0, hi: 10, committed: 10, slots: make([]slot, 10), fps: make([]uint16, 10)}
 	s := &scan{cfg: &config.Config{}, o: o, source: "orders", parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt},
 		rep: newReport(o, &config.Config{}), committed: map[string]map[int32]int64{"orders.retry.5s": {0: 3}}}
@@ -107,5 +110,118 @@ func TestTrimBoundary(t *testing.T) {
 	s.bound()
 	if pt.trimBelow != 6 || len(s.rep.Trimmed) != 1 {
 		t.Errorf("trimBelow %d, notes %v", pt.trimBelow, s.rep.Trimmed)
+	}
+}
+
+// An output in a partition other than its source's, or without
+// relay.message.id, is misrouted, never credited.
+func TestStrayOutputsAreMisrouted(t *testing.T) {
+	s := testScan(t, nil)
+	other := msg("orders.valid", 0, nil, nil, h(envelope.MessageID, "orders/0/1"), printOf(1))
+	other.TopicPartition.Partition = 1
+	s.outputRecord(other)
+	s.outputRecord(msg("orders.valid", 1, nil, nil))
+	if s.batch[0].slots[1].count(outShift) != 0 || s.rep.Misrouted != 2 || len(s.rep.Findings) != 2 {
+		t.Fatalf("credited %d, misrouted %d, findings %v; want both misrouted", s.batch[0].slots[1].count(outShift), s.rep.Misrouted, s.rep.Findings)
+	}
+}
+
+// Offsets at and above the group's committed offset are not consumed yet:
+// in flight, never lost.
+func TestTheCommittedOffsetIsNotConsumed(t *testing.T) {
+	s := testScan(t, nil)
+	s.batch[0].committed = 5
+	for off := range int64(5) {
+		s.outputRecord(msg("orders.valid", off, nil, nil, h(envelope.MessageID, envelope.ID("orders", 0, off)), printOf(off)))
+	}
+	s.judge()
+	pr := s.rep.Partitions[0]
+	if pr.Processed != 5 || pr.Behind != 5 || pr.Lost != 0 {
+		t.Fatalf("%+v: want 5 processed, 5 not consumed, none lost", pr)
+	}
+}
+
+// The stuck bound: the retry budget plus the longest tier delay; without
+// a budget, every attempt at the longest delay; never under a minute.
+func TestDefaultStuckAfter(t *testing.T) {
+	tiers := []config.Tier{{Delay: 30 * time.Second}, {Delay: 5 * time.Minute}}
+	for _, c := range []struct {
+		cfg  config.Config
+		want time.Duration
+	}{
+		{config.Config{RetryTiers: tiers, RetryMaxElapsed: time.Hour, RetryMaxAttempts: 5}, 65 * time.Minute},
+		{config.Config{RetryTiers: tiers, RetryMaxAttempts: 5}, 30 * time.Minute},
+		{config.Config{RetryMaxAttempts: 3, RetryMaxElapsed: time.Second}, time.Minute},
+	} {
+		if got := DefaultStuckAfter(&c.cfg); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.cfg.RetryTiers, got, c.want)
+		}
+	}
+}
+
+// With two trimmed end-state topics, a source offset below either
+// boundary may have lost its end state: the higher boundary holds. A
+// replay's output (its failure resolved in the ledger) is no boundary.
+func TestTheHighestBoundaryHolds(t *testing.T) {
+	s := testScan(t, nil)
+	s.ledger = []*ledger.Event{
+		{ID: "orders/0/2", State: ledger.Open, Source: ledger.Source{Topic: "orders", Offset: 2}},
+		{ID: "orders/0/2", State: ledger.Resolved, ReplayCount: 1, Source: ledger.Source{Topic: "orders", Offset: 2}},
+	}
+	s.foldLedger()
+	s.trims = map[string]map[int32]*trim{
+		"orders.quarantine": {0: {logStart: 9, firsts: []int64{8}}},
+		"orders.valid":      {0: {logStart: 4, firsts: []int64{2, 3}}},
+	}
+	s.bound()
+	if got := s.batch[0].trimBelow; got != 8 {
+		t.Fatalf("trimBelow %d, want 8 (the quarantine's; the output's is 3, past the replay's output at 2)", got)
+	}
+	if b, _ := s.boundary(s.batch[0], s.trims["orders.valid"][0]); b != 3 {
+		t.Fatalf("the output's boundary %d, want 3", b)
+	}
+}
+
+type fakeConfigs struct {
+	res []kafka.ConfigResourceResult
+	err error
+}
+
+func (f fakeConfigs) DescribeConfigs(context.Context, []kafka.ConfigResource, ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
+	return f.res, f.err
+}
+
+// A configuration the audit cannot read — the call failing, a topic
+// refused, a topic without cleanup.policy — stops it; it is never taken
+// for a deletion, nor for none.
+func TestUnreadableConfigurationStopsTheAudit(t *testing.T) {
+	policy := func(name, v string) kafka.ConfigResourceResult {
+		r := kafka.ConfigResourceResult{Type: kafka.ResourceTopic, Name: name, Config: map[string]kafka.ConfigEntryResult{}}
+		if v != "" {
+			r.Config["cleanup.policy"] = kafka.ConfigEntryResult{Name: "cleanup.policy", Value: v}
+		}
+		return r
+	}
+	all := func(v string) []kafka.ConfigResourceResult {
+		return []kafka.ConfigResourceResult{policy("orders", "delete"), policy("orders.valid", v), policy("orders.rejected", "delete"), policy("orders.quarantine", "delete")}
+	}
+	refused := all("delete")
+	refused[1].Error = kafka.NewError(kafka.ErrTopicAuthorizationFailed, "Topic authorization failed", false)
+	for name, f := range map[string]fakeConfigs{
+		"the call failed":      {err: kafka.NewError(kafka.ErrTimedOut, "timed out", false)},
+		"a topic refused":      {res: refused},
+		"no cleanup.policy":    {res: all("")},
+		"a topic not in reply": {res: all("delete")[:3]},
+	} {
+		s := testScan(t, nil)
+		s.topics = []derived{{"orders.valid", roleOutput}, {"orders.rejected", roleRejected}, {"orders.quarantine", roleQuarantine}}
+		if err := s.retention(context.Background(), f); err == nil || s.compacted {
+			t.Errorf("%s: error %v, compacted %v; want an error, nothing taken for compacted", name, err, s.compacted)
+		}
+	}
+	s := testScan(t, nil)
+	s.topics = []derived{{"orders.valid", roleOutput}, {"orders.rejected", roleRejected}, {"orders.quarantine", roleQuarantine}}
+	if err := s.retention(context.Background(), fakeConfigs{res: all("compact,delete")}); err != nil || !s.compacted {
+		t.Fatalf("a compacted output: %v, compacted %v", err, s.compacted)
 	}
 }
