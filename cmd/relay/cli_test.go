@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"relay/internal/buildinfo"
+	"relay/internal/cli"
 
 	"github.com/spf13/cobra"
 )
@@ -53,12 +54,12 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		for _, h := range []string{"--help", "-h"} {
 			args := append(append([]string{}, path...), h)
 			code, out, errs := runArgs(t, "127.0.0.1:1", args...)
-			if code != exitOK || !strings.Contains(out, "Usage:") {
+			if code != cli.OK || !strings.Contains(out, "Usage:") {
 				t.Errorf("relay %v: exit %d, stdout %q, stderr %q; want 0 and the help", args, code, out, errs)
 			}
 		}
 	}
-	if code, out, _ := runArgs(t, "127.0.0.1:1", "help", "replay"); code != exitOK || !strings.Contains(out, "--max-failure-rate") {
+	if code, out, _ := runArgs(t, "127.0.0.1:1", "help", "replay"); code != cli.OK || !strings.Contains(out, "--max-failure-rate") {
 		t.Errorf("relay help replay: exit %d:\n%s", code, out)
 	}
 }
@@ -70,13 +71,13 @@ func TestEveryCommandRefusesBadFlags(t *testing.T) {
 	for _, path := range commandPaths(t) {
 		args := append(append([]string{}, path...), "--no-such-flag")
 		code, _, errs := runArgs(t, broker, args...)
-		if code != exitUsage || !strings.Contains(errs, "unknown flag") || !strings.Contains(errs, "--help") {
+		if code != cli.Usage || !strings.Contains(errs, "unknown flag") || !strings.Contains(errs, "--help") {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2 naming the flag, with a hint", args, code, errs)
 		}
 	}
 	for _, args := range [][]string{{"frobnicate"}, {"quarantine", "purge"}, {"topics", "destroy"}, {"run", "now"}, {"config", "x"},
 		{"quarantine", "show"}, {"quarantine", "stats", "x"}, {"topics", "plan", "-o", "yaml"}, {"quarantine", "list", "--output=xml"}} {
-		if code, _, errs := runArgs(t, broker, args...); code != exitUsage {
+		if code, _, errs := runArgs(t, broker, args...); code != cli.Usage {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2", args, code, errs)
 		}
 	}
@@ -113,7 +114,7 @@ func TestFlagForms(t *testing.T) {
 		{[]string{"audit", "--source", "orders", "--stuck-after", "-1h"}, "--stuck-after"},
 		{[]string{"audit", "--source", "orders", "--read-timeout", "-1s"}, "--read-timeout"},
 	} {
-		if code, _, errs := runArgs(t, broker, tc.args...); code != exitUsage || !strings.Contains(errs, tc.want) {
+		if code, _, errs := runArgs(t, broker, tc.args...); code != cli.Usage || !strings.Contains(errs, tc.want) {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
 		}
 	}
@@ -123,7 +124,7 @@ func TestFlagForms(t *testing.T) {
 	for _, args := range [][]string{{"config", "-o", "json"}, {"config", "--output=json"}, {"config", "-ojson"}} {
 		code, out, errs := runArgs(t, broker, args...)
 		var m map[string]string
-		if code != exitOK || json.Unmarshal([]byte(out), &m) != nil || m["RELAY_SOURCE_TOPICS"] != "orders" {
+		if code != cli.OK || json.Unmarshal([]byte(out), &m) != nil || m["RELAY_SOURCE_TOPICS"] != "orders" {
 			t.Errorf("relay %v: exit %d, stdout %q, stderr %q; want one JSON object", args, code, out, errs)
 		}
 	}
@@ -132,7 +133,7 @@ func TestFlagForms(t *testing.T) {
 // A deprecated flag works, and says so on stderr: stdout stays the output.
 func TestDeprecatedJSONNoticeOnStderr(t *testing.T) {
 	code, out, errs := runArgs(t, "127.0.0.1:1", "replay", "--json", "--reason", "x")
-	if code != exitUsage || out != "" || !strings.Contains(errs, "--json has been deprecated") {
+	if code != cli.Usage || out != "" || !strings.Contains(errs, "--json has been deprecated") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
@@ -140,11 +141,11 @@ func TestDeprecatedJSONNoticeOnStderr(t *testing.T) {
 func TestVersion(t *testing.T) {
 	code, out, _ := runArgs(t, "127.0.0.1:1", "version")
 	for _, want := range []string{"relay " + buildinfo.Version, "commit: " + buildinfo.Commit, "date: " + buildinfo.Date, "go: go1.", "librdkafka: "} {
-		if code != exitOK || !strings.Contains(out, want) {
+		if code != cli.OK || !strings.Contains(out, want) {
 			t.Errorf("relay version: exit %d, missing %q in:\n%s", code, want, out)
 		}
 	}
-	if code, out, _ := runArgs(t, "127.0.0.1:1", "completion", "bash"); code != exitOK || !strings.Contains(out, "bash completion") {
+	if code, out, _ := runArgs(t, "127.0.0.1:1", "completion", "bash"); code != cli.OK || !strings.Contains(out, "bash completion") {
 		t.Errorf("relay completion bash: exit %d", code)
 	}
 }
@@ -153,37 +154,24 @@ func TestVersion(t *testing.T) {
 // needs, as a table, as kafka-acls.sh commands, or as JSON.
 func TestTopicsACLs(t *testing.T) {
 	code, out, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "run")
-	if code != exitOK || !strings.Contains(out, "orders.valid") || !strings.Contains(out, "relay-0") || strings.Contains(out, "audit ") {
+	if code != cli.OK || !strings.Contains(out, "orders.valid") || !strings.Contains(out, "relay-0") || strings.Contains(out, "audit ") {
 		t.Fatalf("exit %d:\n%s%s", code, out, errs)
 	}
 	code, out, _ = runArgs(t, "127.0.0.1:1", "topics", "acls", "run", "--principal", "User:relay")
-	if code != exitOK || !strings.Contains(out, "kafka-acls.sh --bootstrap-server $BOOTSTRAP --add --allow-principal User:relay --operation Read --group relay --resource-pattern-type prefixed") {
+	if code != cli.OK || !strings.Contains(out, "kafka-acls.sh --bootstrap-server $BOOTSTRAP --add --allow-principal User:relay --operation Read --group relay --resource-pattern-type prefixed") {
 		t.Fatalf("--principal: exit %d:\n%s", code, out)
 	}
 	code, out, _ = runArgs(t, "127.0.0.1:1", "topics", "acls", "-o", "json")
 	var rows []struct {
 		Command, Resource, Name, Operation string
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) < 20 {
+	if code != cli.OK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) < 20 {
 		t.Fatalf("-o json: exit %d:\n%s", code, out)
 	}
-	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "nope"); code != exitUsage || !strings.Contains(errs, `no command "nope"`) {
+	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "nope"); code != cli.Usage || !strings.Contains(errs, `no command "nope"`) {
 		t.Fatalf("unknown command: exit %d %q", code, errs)
 	}
-	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "--principal", "relay"); code != exitUsage || !strings.Contains(errs, "User:<name>") {
+	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "--principal", "relay"); code != cli.Usage || !strings.Contains(errs, "User:<name>") {
 		t.Fatalf("bad principal: exit %d %q", code, errs)
-	}
-}
-
-func TestAuditMaxMemoryIsASize(t *testing.T) {
-	for in, want := range map[string]int64{"96MiB": 96 << 20, "1GiB": 1 << 30, "4096": 4096, "512KiB": 512 << 10} {
-		if got, err := sizeOf("--max-memory", in); err != nil || got != want {
-			t.Errorf("sizeOf(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "0", "-1MiB", "96MB", "lots", "1.5GiB"} {
-		if _, err := sizeOf("--max-memory", in); err == nil || !strings.Contains(err.Error(), "--max-memory") {
-			t.Errorf("sizeOf(%q): %v; want an error naming the flag", in, err)
-		}
 	}
 }

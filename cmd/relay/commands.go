@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"relay/internal/buildinfo"
+	"relay/internal/cli"
 
 	"github.com/spf13/cobra"
 )
@@ -14,9 +15,9 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "run the daemon (consume, decide, produce, commit in one transaction)",
 		Long: `Runs the daemon until SIGINT or SIGTERM (then exit 0). It takes no
 arguments: configuration comes from the environment.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return status(runDaemon(c.Context(), a.lookup, a.environ, a.signals, a.stderr))
+			return cli.Status(runDaemon(c.Context(), a.lookup, a.environ, a.signals, a.stderr))
 		},
 	}
 }
@@ -25,7 +26,7 @@ func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "print relay's version, commit and date, and its Go and librdkafka versions",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ndate: %s\ngo: %s\nlibrdkafka: %s\n", buildinfo.Version, buildinfo.Commit, buildinfo.Date,
 				buildinfo.GoVersion(), buildinfo.Librdkafka())

@@ -1,37 +1,18 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"relay/internal/cli"
 	"relay/internal/config"
 )
 
-// loadConfig loads and validates the configuration, printing every problem
-// with its variable's name.
-func loadConfig(lookup func(string) (string, bool), environ []string, stderr io.Writer) (*config.Config, bool) {
-	cfg, err := config.Load(lookup, environ)
-	if err != nil {
-		fmt.Fprintln(stderr, "relay: invalid configuration:")
-		var joined interface{ Unwrap() []error }
-		if errors.As(err, &joined) {
-			for _, e := range joined.Unwrap() {
-				fmt.Fprintln(stderr, "  "+e.Error())
-			}
-		} else {
-			fmt.Fprintln(stderr, "  "+err.Error())
-		}
-		return nil, false
-	}
-	return cfg, true
-}
-
 func (a *app) configCmd() *cobra.Command {
-	var out output
+	var out cli.Output
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "print the effective configuration, secrets masked",
@@ -39,19 +20,19 @@ func (a *app) configCmd() *cobra.Command {
 the librdkafka properties passed through, secrets masked; a RELAY_ variable
 relay does not know is named on stderr. With -o json, one JSON object of
 variable names to values.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			return status(a.printConfig(out))
+			return cli.Status(a.printConfig(out))
 		},
 	}
-	outputFlag(c, &out, false)
+	cli.OutputFlag(c, &out, false)
 	return c
 }
 
-func (a *app) printConfig(out output) int {
-	cfg, ok := loadConfig(a.lookup, a.environ, a.stderr)
+func (a *app) printConfig(out cli.Output) int {
+	cfg, ok := cli.LoadConfig(a.lookup, a.environ, a.stderr)
 	if !ok {
-		return exitUsage
+		return cli.Usage
 	}
 	lines, m := cfg.Effective(), map[string]string{}
 	for _, line := range lines {
@@ -62,5 +43,5 @@ func (a *app) printConfig(out output) int {
 	for _, name := range config.Unknown(a.environ) {
 		fmt.Fprintf(a.stderr, "warning: %s is not a relay variable (typo?); it is ignored\n", name)
 	}
-	return exitOK
+	return cli.OK
 }

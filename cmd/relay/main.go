@@ -9,21 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"relay/internal/cli"
 	"relay/internal/supervise"
 )
 
-// Exit codes.
-const (
-	exitOK         = 0
-	exitFailure    = 1 // runtime failure: fenced, broker unusable, preflight failed, a crash
-	exitUsage      = 2 // bad command line or configuration; nothing was started
-	exitStopped    = 3 // relay replay: the repeat-failure threshold stopped it
-	exitNoVerdict  = 3 // relay audit: it could not complete
-	exitIncomplete = 4 // relay replay: published, but not every outcome is known in time
-)
-
 func main() {
-	os.Exit(guarded(os.Stderr, func() int {
+	os.Exit(cli.Guarded(os.Stderr, func() int {
 		a := &app{lookup: os.LookupEnv, stdout: os.Stdout, stderr: os.Stderr}
 		args := os.Args[1:]
 		switch {
@@ -31,7 +22,7 @@ func main() {
 			sigs, err := supervise.Become(os.Stderr)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "relay: %v\n", err)
-				return exitUsage
+				return cli.Usage
 			}
 			a.signals = sigs
 		case len(args) > 0 && args[0] == "run":
@@ -52,15 +43,15 @@ func (a *app) run(ctx context.Context, args []string) int {
 	root := newRoot(a)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
-	var code exitCode
+	var code cli.ExitCode
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.OK
 	case errors.As(err, &code):
 		return int(code) // the command said what went wrong
 	}
 	// A command line cobra refused: an unknown command or flag, a bad
 	// flag value, a wrong number of arguments.
 	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", c.CommandPath(), err, c.CommandPath())
-	return exitUsage
+	return cli.Usage
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"relay/internal/cli"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,8 +95,8 @@ func TestBadConfigurationExitsTwoNamingTheVariable(t *testing.T) {
 			lookup, environ := env(m)
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), []string{"run"}, lookup, environ, &stdout, &stderr)
-			if code != exitUsage {
-				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitUsage, stderr.String())
+			if code != cli.Usage {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, cli.Usage, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.wantVar) {
 				t.Fatalf("stderr does not name %s:\n%s", tc.wantVar, stderr.String())
@@ -118,7 +119,7 @@ func TestConfigCommandMasksSecrets(t *testing.T) {
 		"RELAY_KAFKA_SSL_KEY_PEM":       "-----BEGIN PRIVATE KEY-----abc",
 	})
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != cli.OK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	out := stdout.String()
@@ -140,10 +141,10 @@ func TestUsage(t *testing.T) {
 		args []string
 		code int
 	}{
-		{nil, exitUsage},
-		{[]string{"frobnicate"}, exitUsage},
-		{[]string{"run", "--fast"}, exitUsage},
-		{[]string{"--help"}, exitOK},
+		{nil, cli.Usage},
+		{[]string{"frobnicate"}, cli.Usage},
+		{[]string{"run", "--fast"}, cli.Usage},
+		{[]string{"--help"}, cli.OK},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, lookup, environ, &out, &errb); code != tc.code {
@@ -167,7 +168,7 @@ func TestConfigCommandShowsDerivedValues(t *testing.T) {
 	}
 	lookup, environ := env(base)
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != exitOK {
+	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != cli.OK {
 		t.Fatalf("registry and hook with the defaults: exit %d:\n%s", code, stderr.String())
 	}
 	for _, want := range []string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=60000", "RELAY_SCHEMA_READER_VERSION=3"} {
@@ -182,8 +183,8 @@ func TestConfigCommandShowsDerivedValues(t *testing.T) {
 	lookup, environ = env(base)
 	stdout.Reset()
 	stderr.Reset()
-	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != exitUsage {
-		t.Fatalf("a 10s transaction timeout with a hook: exit %d, want %d", code, exitUsage)
+	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != cli.Usage {
+		t.Fatalf("a 10s transaction timeout with a hook: exit %d, want %d", code, cli.Usage)
 	}
 	if !strings.Contains(stderr.String(), "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS") {
 		t.Errorf("the refusal does not name the variable:\n%s", stderr.String())

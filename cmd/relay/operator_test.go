@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"relay/internal/cli"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func TestOperatorCommandsRefuseBadInput(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, lookup, environ, &stdout, &stderr)
-		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+		if code != cli.Usage || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"relay/internal/cli"
 	"relay/internal/config"
 	"relay/internal/daemon"
 	"relay/internal/kafkaclient"
@@ -26,15 +26,15 @@ type ops struct {
 // setup loads the configuration and an admin client for an operator
 // command; a non-zero code is what the command must stop with.
 func (a *app) setup() (*ops, int) {
-	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
+	cfg, ok := cli.LoadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
 	if !ok {
-		return nil, exitUsage
+		return nil, cli.Usage
 	}
 	ad, err := kafkaclient.Admin(cfg)
 	if err != nil {
 		return nil, daemonExit(daemon.ClientConfigError(cfg, "admin", err), a.stderr)
 	}
-	return &ops{cfg: cfg, admin: ad}, exitOK
+	return &ops{cfg: cfg, admin: ad}, cli.OK
 }
 
 // withSnapshot runs an operator command's body on a fresh snapshot of the
@@ -42,14 +42,14 @@ func (a *app) setup() (*ops, int) {
 // for); it returns the body's exit code, or the setup's or the read's.
 func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string) bool, body func(o *ops, s *quarantine.Snapshot) int) int {
 	o, code := a.setup()
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer o.admin.Close()
 	s, err := quarantine.Load(ctx, o.cfg, o.admin, keep)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
-		return exitFailure
+		return cli.Failure
 	}
 	if s.Warning != nil {
 		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
@@ -64,19 +64,11 @@ func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string
 // with, having said why.
 func (a *app) fitTransactionTimeout(ctx context.Context, o *ops, name, nothing string) int {
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := kafkaclient.FitTransactionTimeout(ctx, o.admin, o.cfg, log)
-	var away *kafkaclient.BrokersAwayError
-	if errors.As(err, &away) {
-		// A command does not wait for the brokers: its own calls say
-		// whether they are away.
-		log.Warn("transaction.timeout.ms is not checked against the brokers' limit", "err", err)
-		return exitOK
-	}
-	if err != nil {
+	if err := kafkaclient.FitForCommand(ctx, o.admin, o.cfg, log); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n%s\n", name, err, nothing)
-		return exitUsage
+		return cli.Usage
 	}
-	return exitOK
+	return cli.OK
 }
 
 // codeOf is the exit code of an operator command's error: bad input is 2.
@@ -84,23 +76,10 @@ func codeOf(err error) int {
 	var in *quarantine.InputError
 	var re *replay.RulesError
 	if errors.As(err, &in) || errors.As(err, &re) {
-		return exitUsage
+		return cli.Usage
 	}
-	return exitFailure
+	return cli.Failure
 }
 
 // print writes v as one JSON document with -o json, else as text writes it.
-func (a *app) print(out output, v any, text func(w io.Writer)) {
-	if out == outJSON {
-		_ = writeJSON(a.stdout, v)
-		return
-	}
-	text(a.stdout)
-}
-
-// writeJSON writes v as one pretty-printed JSON document.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (a *app) print(out cli.Output, v any, text func(w io.Writer)) { cli.Print(a.stdout, out, v, text) }

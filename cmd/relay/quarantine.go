@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"relay/internal/cli"
 	"relay/internal/quarantine"
 )
 
@@ -21,31 +21,14 @@ in the relay.failure.id header. The actor defaults to RELAY_ACTOR, else
 user@host. Exit codes: 0 ok, 1 runtime failure, 2 bad input (nothing written).`
 
 func (a *app) quarantineCmd() *cobra.Command {
-	c := group(&cobra.Command{Use: "quarantine", Short: "list, show, count and discard quarantined failures", Long: quarantineLong}, a)
+	c := cli.Group(&cobra.Command{Use: "quarantine", Short: "list, show, count and discard quarantined failures", Long: quarantineLong}, a.stderr)
 	c.AddCommand(a.listCmd(), a.showCmd(), a.statsCmd(), a.discardCmd())
 	return c
 }
 
-// filterFlags registers the selection flags shared by list and replay.
-func filterFlags(fs *pflag.FlagSet, sp *quarantine.Spec, withStates bool) {
-	fs.StringVar(&sp.Codes, "code", "", "error codes, comma-separated")
-	fs.StringVar(&sp.Classes, "class", "", "error classes (relay.error.class), comma-separated")
-	fs.Var(&keyFlag{&sp.Key}, "key", "record key, as text")
-	fs.StringVar(&sp.MinAge, "min-age", "", "quarantined at least this long ago (e.g. 1h, 7d)")
-	fs.StringVar(&sp.MaxAge, "max-age", "", "quarantined at most this long ago")
-	fs.StringVar(&sp.SchemaVersions, "schema-version", "", "writer schema versions, comma-separated")
-	fs.IntVar(&sp.Partition, "partition", -1, "source partition")
-	fs.StringVar(&sp.Source, "source", "", "source topic")
-	fs.StringVar(&sp.Since, "since", "", "quarantined at or after (RFC 3339 time, or a duration ago: 24h, 7d)")
-	fs.StringVar(&sp.Until, "until", "", "quarantined at or before (RFC 3339 time, or a duration ago)")
-	if withStates {
-		fs.StringVar(&sp.States, "state", "", "states, comma-separated, or all (default open,replaying,failed-again)")
-	}
-}
-
 func (a *app) listCmd() *cobra.Command {
 	spec := quarantine.Spec{Partition: -1}
-	var out output
+	var out cli.Output
 	var jsonLines bool
 	c := &cobra.Command{
 		Use:   "list [filters]",
@@ -55,34 +38,34 @@ error code, age, writer schema version, replays, and where the quarantine
 record is ("gone (retention)" if it was deleted). With -o json, one JSON
 array of the failures. The deprecated --json prints JSON Lines instead, as
 it always did.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			now := time.Now()
 			f, err := spec.Build(now)
 			if err != nil {
 				fmt.Fprintf(a.stderr, "relay quarantine list: %v\n", err)
-				return exitCode(exitUsage)
+				return cli.ExitCode(cli.Usage)
 			}
-			return status(a.withSnapshot(c.Context(), "relay quarantine list", nil, func(o *ops, s *quarantine.Snapshot) int {
+			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine list", nil, func(o *ops, s *quarantine.Snapshot) int {
 				if err := quarantine.CheckSource(o.cfg, f.Source); err != nil {
 					fmt.Fprintf(a.stderr, "relay quarantine list: %v\n", err)
-					return exitUsage
+					return cli.Usage
 				}
 				items := s.Items(f, now)
 				switch {
 				case jsonLines:
 					quarantine.WriteJSONLines(a.stdout, items)
-				case out == outJSON:
-					_ = writeJSON(a.stdout, items)
+				case out == cli.JSON:
+					_ = cli.WriteJSON(a.stdout, items)
 				default:
 					quarantine.WriteTable(a.stdout, items, now)
 				}
-				return exitOK
+				return cli.OK
 			}))
 		},
 	}
-	filterFlags(c.Flags(), &spec, true)
-	outputFlag(c, &out, false)
+	spec.Bind(c.Flags(), true)
+	cli.OutputFlag(c, &out, false)
 	c.Flags().BoolVar(&jsonLines, "json", false, "one JSON object a line")
 	_ = c.Flags().MarkDeprecated("json", "use -o json (one JSON array)")
 	return c
@@ -97,10 +80,10 @@ func (a *app) showCmd() *cobra.Command {
 			id := args[0]
 			if _, _, _, err := quarantine.ParseFailureID(id); err != nil {
 				fmt.Fprintf(a.stderr, "relay quarantine show: %v\n", err)
-				return exitCode(exitUsage)
+				return cli.ExitCode(cli.Usage)
 			}
 			keep := func(x string) bool { return x == id }
-			return status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(_ *ops, s *quarantine.Snapshot) int {
+			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(_ *ops, s *quarantine.Snapshot) int {
 				return a.show(s, id)
 			}))
 		},
@@ -111,34 +94,34 @@ func (a *app) show(s *quarantine.Snapshot, id string) int {
 	out, ok := s.Show(id)
 	if !ok {
 		fmt.Fprintf(a.stderr, "relay quarantine show: %s is not in the ledger nor in a quarantine topic\n", id)
-		return exitUsage
+		return cli.Usage
 	}
 	if out.RecordGone {
 		fmt.Fprintf(a.stderr, "relay quarantine show: the quarantine record of %s is gone (retention); the ledger remains\n", id)
 	}
-	if writeJSON(a.stdout, out) != nil {
-		return exitFailure
+	if cli.WriteJSON(a.stdout, out) != nil {
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }
 
 func (a *app) statsCmd() *cobra.Command {
-	var out output
+	var out cli.Output
 	c := &cobra.Command{
 		Use:   "stats",
 		Short: "counts by state; unresolved by code with the oldest; retention headroom",
 		Long:  "Counts by state; unresolved by code, with the oldest; retention headroom per quarantine topic. -o json: one JSON object.",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return status(a.withSnapshot(c.Context(), "relay quarantine stats", nil, func(_ *ops, s *quarantine.Snapshot) int {
+			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine stats", nil, func(_ *ops, s *quarantine.Snapshot) int {
 				now := time.Now()
 				st := s.Stats(now)
 				a.print(out, st, func(w io.Writer) { st.WriteText(w, now) })
-				return exitOK
+				return cli.OK
 			}))
 		},
 	}
-	outputFlag(c, &out, true)
+	cli.OutputFlag(c, &out, true)
 	return c
 }
 
@@ -152,7 +135,7 @@ func (a *app) discardCmd() *cobra.Command {
 be (resolved, already discarded, or being replayed without --include-replaying).`,
 		RunE: func(c *cobra.Command, ids []string) error {
 			d.IDs = ids
-			return status(a.discard(c.Context(), d, actor))
+			return cli.Status(a.discard(c.Context(), d, actor))
 		},
 	}
 	c.Flags().StringVar(&d.Reason, "reason", "", "why (required; recorded in the ledger)")
@@ -165,11 +148,11 @@ be (resolved, already discarded, or being replayed without --include-replaying).
 func (a *app) discard(ctx context.Context, d *quarantine.Discard, actor string) int {
 	if err := d.Check(); err != nil {
 		fmt.Fprintf(a.stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
-		return exitUsage
+		return cli.Usage
 	}
 	d.Actor, d.Reason = quarantine.Actor(actor, a.lookup), strings.TrimSpace(d.Reason)
 	return a.withSnapshot(ctx, "relay quarantine discard", nil, func(o *ops, s *quarantine.Snapshot) int {
-		if code := a.fitTransactionTimeout(ctx, o, "relay quarantine discard", "nothing was discarded"); code != exitOK {
+		if code := a.fitTransactionTimeout(ctx, o, "relay quarantine discard", "nothing was discarded"); code != cli.OK {
 			return code
 		}
 		inFlight, err := d.Apply(ctx, o.cfg, s)
@@ -177,25 +160,7 @@ func (a *app) discard(ctx context.Context, d *quarantine.Discard, actor string) 
 			fmt.Fprintf(a.stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
 			return codeOf(err)
 		}
-		for _, id := range d.IDs {
-			fmt.Fprintf(a.stdout, "discarded %s (by %s: %s)\n", id, d.Actor, d.Reason)
-			if rp, ok := inFlight[id]; ok {
-				fmt.Fprintf(a.stdout, "  its replay %s was in flight: relay drops the replayed record at its turn, unless it had already taken it up"+
-					" (then its outcome stands: relay quarantine show %s)\n", rp, id)
-			}
-		}
-		return exitOK
+		d.WriteText(a.stdout, inFlight)
+		return cli.OK
 	})
 }
-
-// keyFlag is --key: set, even to "", it selects that key.
-type keyFlag struct{ p **string }
-
-func (k *keyFlag) String() string {
-	if *k.p == nil {
-		return ""
-	}
-	return **k.p
-}
-func (k *keyFlag) Set(v string) error { *k.p = &v; return nil }
-func (k *keyFlag) Type() string       { return "string" }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"relay/internal/cli"
 	"relay/internal/reference"
 )
 
@@ -36,7 +37,7 @@ func TestReferenceIsCurrent(t *testing.T) {
 
 // The exit codes the reference documents are the ones relay returns.
 func TestReferenceExitCodes(t *testing.T) {
-	codes := []int{exitOK, exitFailure, exitUsage, exitStopped, exitIncomplete}
+	codes := []int{cli.OK, cli.Failure, cli.Usage, cli.Stopped, cli.Incomplete}
 	if len(reference.ExitCodes) != len(codes) {
 		t.Fatalf("the reference documents %d exit codes, relay has %d", len(reference.ExitCodes), len(codes))
 	}

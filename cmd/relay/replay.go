@@ -11,40 +11,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"relay/internal/cli"
 	"relay/internal/quarantine"
 	"relay/internal/replay"
 )
-
-const replayLong = `Replays quarantined records through relay: each selected record is
-published to the replay topic with its original identity and
-relay.replay.count incremented, in a transaction with its ledger change
-(replaying); relay consumes the replay topic through the same pipeline and
-records each outcome (resolved, failed-again) in the ledger.
-
-Select with at least one of --ids, --code, --schema-version, --since/--until,
---min-age/--max-age, --source, --partition, --all: open failures only
-(--ids also takes failed-again ones) unless --include-failed-again or
---include-replaying. Resolved, discarded and replaying failures and those
-whose record is gone are skipped and counted. --dry-run writes nothing and
-reports what would pass and what would still fail, by code. With -o json the
-report (dry run or summary) is one pretty-printed JSON document.
-
-A replay also stops by itself, saying why, when relay's lag on the replay
-topic passes --max-replay-lag and keeps rising, when more than
---max-duplicates replayed records turn out to be copies of settled failures,
-and when the hook times out more than --max-hook-timeouts times on the relay
-instances --watch-metrics names.
-
-Exit codes: 0 done, 1 runtime failure, 2 bad input (nothing written), 3
-stopped (repeat failures or a stop condition), 4 outcomes not all known in
---wait.`
 
 // replayLine is `relay replay`'s command line.
 type replayLine struct {
 	o        replay.Options
 	actor    string
 	progress string
-	out      output
+	out      cli.Output
 }
 
 func (a *app) replayCmd() *cobra.Command {
@@ -52,9 +29,9 @@ func (a *app) replayCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "replay --reason TEXT <selection> [options]",
 		Short: "replay quarantined records through relay, rate-limited and recorded in the ledger",
-		Long:  replayLong,
+		Long:  replay.Help,
 		RunE: func(c *cobra.Command, args []string) error {
-			return status(a.replay(c.Context(), rl, args, time.Now()))
+			return cli.Status(a.replay(c.Context(), rl, args, time.Now()))
 		},
 	}
 	rl.flags(c)
@@ -66,7 +43,7 @@ func (rl *replayLine) flags(c *cobra.Command) {
 	fs.StringVar(&o.Reason, "reason", "", "why (required; recorded in the ledger)")
 	fs.StringVar(&rl.actor, "actor", "", "who (default RELAY_ACTOR, else user@host)")
 	fs.StringVar(&o.IDs, "ids", "", "failure ids, comma-separated (these may also be failed-again)")
-	filterFlags(fs, &o.Filter, false)
+	o.Filter.Bind(fs, false)
 	fs.BoolVar(&o.All, "all", false, "every open failure")
 	fs.BoolVar(&o.IncludeFailedAgain, "include-failed-again", false, "also failures whose earlier replay failed again")
 	fs.BoolVar(&o.IncludeReplaying, "include-replaying", false, "also failures still replaying from an earlier replay whose record was lost; "+
@@ -83,7 +60,7 @@ func (rl *replayLine) flags(c *cobra.Command) {
 	fs.IntVar(&o.MaxHookTimeouts, "max-hook-timeouts", o.MaxHookTimeouts, "stop when the hook times out more often than this during the replay (needs --watch-metrics)")
 	fs.StringSliceVar(&o.WatchMetrics, "watch-metrics", nil, "relay instances' /metrics URLs, comma-separated, whose relay_hook_timeouts_total is watched (default RELAY_REPLAY_WATCH_METRICS)")
 	fs.StringVar(&rl.progress, "progress", "auto", "auto, bar, lines or none (auto: a bar on a terminal)")
-	outputFlag(c, &rl.out, true)
+	cli.OutputFlag(c, &rl.out, true)
 }
 
 // check names every problem of the command line.
@@ -105,11 +82,11 @@ func (rl *replayLine) check(pos []string, now time.Time) error {
 func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time.Time) int {
 	if err := rl.check(pos, now); err != nil {
 		fmt.Fprintf(a.stderr, "relay replay: %v\nnothing was replayed\n", err)
-		return exitUsage
+		return cli.Usage
 	}
 	rl.o.Actor = quarantine.Actor(rl.actor, a.lookup)
 	ops, code := a.setup()
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer ops.admin.Close()
@@ -117,7 +94,7 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 		rl.o.WatchMetrics = ops.cfg.WatchMetrics
 	}
 	if !rl.o.DryRun {
-		if code := a.fitTransactionTimeout(ctx, ops, "relay replay", "nothing was replayed"); code != exitOK {
+		if code := a.fitTransactionTimeout(ctx, ops, "relay replay", "nothing was replayed"); code != cli.OK {
 			return code
 		}
 	}
@@ -136,7 +113,7 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 		a.print(rl.out, map[string]any{"selected": 0, "skipped": sel.Skipped}, func(w io.Writer) {
 			fmt.Fprintf(w, "nothing to replay: 0 failures selected%s\n", replay.Skips(sel.Skipped))
 		})
-		return exitOK
+		return cli.OK
 	}
 	if rl.o.DryRun {
 		return a.dryRun(ctx, plan, rl)
@@ -145,14 +122,14 @@ func (a *app) replay(ctx context.Context, rl *replayLine, pos []string, now time
 	res, err := plan.Run(ctx, &rl.o, id, a.stderr, replay.NewTextProgress(rl.progress, a.stderr, id, len(plan.Selection.Records), rl.o.Rate))
 	if err != nil {
 		fmt.Fprintf(a.stderr, "relay replay: %v\nnothing was replayed\n", err)
-		return exitFailure
+		return cli.Failure
 	}
 	if res.Err != nil {
 		fmt.Fprintf(a.stderr, "relay replay: %v\n", res.Err)
 	}
 	a.print(rl.out, res, res.WriteText)
-	return [...]int{replay.Done: exitOK, replay.Stopped: exitStopped, replay.Incomplete: exitIncomplete,
-		replay.Interrupted: exitFailure, replay.Failed: exitFailure}[res.Status]
+	return [...]int{replay.Done: cli.OK, replay.Stopped: cli.Stopped, replay.Incomplete: cli.Incomplete,
+		replay.Interrupted: cli.Failure, replay.Failed: cli.Failure}[res.Status]
 }
 
 func (a *app) dryRun(ctx context.Context, plan *replay.Plan, rl *replayLine) int {
@@ -162,5 +139,5 @@ func (a *app) dryRun(ctx context.Context, plan *replay.Plan, rl *replayLine) int
 		return codeOf(err)
 	}
 	a.print(rl.out, p, p.WriteText)
-	return exitOK
+	return cli.OK
 }

@@ -7,22 +7,23 @@ import (
 	"io"
 	"os"
 
+	"relay/internal/cli"
 	"relay/internal/daemon"
 )
 
 // runDaemon is `relay run`: it loads the configuration, runs the daemon and
 // turns how it ended into the exit code.
 func runDaemon(ctx context.Context, lookup func(string) (string, bool), environ []string, signals <-chan os.Signal, stderr io.Writer) int {
-	cfg, ok := loadConfig(lookup, environ, stderr)
+	cfg, ok := cli.LoadConfig(lookup, environ, stderr)
 	if !ok {
-		return exitUsage
+		return cli.Usage
 	}
 	return daemonExit(daemon.Run(ctx, cfg, daemon.Options{
 		Environ: environ,
-		Go:      goGuarded,
+		Go:      func(f func()) { cli.GoGuarded(f, os.Exit) },
 		Signals: signals,
 		// A second signal, or a graceful stop past its bound.
-		Abandon: func() { os.Exit(exitFailure) },
+		Abandon: func() { os.Exit(cli.Failure) },
 	}, daemon.NewLogger(cfg, stderr)), stderr)
 }
 
@@ -33,11 +34,11 @@ func daemonExit(err error, stderr io.Writer) int {
 	var ce *daemon.ConfigError
 	switch {
 	case err == nil:
-		return exitOK
+		return cli.OK
 	case errors.As(err, &ce):
 		fmt.Fprintf(stderr, "relay: invalid configuration:\n  %v\n", ce)
-		return exitUsage
+		return cli.Usage
 	default:
-		return exitFailure
+		return cli.Failure
 	}
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/spf13/cobra"
 
+	"relay/internal/cli"
 	"relay/internal/config"
 	"relay/internal/daemon"
 	"relay/internal/kafkaclient"
@@ -18,34 +17,34 @@ import (
 )
 
 func (a *app) topicsCmd() *cobra.Command {
-	c := group(&cobra.Command{
+	c := cli.Group(&cobra.Command{
 		Use:   "topics",
 		Short: "show or create the topics relay needs (output, retry tiers, quarantine, rejected, replay, state)",
-	}, a)
-	var out output
+	}, a.stderr)
+	var out cli.Output
 	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "show the topics relay needs, what exists, and what apply would create",
 		Long: `Shows the topics relay needs, what exists, and what apply would create.
 With -o json, one JSON array of the topics.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return status(a.topics(c.Context(), false, 0, out))
+			return cli.Status(a.topics(c.Context(), false, 0, out))
 		},
 	}
-	outputFlag(plan, &out, false)
+	cli.OutputFlag(plan, &out, false)
 	replication := 3
 	apply := &cobra.Command{
 		Use:   "apply",
 		Short: "create the missing topics, add partitions to those with fewer than their source",
 		Long: `Creates the missing topics and adds partitions to those with fewer than
 their source. It never deletes a topic or changes its settings.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if replication < 1 {
 				return fmt.Errorf("--replication-factor %d: not a whole number from 1", replication)
 			}
-			return status(a.topics(c.Context(), true, replication, outTable))
+			return cli.Status(a.topics(c.Context(), true, replication, cli.Table))
 		},
 	}
 	apply.Flags().IntVar(&replication, "replication-factor", 3, "replication factor of created topics (capped at the brokers present)")
@@ -63,94 +62,45 @@ relay run checks them at start-up and names any that is missing.`,
 		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: topics.Commands,
 		RunE: func(c *cobra.Command, args []string) error {
-			return status(a.acls(args, principal, out))
+			return cli.Status(a.acls(args, principal, out))
 		},
 	}
 	acls.Flags().StringVar(&principal, "principal", "", "print kafka-acls.sh commands granting the ACLs to this principal (e.g. User:relay)")
-	outputFlag(acls, &out, false)
+	cli.OutputFlag(acls, &out, false)
 	c.AddCommand(plan, apply, acls)
 	return c
 }
 
 // acls is `relay topics acls`.
-func (a *app) acls(args []string, principal string, out output) int {
-	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
+func (a *app) acls(args []string, principal string, out cli.Output) int {
+	cfg, ok := cli.LoadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
 	if !ok {
-		return exitUsage
+		return cli.Usage
 	}
-	commands := topics.Commands
-	if len(args) == 1 {
-		commands = args
+	id, _ := a.lookup(config.EnvTransactionalID)
+	gs, err := topics.Grants(cfg, args, id != "")
+	if err == nil && principal != "" && out != cli.JSON {
+		err = topics.WriteGrantCommands(a.stdout, gs, principal)
 	}
-	type row struct {
-		For string `json:"command"`
-		topics.ACL
+	if err != nil {
+		fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
+		return cli.Usage
 	}
-	var rows []row
-	for _, cmd := range commands {
-		list, err := topics.ACLs(cfg, cmd)
-		if err != nil {
-			fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
-			return exitUsage
-		}
-		for _, acl := range list {
-			if acl.Resource == "TransactionalId" && !acl.Prefixed {
-				// Run without the instance's identity: say what goes there.
-				if v, ok := a.lookup(config.EnvTransactionalID); !ok || v == "" {
-					acl.Name = "$" + config.EnvTransactionalID
-				}
-			}
-			rows = append(rows, row{cmd, acl})
-		}
+	if principal == "" || out == cli.JSON {
+		a.print(out, gs, func(w io.Writer) { topics.WriteGrants(w, gs) })
 	}
-	switch {
-	case out == outJSON:
-		if err := writeJSON(a.stdout, rows); err != nil {
-			fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
-			return exitFailure
-		}
-		return exitOK
-	case principal != "":
-		if !strings.HasPrefix(principal, "User:") {
-			fmt.Fprintf(a.stderr, "relay topics acls: --principal %q: a principal is User:<name>\n", principal)
-			return exitUsage
-		}
-		seen := map[string]bool{}
-		for _, r := range rows {
-			line := r.Command(principal)
-			if !seen[line] {
-				seen[line] = true
-				fmt.Fprintln(a.stdout, line)
-			}
-		}
-		return exitOK
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMMAND\tRESOURCE\tPATTERN\tNAME\tOPERATION\tWHY")
-	for _, r := range rows {
-		pattern := "literal"
-		if r.Prefixed {
-			pattern = "prefixed"
-		}
-		why := r.Why
-		if r.Optional {
-			why = "optional: " + why
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.For, r.Resource, pattern, r.Name, r.Operation, why)
-	}
-	_ = tw.Flush()
-	return exitOK
+	return cli.OK
 }
 
 // topics is `relay topics plan` and, with apply, `relay topics apply`.
-func (a *app) topics(ctx context.Context, apply bool, replication int, out output) int {
+func (a *app) topics(ctx context.Context, apply bool, replication int, out cli.Output) int {
 	name := "relay topics plan"
 	if apply {
 		name = "relay topics apply"
 	}
-	cfg, ok := loadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
+	cfg, ok := cli.LoadConfig(config.ForOperators(a.lookup), a.environ, a.stderr)
 	if !ok {
-		return exitUsage
+		return cli.Usage
 	}
 	// A plain producer, for its watermark queries (apply checks with them
 	// that what it created serves requests); the admin client shares its
@@ -163,7 +113,7 @@ func (a *app) topics(ctx context.Context, apply bool, replication int, out outpu
 	ad, err := kafka.NewAdminClientFromProducer(p)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: admin client: %v\n", name, err)
-		return exitFailure
+		return cli.Failure
 	}
 	defer ad.Close()
 	timeout := max(cfg.OpTimeout, 10*time.Second)
@@ -177,14 +127,14 @@ func (a *app) topics(ctx context.Context, apply bool, replication int, out outpu
 	}
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
-		return exitFailure
+		return cli.Failure
 	}
 	a.print(out, topics.Views(states), func(w io.Writer) { topics.WriteTable(w, states) })
 	if err := topics.Check(states); err != nil && apply {
 		fmt.Fprintf(a.stderr, "relay topics apply: still wrong (fix these by hand):\n%v\n", err)
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }
 
 // applied says what apply changed.

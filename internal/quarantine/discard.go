@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strings"
@@ -112,4 +113,16 @@ func Actor(flag string, lookup func(string) (string, bool)) string {
 		return name
 	}
 	return name + "@" + host
+}
+
+// WriteText says what Apply did: each failure discarded, and the replays
+// that were in flight (inFlight, as Apply returned it).
+func (d *Discard) WriteText(w io.Writer, inFlight map[string]string) {
+	for _, id := range d.IDs {
+		fmt.Fprintf(w, "discarded %s (by %s: %s)\n", id, d.Actor, d.Reason)
+		if rp, ok := inFlight[id]; ok {
+			fmt.Fprintf(w, "  its replay %s was in flight: relay drops the replayed record at its turn, unless it had already taken it up"+
+				" (then its outcome stands: relay quarantine show %s)\n", rp, id)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -9,31 +9,31 @@ import (
 
 // A Go panic exits with status 2, which relay documents as a bad
 // configuration: an operator would look for a typo. A crash is a runtime
-// failure (exit 1), and says it is a bug. guarded covers the main
+// failure (exit 1), and says it is a bug. Guarded covers the main
 // goroutine, which runs the loop, the handler and the rebalance callbacks;
-// goGuarded covers the goroutines relay starts itself. A panic on a
+// GoGuarded covers the goroutines relay starts itself. A panic on a
 // client library's own goroutine, or a fatal runtime error, is beyond
 // recover: `relay run`'s supervisor reports those (internal/supervise).
 
-// guarded runs f and returns its exit code, or exitFailure if it panics.
-func guarded(stderr io.Writer, f func() int) (code int) {
+// Guarded runs f and returns its exit code, or Failure if it panics.
+func Guarded(stderr io.Writer, f func() int) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			crashed(stderr, r)
-			code = exitFailure
+			code = Failure
 		}
 	}()
 	return f()
 }
 
-// goGuarded runs f on a goroutine of its own; a panic there ends relay
-// with exitFailure.
-func goGuarded(f func()) {
+// GoGuarded runs f on a goroutine of its own; a panic there ends relay:
+// exit (os.Exit, which only main may name) with Failure.
+func GoGuarded(f func(), exit func(int)) {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
 				crashed(os.Stderr, r)
-				os.Exit(exitFailure)
+				exit(Failure)
 			}
 		}()
 		f()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 // runtime failure: exit 1, with a log line that says it is a bug.
 func TestCrashIsNotAConfigurationError(t *testing.T) {
 	var stderr bytes.Buffer
-	code := guarded(&stderr, func() int {
+	code := Guarded(&stderr, func() int {
 		var tiers []string
 		return len(tiers[1:2]) // index out of range
 	})
-	if code != exitFailure {
-		t.Fatalf("exit %d, want %d (runtime failure)", code, exitFailure)
+	if code != Failure {
+		t.Fatalf("exit %d, want %d (runtime failure)", code, Failure)
 	}
 	out := stderr.String()
 	if !strings.Contains(out, "internal error") || !strings.Contains(out, "out of range") || !strings.Contains(out, "goroutine") {

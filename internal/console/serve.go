@@ -1,0 +1,74 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"relay/internal/secret"
+)
+
+// Serve runs the console on ln until ctx ends (nil then) or the listener
+// fails: it keeps a token read from a file current, warns of a setting
+// that exposes it, and on the way out stops the replays it started before
+// it shuts the server down. On loopback, with no AllowedHosts given, it
+// answers only to loopback's names (and the listen address's host): a page
+// of another site rebinding its name to 127.0.0.1 is refused.
+func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) error {
+	cfg, log := o.Config, o.Log
+	onLoopback := Loopback(ln.Addr())
+	if onLoopback && o.AllowedHosts == nil {
+		o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+		if listenHost != "" {
+			o.AllowedHosts = append(o.AllowedHosts, listenHost)
+		}
+	}
+	srv, err := New(o)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer srv.Close() // on every way out; a second Close returns at once
+	if cfg.Console.Token != nil && cfg.Console.Token.File != "" {
+		go secret.Watch(ctx, []*secret.Value{cfg.Console.Token}, 5*time.Second, nil, func(*secret.Value) {}, log)
+	}
+	for _, p := range cfg.Console.TrustedProxies {
+		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
+			log.Warn("RELAY_CONSOLE_TRUSTED_PROXIES includes loopback: any local process can name itself in " + cfg.Console.UserHeader)
+		}
+	}
+	switch {
+	case cfg.Console.Token == nil && cfg.Console.UserHeader == "":
+		log.Info("read-only: set RELAY_CONSOLE_TOKEN, or a trusted proxy, to allow actions")
+	case !onLoopback:
+		log.Warn("the console listens beyond this host: serve it behind TLS (an ingress), or the token and sessions cross the network in clear")
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("relay console listening", "addr", ln.Addr().String(), "sources", cfg.SourceTopics)
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	// Replays first: their pages' event streams end with them, so the
+	// server's shutdown does not wait for those.
+	srv.Close()
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(c)
+	log.Info("relay console stopped")
+	return nil
+}
+
+// Loopback says whether a is a loopback address.
+func Loopback(a net.Addr) bool {
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap.Addr().IsLoopback()
+}
