@@ -461,7 +461,7 @@ func TestChartOptionalObjects(t *testing.T) {
 	cj := r.cronJobs[0]
 	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 	args := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
-	for _, want := range []string{"relay audit", "--source=orders", "--from=25h", "--metrics-file="} {
+	for _, want := range []string{"relay audit", "--source=orders", "--from=25h", "--metrics-file=", "--push-url=http://pushgateway.monitoring:9091"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("the audit runs %q, without %q", args, want)
 		}

@@ -222,6 +222,35 @@ func parseID(id string) (topic string, p int32, off int64, err error) {
 	return id[:j], int32(pp), o, nil
 }
 
+// waitsTooLong notes a copy that waits behind an earlier record of its key
+// (KEY_BLOCKED with relay.key.head) and has waited behind that same head
+// longer than twice the stuck bound: a head settles within the bound (its
+// retry budget and last tier), so a key whose followers keep hopping that
+// long has a head that never settles. Each hop is a fresh copy, due soon,
+// which aging alone would never call stuck.
+func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) bool {
+	head, ok := envelope.Lookup(m.Headers, envelope.KeyHead)
+	code, _ := envelope.Lookup(m.Headers, envelope.ErrorCode)
+	since, _ := envelope.Lookup(m.Headers, envelope.FirstFailedAt)
+	t, err := time.Parse(time.RFC3339Nano, string(since))
+	if !ok || len(head) == 0 || string(code) != keyBlocked || err != nil {
+		return false
+	}
+	waited := s.o.Now.Sub(t)
+	if waited <= 2*s.o.StuckAfter {
+		return false
+	}
+	s.rep.partitionStuck(p)
+	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
+		fmt.Sprintf("waits behind %s, an earlier record of its key, since %s (%s): longer than twice the stuck bound %s, so that record never settles; is it stuck, lost or held?",
+			head, t.UTC().Format(time.RFC3339), waited.Round(time.Second), s.o.StuckAfter))
+	return true
+}
+
+// keyBlocked is the code of a copy that only waits behind its key (the
+// pipeline's CodeKeyBlocked, which the audit does not import).
+const keyBlocked = "KEY_BLOCKED"
+
 // aging notes a copy in flight that relay should have consumed long ago:
 // a tier copy past its relay.not.before, or a replay copy past its
 // publication, by more than the stuck bound (a key whose head never
@@ -237,6 +266,9 @@ func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64)
 		due = t
 	}
 	if due.IsZero() {
+		return
+	}
+	if r == roleTier && s.waitsTooLong(m, topic, p, off) {
 		return
 	}
 	overdue := s.o.Now.Sub(due)

@@ -10,6 +10,7 @@ import (
 	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/ledger"
+	"relay/internal/pipeline"
 )
 
 // testScan is a scan of source orders' partition 0, offsets [0, 10), with
@@ -223,5 +224,29 @@ func TestUnreadableConfigurationStopsTheAudit(t *testing.T) {
 	s.topics = []derived{{"orders.valid", roleOutput}, {"orders.rejected", roleRejected}, {"orders.quarantine", roleQuarantine}}
 	if err := s.retention(context.Background(), fakeConfigs{res: all("compact,delete")}); err != nil || !s.compacted {
 		t.Fatalf("a compacted output: %v, compacted %v", err, s.compacted)
+	}
+}
+
+// A copy waiting behind its key's head is a fresh copy at each hop, due
+// soon: it is stuck when it has waited behind the same head longer than
+// twice the bound (relay.key.head with relay.first.failed.at), not before,
+// and never for a copy that waits for its own retry.
+func TestFollowersOfAHeadThatNeverSettles(t *testing.T) {
+	if keyBlocked != pipeline.CodeKeyBlocked {
+		t.Fatalf("the audit's KEY_BLOCKED %q is not the pipeline's %q", keyBlocked, pipeline.CodeKeyBlocked)
+	}
+	s := testScan(t, nil)
+	now := time.Now()
+	follower := func(off int64, code string, since time.Time) []kafka.Header {
+		return []kafka.Header{h(envelope.FailureID, envelope.ID("orders", 0, off)), h(envelope.SourceTopic, "orders"), h(envelope.SourcePartition, "0"),
+			h(envelope.SourceOffset, string(rune('0'+off))), printOf(off), h(envelope.ErrorCode, code), h(envelope.KeyHead, "orders/0/1"),
+			h(envelope.FirstFailedAt, since.UTC().Format(envelope.TimeFormat)), h(envelope.NotBefore, now.UTC().Format(envelope.TimeFormat))}
+	}
+	tier := s.envelopeRecord(derived{"orders.retry.5s", roleTier})
+	tier(msg("orders.retry.5s", 3, nil, nil, follower(5, keyBlocked, now.Add(-90*time.Minute))...))  // within twice the hour
+	tier(msg("orders.retry.5s", 4, nil, nil, follower(6, keyBlocked, now.Add(-150*time.Minute))...)) // past it
+	tier(msg("orders.retry.5s", 5, nil, nil, follower(7, "HOOK_UNAVAILABLE", now.Add(-150*time.Minute))...))
+	if s.rep.stuck[0] != 1 || len(s.rep.Findings) != 1 || s.rep.Findings[0].Source.Offset != 6 {
+		t.Fatalf("stuck %d, findings %v; want offset 6 alone stuck", s.rep.stuck[0], s.rep.Findings)
 	}
 }

@@ -63,6 +63,10 @@ type Failure struct {
 	// quarantine or rejected record keeps it. The tier record itself has
 	// the hop's time, so the tier's retention counts from the hop.
 	RecordTimestamp time.Time
+	// KeyHead is relay.key.head: on a KEY_BLOCKED record, the failure id
+	// of the record it waits behind (FirstFailedAt is then when it began
+	// to wait behind it).
+	KeyHead string
 	// Causes is the failure's cause chain, outermost first, each redacted
 	// like Message. It is no relay header: Kafka Connect's stack trace
 	// header carries it (see Compat), on the record it failed at.
@@ -121,6 +125,9 @@ func AppendFailure[H AnyHeader](h []H, f *Failure) []H {
 	}
 	if !f.RecordTimestamp.IsZero() {
 		add(RecordTimestamp, formatTime(f.RecordTimestamp))
+	}
+	if f.KeyHead != "" {
+		add(KeyHead, f.KeyHead)
 	}
 	return h
 }
@@ -204,6 +211,8 @@ func (f *Failure) set(key, v string) error {
 		f.ReplayCount, err = parseCount(v)
 	case RecordTimestamp:
 		f.RecordTimestamp, err = parseTime(v)
+	case KeyHead:
+		f.KeyHead = v
 	}
 	return err
 }

@@ -43,6 +43,10 @@ const (
 	// KeySeq is the place of a tier record in its key's queue (key
 	// ordering): records of a blocked key are processed in this order.
 	KeySeq = "relay.key.seq"
+	// KeyHead is, on a record that waits behind an earlier record of its
+	// key (KEY_BLOCKED), that record's failure id; relay.first.failed.at
+	// is then when it began to wait behind it.
+	KeyHead = "relay.key.head"
 	// RecordTimestamp is, on tier records, the timestamp the record keeps
 	// when it leaves the tiers; the tier record's own is the hop's time.
 	RecordTimestamp = "relay.record.timestamp"

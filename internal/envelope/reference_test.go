@@ -15,7 +15,7 @@ func TestEveryHeaderIsDocumented(t *testing.T) {
 	for _, h := range []string{
 		MessageID, TraceParent, TraceState, FailureID, SourceTopic, SourcePartition, SourceOffset, SourceTimestamp,
 		ConsumerGroup, Attempt, FirstFailedAt, LastFailedAt, NotBefore, ErrorClass, ErrorCode, ErrorMessage,
-		SchemaID, SchemaSubject, SchemaVersion, ReplayID, ReplayCount, KeySeq, RecordTimestamp,
+		SchemaID, SchemaSubject, SchemaVersion, ReplayID, ReplayCount, KeySeq, KeyHead, RecordTimestamp,
 	} {
 		if !documented[h] {
 			t.Errorf("header %s has no row in OutputHeaders or FailureHeaders", h)

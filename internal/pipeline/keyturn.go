@@ -75,6 +75,12 @@ func (m *Machine) follow(p *pass, seq int64) []txn.Output {
 		}
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
+	f.KeyHead = ks.Head
+	if prev := p.prev; prev != nil && prev.Code == CodeKeyBlocked && prev.KeyHead == ks.Head && !prev.FirstFailedAt.IsZero() {
+		// It hops again behind the same head: it has waited since its
+		// first hop behind it (relay audit judges how long).
+		f.FirstFailedAt = prev.FirstFailedAt
+	}
 	m.count(ledger.OutcomeRetry, CodeKeyBlocked)
 	p.traceOutcome(ledger.OutcomeRetry, f.Class, f.Code, f.Message)
 	return withSeq([]txn.Output{tierRecord(p, p.origin.Routes.Tiers[tierOf(ks, p.origin.Routes)], f, nil, now)}, seq)

@@ -209,3 +209,37 @@ func TestFollowerFirstPassRetriesInPlace(t *testing.T) {
 		t.Fatalf("A2 at its turn: %d calls, %s, %+v", a.calls-calls, outs[0].Topic, f)
 	}
 }
+
+// A follower says which head it waits behind (relay.key.head) and, while
+// it hops behind that same head, since when (relay.first.failed.at): so
+// relay audit can tell a key whose head never settles. Behind another
+// head, the wait starts again.
+func TestFollowersSayBehindWhomAndSinceWhen(t *testing.T) {
+	m, a, now := keyed(t, false)
+	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
+	_, _ = m.Handle(context.Background(), rec("orders", 0, 10, "A"))
+	outs, _ := m.Handle(context.Background(), rec("orders", 0, 11, "A"))
+	a2 := outs[0]
+	if f, _ := envelope.Parse(a2.Headers); f.KeyHead != "orders/0/10" || !f.FirstFailedAt.Equal(t0) {
+		t.Fatalf("A2's first hop: head %q since %v", f.KeyHead, f.FirstFailedAt)
+	}
+	m.OnCommit()
+	*now = t0.Add(31 * time.Second)
+	outs, _ = m.Handle(context.Background(), asRead(a2, 0)) // before A1: hops again
+	f, _ := envelope.Parse(outs[0].Headers)
+	if f.Code != CodeKeyBlocked || f.KeyHead != "orders/0/10" || !f.FirstFailedAt.Equal(t0) || !f.LastFailedAt.Equal(*now) {
+		t.Fatalf("A2's second hop: %s behind %q since %v (last %v); want behind orders/0/10 since %v", f.Code, f.KeyHead, f.FirstFailedAt, f.LastFailedAt, t0)
+	}
+	m.OnCommit()
+	// A copy that waited behind another head (the one before this) starts
+	// its wait again.
+	other := asRead(outs[0], 1)
+	other.Headers = append(envelope.Strip(other.Headers), envelope.AppendFailure([]txn.Header(nil), &envelope.Failure{ID: f.ID, SourceTopic: "orders",
+		SourceOffset: 11, Attempt: 0, FirstFailedAt: t0, LastFailedAt: t0, NotBefore: t0, Class: f.Class, Code: CodeKeyBlocked, KeyHead: "orders/0/9"})...)
+	other.Headers = append(other.Headers, txn.Header{Key: envelope.KeySeq, Value: []byte("1")})
+	*now = t0.Add(40 * time.Second)
+	outs, _ = m.Handle(context.Background(), other)
+	if f, _ := envelope.Parse(outs[0].Headers); f.KeyHead != "orders/0/10" || !f.FirstFailedAt.Equal(*now) {
+		t.Fatalf("behind a new head: %q since %v; want since %v", f.KeyHead, f.FirstFailedAt, *now)
+	}
+}
