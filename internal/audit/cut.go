@@ -75,6 +75,17 @@ func (s *scan) snapshotEnds() error {
 		return err
 	}
 	defer func() { _ = probe.Close() }()
+	return s.readEnds(probe)
+}
+
+// watermarker is what snapshotEnds needs of a client.
+type watermarker interface {
+	QueryWatermarkOffsets(topic string, partition int32, timeoutMs int) (low, high int64, err error)
+}
+
+// readEnds asks w for the watermarks of every derived partition, the
+// ledger's first.
+func (s *scan) readEnds(w watermarker) error {
 	s.ends, s.lows = map[string]map[int32]int64{}, map[string]map[int32]int64{}
 	order := slices.Clone(s.topics)
 	slices.SortStableFunc(order, func(a, b derived) int {
@@ -87,7 +98,7 @@ func (s *scan) snapshotEnds() error {
 			if p >= n {
 				continue // partitions not (yet) added there: nothing written
 			}
-			low, high, err := probe.QueryWatermarkOffsets(d.topic, p, s.timeout)
+			low, high, err := w.QueryWatermarkOffsets(d.topic, p, s.timeout)
 			if err != nil {
 				return fmt.Errorf("watermarks of %s[%d]: %w", d.topic, p, err)
 			}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -248,5 +249,75 @@ func TestFollowersOfAHeadThatNeverSettles(t *testing.T) {
 	tier(msg("orders.retry.5s", 5, nil, nil, follower(7, "HOOK_UNAVAILABLE", now.Add(-150*time.Minute))...))
 	if s.rep.stuck[0] != 1 || len(s.rep.Findings) != 1 || s.rep.Findings[0].Source.Offset != 6 {
 		t.Fatalf("stuck %d, findings %v; want offset 6 alone stuck", s.rep.stuck[0], s.rep.Findings)
+	}
+}
+
+// A compacted source: an offset without a committed record, named by
+// relay's records or not, is unverifiable (compaction may have removed
+// it); the same offsets of a source under delete are phantom evidence (a
+// finding) or nothing at all. A compacted output does not make the source
+// compacted.
+func TestCompactedSourceGaps(t *testing.T) {
+	for _, c := range []struct {
+		source, output        string
+		unverifiable, phantom int64
+	}{{"compact", "delete", 2, 0}, {"delete", "delete", 0, 1}, {"delete", "compact", 0, 1}} {
+		s := testScan(t, nil)
+		pt := s.batch[0]
+		pt.hi, pt.committed = 12, 12
+		pt.slots, pt.fps = append(pt.slots, 0, 0), append(pt.fps, 0, 0) // offsets 10 and 11: no source record
+		s.topics = []derived{{"orders.valid", roleOutput}, {"orders.rejected", roleRejected}, {"orders.quarantine", roleQuarantine}}
+		res := []kafka.ConfigResourceResult{}
+		for name, v := range map[string]string{"orders": c.source, "orders.valid": c.output, "orders.rejected": "delete", "orders.quarantine": "delete"} {
+			res = append(res, kafka.ConfigResourceResult{Type: kafka.ResourceTopic, Name: name,
+				Config: map[string]kafka.ConfigEntryResult{"cleanup.policy": {Name: "cleanup.policy", Value: v}}})
+		}
+		if err := s.retention(context.Background(), fakeConfigs{res: res}); err != nil {
+			t.Fatal(err)
+		}
+		for off := range int64(10) {
+			s.outputRecord(msg("orders.valid", off, nil, nil, h(envelope.MessageID, envelope.ID("orders", 0, off)), printOf(off)))
+		}
+		s.outputRecord(msg("orders.valid", 10, nil, nil, h(envelope.MessageID, "orders/0/11"), printOf(3))) // names a gap
+		s.judge()
+		pr := s.rep.Partitions[0]
+		if pr.Unverifiable != c.unverifiable || s.rep.Misrouted != c.phantom {
+			t.Errorf("source %s, output %s: unverifiable %d, misrouted %d; want %d and %d", c.source, c.output, pr.Unverifiable, s.rep.Misrouted, c.unverifiable, c.phantom)
+		}
+	}
+}
+
+// recordingMarks answers every watermark query and remembers the order of
+// the topics asked.
+type recordingMarks struct{ asked []string }
+
+func (r *recordingMarks) QueryWatermarkOffsets(topic string, _ int32, _ int) (int64, int64, error) {
+	if len(r.asked) == 0 || r.asked[len(r.asked)-1] != topic {
+		r.asked = append(r.asked, topic)
+	}
+	return 0, 5, nil
+}
+
+// The ledger's end is fixed before any other topic's: relay writes a
+// ledger change in the transaction with the records it speaks of, so
+// whatever the ledger's snapshot holds, the later snapshots hold too.
+// Taken the other way round, a change written between the two would name
+// a record the audit did not read: lost, falsely.
+func TestTheLedgerIsSnapshottedFirst(t *testing.T) {
+	s := testScan(t, nil)
+	s.topics = []derived{{"orders.valid", roleOutput}, {"orders.quarantine", roleQuarantine}, {"orders.replay", roleReplay}, {"_relay.relay.state", roleLedger}}
+	s.md = &kafka.Metadata{Topics: map[string]kafka.TopicMetadata{}}
+	for _, d := range s.topics {
+		s.md.Topics[d.topic] = kafka.TopicMetadata{Partitions: []kafka.PartitionMetadata{{ID: 0}}}
+	}
+	w := &recordingMarks{}
+	if err := s.readEnds(w); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"_relay.relay.state", "orders.valid", "orders.quarantine", "orders.replay"}; !slices.Equal(w.asked, want) {
+		t.Fatalf("watermarks asked in the order %v; want %v", w.asked, want)
+	}
+	if s.ends["orders.replay"][0] != 5 {
+		t.Fatalf("ends %v", s.ends)
 	}
 }
