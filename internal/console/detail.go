@@ -63,7 +63,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	full, err := quarantine.WithBytes(r.Context(), s.cfg, fl)
 	<-s.reads
 	if err != nil {
-		d.ReadErr = err.Error()
+		d.ReadErr = s.redactor().Redact(err.Error())
 		full = fl
 	}
 	d.Shown = quarantine.ShowFailure(full, s.cfg.TraceURL)
@@ -105,19 +105,29 @@ func (s *Server) payload(ctx context.Context, v []byte) (text string, decoded bo
 		if err == nil {
 			b, err := json.MarshalIndent(sanitize(red, dec.Record), "", "  ")
 			if err == nil {
-				if len(b) > maxShown {
-					b = append(b[:maxShown], "\n… (cut)"...)
-				}
-				return redactLines(red, b), true, ""
+				return cut(redactLines(red, b)), true, ""
 			}
-			why = err.Error()
+			why = red.Redact(err.Error())
 		} else {
-			why = "not decoded: " + err.Error()
+			why = red.Redact("not decoded: " + err.Error())
 		}
 	} else {
 		why = "no schema registry configured"
 	}
-	return shown(red, v[:min(len(v), maxShown)]), false, why
+	return shown(red, v), false, why
+}
+
+// cut bounds what a page shows of a payload, after its redaction: a
+// secret across the cut is masked whole, never shown in part.
+func cut(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	end := maxShown
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "\n… (cut)"
 }
 
 // sanitize makes a decoded record safe to show: the value of a field
@@ -156,6 +166,22 @@ func sanitize(red *envelope.Redactor, v any) any {
 	return v
 }
 
+// jsonTree parses b when it is a JSON object or array (numbers kept as
+// they were written).
+func jsonTree(b []byte) (any, bool) {
+	s := bytes.TrimSpace(b)
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || !json.Valid(s) {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
 // redactLines redacts each line of a JSON document, keeping its layout.
 func redactLines(red *envelope.Redactor, b []byte) string {
 	var out bytes.Buffer
@@ -176,7 +202,15 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 // schema id): a secret in binary is out of reach of every redaction
 // pattern, which needs the field's name beside it.
 func shown(red *envelope.Redactor, b []byte) string {
-	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }) {
+	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
+		if tree, ok := jsonTree(b); ok {
+			// JSON is redacted by its structure: a value under a secret's
+			// name is masked whole, whatever it is (a string of several
+			// words, an array, an object).
+			if out, err := json.MarshalIndent(sanitize(red, tree), "", "  "); err == nil {
+				return cut(redactLines(red, out))
+			}
+		}
 		return red.Redact(string(b))
 	}
 	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])

@@ -16,6 +16,11 @@ var builtin = []struct {
 	re   *regexp.Regexp
 	repl string
 }{
+	// A PEM block (a private key, a certificate), whole, or from its
+	// BEGIN line to the end when it was cut.
+	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----(?:[\s\S]*?-----END [A-Z0-9 ]+-----|[\s\S]*$)`), Mask},
+	// A JSON Web Token: three base64url parts, the first a JSON header.
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`), Mask},
 	// scheme://user:password@host → scheme://***@host
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@`), "${1}" + Mask + "@"},
 	// Authorization: Bearer <token>, Basic <creds>
@@ -28,9 +33,11 @@ var builtin = []struct {
 	{regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), Mask},
 }
 
-// secretName matches the names of fields and headers that hold secrets,
-// as the key=value pattern above does.
-var secretName = regexp.MustCompile(`(?i)(?:api[_.-]?key|apikey|token|secret|password|passwd|pwd|authorization|credential|cookie)`)
+// secretName matches the names of fields and headers that hold secrets:
+// any name with pass, secret, token, private, session, credential, auth,
+// cookie or pwd in it, and any name that ends in key or keys (apiKey,
+// privateKey, signing_keys).
+var secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|credential|auth|cookie|pwd|keys?$)`)
 
 // SecretName says whether a field or header called name holds a secret:
 // what shows it masks its whole value.
