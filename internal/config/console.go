@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -86,9 +87,19 @@ func (p *parser) readConsole(c *Config) {
 	if (c.Console.UserHeader == "") != (len(c.Console.TrustedProxies) == 0) {
 		p.fail(EnvConsoleUserHeader, "set together with %s, or neither: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy)
 	}
-	if c.Console.Token != nil && c.Console.Token.File == "" && len(c.Console.Token.Get()) < 16 {
-		p.fail(EnvConsoleToken, "shorter than 16 characters: too easy to guess")
+	// The minimum holds for a token from a file too, at every reload: a
+	// rotated token too short is refused and the one in use stays.
+	if err := c.Console.Token.Require(longEnough); err != nil {
+		p.fail(c.Console.Token.VarName(EnvConsoleToken), "%v", err)
 	}
+}
+
+// longEnough is the console token's minimum.
+func longEnough(s string) error {
+	if len(s) < 16 {
+		return errors.New("shorter than 16 characters: too easy to guess")
+	}
+	return nil
 }
 
 // perSource reads "value" (every source) or "topic=value,…" (one per

@@ -102,3 +102,32 @@ func TestBadSecretsAreNamed(t *testing.T) {
 		}
 	}
 }
+
+// The console token's minimum holds for a token from a file, at start and
+// at every reload: a rotated token too short is refused, and the token in
+// use stays.
+func TestConsoleTokenFromAFileIsLongEnough(t *testing.T) {
+	short := writeFile(t, "short", "tooshort\n")
+	if _, err := load(t, with(map[string]string{EnvConsoleToken + "_FILE": short})); err == nil ||
+		!strings.Contains(problems(err), EnvConsoleToken+"_FILE: shorter than 16 characters") {
+		t.Fatalf("a short token file at start: %v", err)
+	}
+	f := writeFile(t, "token", "a-token-of-twenty-chars\n")
+	c, err := load(t, with(map[string]string{EnvConsoleToken + "_FILE": f}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := c.Console.Token.Reload()
+	if changed || err == nil || !strings.Contains(err.Error(), "shorter than 16") || c.Console.Token.Get() != "a-token-of-twenty-chars" {
+		t.Fatalf("a rotated short token: changed %v, %v, in use %q", changed, err, c.Console.Token.Get())
+	}
+	if err := os.WriteFile(f, []byte("another-token-of-twenty\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := c.Console.Token.Reload(); !changed || err != nil || c.Console.Token.Get() != "another-token-of-twenty" {
+		t.Fatalf("a rotated good token: changed %v, %v", changed, err)
+	}
+}

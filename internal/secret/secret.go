@@ -41,6 +41,22 @@ type Value struct {
 	cur atomic.Pointer[string]
 	mu  sync.Mutex // serialises Reload
 	sum [sha256.Size]byte
+	// check, when set (Require), refuses a value read again: the value
+	// in use stays.
+	check func(string) error
+}
+
+// Require checks v's value with check now and at every Reload: a value
+// read again that fails it is refused, and the one in use stays. It
+// returns the current value's error (nil v: nil).
+func (v *Value) Require(check func(string) error) error {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.check = check
+	return check(*v.cur.Load())
 }
 
 // Fixed is a secret given in a variable: it never changes.
@@ -99,6 +115,11 @@ func (v *Value) Reload() (changed bool, err error) {
 		return false, nil
 	}
 	s := string(b)
+	if v.check != nil {
+		if err := v.check(s); err != nil {
+			return false, varErr(v.Var, "%s: %v; the value read before stays in use", v.File, err)
+		}
+	}
 	v.cur.Store(&s)
 	v.sum = sum
 	return true, nil
