@@ -316,7 +316,7 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 	for k, v := range env {
 		if strings.HasSuffix(k, "_FILE") && strings.HasPrefix(v, "/var/run/secrets/relay/") {
 			f := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(v, "/var/run/secrets/relay/"), "/", "_"))
-			if err := os.WriteFile(f, []byte("stand-in\n"), 0o600); err != nil {
+			if err := os.WriteFile(f, []byte("a-stand-in-secret-value\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			env[k] = f

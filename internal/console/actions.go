@@ -30,14 +30,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	if !s.auth.mayTry(r, now) {
-		s.log.Warn("console sign-in refused: too many attempts", "remote", r.RemoteAddr)
+		s.log.Warn("console sign-in refused: too many wrong tokens", "client", s.auth.client(r), "remote", r.RemoteAddr)
 		s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))
 		return
 	}
 	c, ok := s.auth.signIn(name, r.PostFormValue("token"), s.auth.secure(r))
 	s.auth.tried(r, ok, now)
 	if !ok {
-		s.log.Warn("console sign-in refused", "name", name, "remote", r.RemoteAddr)
+		s.log.Warn("console sign-in refused: not the console token", "name", name, "client", s.auth.client(r), "remote", r.RemoteAddr)
 		s.fail(w, r, http.StatusUnauthorized, "refused: that is not the console token (RELAY_CONSOLE_TOKEN)")
 		return
 	}

@@ -7,12 +7,10 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -42,9 +40,8 @@ func (w who) CanAct() bool { return w.Actor != "" }
 func (w who) CSRF() string { return w.csrf }
 
 type auth struct {
-	// failures counts refused sign-ins by peer address, to slow guessing.
-	mu       sync.Mutex
-	failures map[string]*attempts
+	// guesses slows the guessing of the token, per client.
+	guesses *guesses
 
 	key        []byte
 	token      func() string // "" when no token is set
@@ -55,7 +52,7 @@ type auth struct {
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix) *auth {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, failures: map[string]*attempts{}}
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked)}
 }
 
 func (a *auth) mac(parts ...string) string {
@@ -83,9 +80,15 @@ func (a *auth) identify(r *http.Request) who {
 	// answers no CORS preflight), so it needs no CSRF token. A bearer
 	// token without Relay-Actor is someone else's (a proxy's JWT passed
 	// upstream): the other ways are tried.
-	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" {
+	// Only on actions (POST): a page read is no place to try tokens.
+	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost {
 		if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(a.token())) == 1 {
+			if !a.mayTry(r, time.Now()) {
+				return who{How: "throttled"}
+			}
+			right := subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(a.token())) == 1
+			a.tried(r, right, time.Now())
+			if right {
 				return who{Actor: name, How: "bearer"}
 			}
 			return who{How: "refused"}
@@ -121,22 +124,15 @@ func (a *auth) identify(r *http.Request) who {
 
 // fromProxy says whether r's peer is one of the trusted proxies.
 func (a *auth) fromProxy(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	ip = ip.Unmap()
-	for _, p := range a.proxies {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	ip, ok := addrOf(r.RemoteAddr)
+	return ok && a.trusted(ip)
 }
+
+// mayTry says whether r's client may give a token now.
+func (a *auth) mayTry(r *http.Request, now time.Time) bool { return a.guesses.mayTry(a.client(r), now) }
+
+// tried notes a token r's client gave, right or wrong.
+func (a *auth) tried(r *http.Request, ok bool, now time.Time) { a.guesses.tried(a.client(r), ok, now) }
 
 // secure says whether r reached the console over TLS: its own, or the
 // TLS a trusted proxy ended (X-Forwarded-Proto): the session cookie is then
@@ -182,60 +178,4 @@ func cleanName(s string) string {
 		s = strings.TrimSpace(string(r[:maxActorName]))
 	}
 	return s
-}
-
-// Sign-in attempts: after maxFailures refused ones from an address within
-// failureWindow, that address may not try again until the window has
-// passed since its last refusal.
-const (
-	maxFailures   = 5
-	failureWindow = time.Minute
-	maxTracked    = 10000 // addresses remembered at most
-)
-
-type attempts struct {
-	n    int
-	last time.Time
-}
-
-// peer is r's address without its port.
-func peer(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// mayTry says whether r's address may try to sign in now.
-func (a *auth) mayTry(r *http.Request, now time.Time) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f := a.failures[peer(r)]
-	return f == nil || f.n < maxFailures || now.Sub(f.last) > failureWindow
-}
-
-// tried notes a sign-in's outcome for r's address.
-func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p := peer(r)
-	if ok {
-		delete(a.failures, p)
-		return
-	}
-	f := a.failures[p]
-	if f == nil || now.Sub(f.last) > failureWindow {
-		if len(a.failures) >= maxTracked {
-			for k, v := range a.failures {
-				if now.Sub(v.last) > failureWindow {
-					delete(a.failures, k)
-				}
-			}
-		}
-		f = &attempts{}
-		a.failures[p] = f
-	}
-	f.n++
-	f.last = now
 }

@@ -176,8 +176,13 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 			return
 		}
 		u := s.auth.identify(r)
-		if u.How == "refused" {
-			s.log.Warn("refused a script's action: not the console token", "remote", r.RemoteAddr, "actor", cleanName(r.Header.Get(ActorHeader)))
+		switch u.How {
+		case "refused":
+			s.log.Warn("refused a script's action: not the console token", "client", s.auth.client(r), "remote", r.RemoteAddr, "actor", cleanName(r.Header.Get(ActorHeader)))
+		case "throttled":
+			s.log.Warn("refused a script's action: too many wrong tokens", "client", s.auth.client(r), "remote", r.RemoteAddr)
+			s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))
+			return
 		}
 		if !u.CanAct() {
 			s.fail(w, r, http.StatusUnauthorized, "refused: actions need you to sign in (console token) or to come through the authenticating proxy; "+

@@ -1,0 +1,125 @@
+package console
+
+import (
+	"container/list"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Wrong tokens: a client may give maxFailures of them at once, then one
+// every failureWindow/maxFailures; a right token forgets its past. Sign-in
+// forms and scripts' bearer tokens count alike.
+const (
+	maxFailures   = 5
+	failureWindow = time.Minute
+	maxTracked    = 10000 // clients remembered at most: the least recent go first
+)
+
+// guesses is a limiter per client, bounded: an LRU of maxTracked clients,
+// so that remembering one more is O(1), never a scan.
+type guesses struct {
+	mu    sync.Mutex
+	order *list.List // of *guesser, the most recent first
+	by    map[string]*list.Element
+	max   int
+}
+
+type guesser struct {
+	client string
+	lim    *rate.Limiter
+}
+
+func newGuesses(max int) *guesses {
+	return &guesses{order: list.New(), by: map[string]*list.Element{}, max: max}
+}
+
+// mayTry says whether client may give a token now.
+func (g *guesses) mayTry(client string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.by[client]
+	return e == nil || e.Value.(*guesser).lim.TokensAt(now) >= 1
+}
+
+// tried notes a token client gave: a wrong one spends one of its guesses.
+func (g *guesses) tried(client string, ok bool, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.by[client]
+	if ok {
+		if e != nil {
+			g.order.Remove(e)
+			delete(g.by, client)
+		}
+		return
+	}
+	if e == nil {
+		if g.order.Len() >= g.max {
+			last := g.order.Back()
+			g.order.Remove(last)
+			delete(g.by, last.Value.(*guesser).client)
+		}
+		e = g.order.PushFront(&guesser{client, rate.NewLimiter(rate.Every(failureWindow/maxFailures), maxFailures)})
+		g.by[client] = e
+	}
+	g.order.MoveToFront(e)
+	e.Value.(*guesser).lim.AllowN(now, 1)
+}
+
+// client is who a request comes from, for the limiter: the address the
+// trusted proxy says it forwarded for (the right-most address in
+// X-Forwarded-For that is not itself a trusted proxy), else the peer;
+// IPv6 addresses by their /64, which one host usually holds whole.
+func (a *auth) client(r *http.Request) string {
+	addr, ok := addrOf(r.RemoteAddr)
+	if ok && a.trusted(addr) {
+		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // a garbled hop: the peer is all that is known
+			}
+			if h = h.Unmap(); !a.trusted(h) {
+				addr = h
+				break
+			}
+		}
+	}
+	if !ok {
+		return r.RemoteAddr
+	}
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+// addrOf is the address of host:port, unmapped.
+func addrOf(hostport string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
+}
+
+// trusted says whether ip is one of the trusted proxies.
+func (a *auth) trusted(ip netip.Addr) bool {
+	for _, p := range a.proxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}

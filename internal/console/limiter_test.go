@@ -1,0 +1,131 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Behind an ingress (a trusted proxy), the limiter keys on the client the
+// proxy forwarded for: five wrong guesses from one client do not lock
+// another out. A forwarded address from an untrusted peer is not believed.
+func TestGuessesAreCountedPerForwardedClient(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	via := func(peer, xff string) func(*http.Request) {
+		return func(r *http.Request) { r.RemoteAddr = peer; r.Header.Set("X-Forwarded-For", xff) }
+	}
+	for range maxFailures {
+		post(h, "/login", url.Values{"name": {"eve"}, "token": {"guess-guess-guess"}}, via("10.0.0.5:4000", "198.51.100.66, 10.0.0.9"))
+	}
+	if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {testToken}}, via("10.0.0.5:4001", "198.51.100.66")); w.Code != http.StatusTooManyRequests {
+		t.Errorf("the guessing client after %d wrong tokens: %d, want 429", maxFailures, w.Code)
+	}
+	if w := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}}, via("10.0.0.5:4002", "203.0.113.10")); w.Code != http.StatusSeeOther {
+		t.Errorf("another client through the same ingress: %d, want signed in", w.Code)
+	}
+	// An untrusted peer cannot pick its key by a forged header.
+	for i := range maxFailures {
+		post(h, "/login", url.Values{"name": {"mallory"}, "token": {"guess-guess-guess"}}, via("192.0.2.50:4000", fmt.Sprintf("203.0.113.%d", 100+i)))
+	}
+	if w := post(h, "/login", url.Values{"name": {"mallory"}, "token": {testToken}}, via("192.0.2.50:4001", "203.0.113.200")); w.Code != http.StatusTooManyRequests {
+		t.Errorf("an untrusted peer with a new X-Forwarded-For each time: %d, want 429", w.Code)
+	}
+}
+
+// IPv6 clients are counted by their /64: a host that holds a whole /64
+// cannot take a fresh address for each guess.
+func TestIPv6GuessesAreCountedPerSlash64(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	for i := range maxFailures {
+		post(h, "/login", url.Values{"name": {"eve"}, "token": {"guess-guess-guess"}},
+			func(r *http.Request) { r.RemoteAddr = fmt.Sprintf("[2001:db8:1:2::%x]:4000", i+1) })
+	}
+	if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {testToken}},
+		func(r *http.Request) { r.RemoteAddr = "[2001:db8:1:2:ffff::1]:4000" }); w.Code != http.StatusTooManyRequests {
+		t.Errorf("the same /64: %d, want 429", w.Code)
+	}
+	if w := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}},
+		func(r *http.Request) { r.RemoteAddr = "[2001:db8:1:3::1]:4000" }); w.Code != http.StatusSeeOther {
+		t.Errorf("another /64: %d", w.Code)
+	}
+}
+
+// A bearer token is looked at only on actions: on a page read it neither
+// identifies nor counts. On an action a wrong one counts with the sign-in
+// form's, and past the limit even the right one waits.
+func TestBearerTokensOnlyOnActionsAndCounted(t *testing.T) {
+	s := newTestServer(t, nil)
+	h := s.Handler()
+	bearer := func(tok string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.RemoteAddr = "192.0.2.9:1000"
+			r.Header.Set("Authorization", "Bearer "+tok)
+			r.Header.Set(ActorHeader, "script")
+		}
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	bearer(testToken)(r)
+	if u := s.auth.identify(r); u.CanAct() || u.How != "" {
+		t.Errorf("a GET with the right bearer token is identified: %+v", u)
+	}
+	for range 2 * maxFailures {
+		r := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+		bearer("guess-guess-guess")(r)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if !s.auth.mayTry(r, time.Now()) {
+		t.Fatal("wrong bearer tokens on GETs were counted")
+	}
+	codes := []int{}
+	for range maxFailures + 1 {
+		w := post(h, "/discard", url.Values{"id": {"orders/0/1"}, "reason": {"x"}}, bearer("guess-guess-guess"))
+		codes = append(codes, w.Code)
+	}
+	if codes[0] != http.StatusUnauthorized || codes[maxFailures] != http.StatusTooManyRequests {
+		t.Errorf("wrong bearer tokens on an action: %v, want 401 then 429", codes)
+	}
+	if w := post(h, "/discard", url.Values{"id": {"orders/0/1"}, "reason": {"x"}}, bearer(testToken)); w.Code != http.StatusTooManyRequests {
+		t.Errorf("the right bearer token past the limit: %d, want 429", w.Code)
+	}
+	// The form and the bearer share one count.
+	if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {testToken}}, bearer("x")); w.Code != http.StatusTooManyRequests {
+		t.Errorf("sign-in after wrong bearer tokens: %d, want 429", w.Code)
+	}
+}
+
+// The limiter remembers at most its bound of clients, the least recent
+// forgotten first, without a scan; a client's guesses come back with time.
+func TestTheLimiterIsBounded(t *testing.T) {
+	g := newGuesses(3)
+	now := time.Now()
+	for _, c := range []string{"a", "b", "c", "d"} {
+		for range maxFailures {
+			g.tried(c, false, now)
+		}
+	}
+	if g.order.Len() != 3 || len(g.by) != 3 || g.by["a"] != nil {
+		t.Fatalf("%d clients remembered (%v), want 3 without the oldest", g.order.Len(), strings.Join(keys(g), ","))
+	}
+	if g.mayTry("d", now) {
+		t.Error("d may try after its guesses")
+	}
+	if !g.mayTry("d", now.Add(failureWindow/maxFailures)) {
+		t.Error("d may not try after a guess's worth of time")
+	}
+	g.tried("d", true, now)
+	if g.by["d"] != nil {
+		t.Error("a right token does not forget the client's past")
+	}
+}
+
+func keys(g *guesses) []string {
+	var out []string
+	for k := range g.by {
+		out = append(out, k)
+	}
+	return out
+}
