@@ -34,7 +34,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))
 		return
 	}
-	c, ok := s.auth.signIn(name, r.PostFormValue("token"), s.auth.secure(r))
+	c, ok := s.auth.signIn(name, r.PostFormValue("token"), r)
 	s.auth.tried(r, ok, now)
 	if !ok {
 		s.log.Warn("console sign-in refused: not the console token", "name", name, "client", s.auth.client(r), "remote", r.RemoteAddr)
@@ -47,7 +47,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	// The session ends here, not only in this browser: a copy of the
+	// cookie is refused too, until it would have expired.
+	if name, exp, sig, ok := s.auth.session(r); ok {
+		until, _ := strconv.ParseInt(exp, 10, 64)
+		s.auth.revoke(sig, until)
+		s.log.Info("console sign-out", "name", name, "client", s.auth.client(r))
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.auth.cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.auth.secure(r),
+		SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

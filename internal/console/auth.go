@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -19,18 +20,24 @@ import (
 // sessionCookie holds a signed-in operator's name and expiry, signed with
 // the console's key and the token in use: a rotated token ends every
 // session made with the old one.
+// Beyond loopback the cookie is Secure and has the __Host- prefix: a
+// browser then keeps it to this origin over TLS, unset by any other.
 const (
-	sessionCookie = "relay_console_session"
-	sessionLife   = 8 * time.Hour
-	maxActorName  = 64
+	sessionCookie       = "relay_console_session"
+	secureSessionCookie = "__Host-" + sessionCookie
+	sessionLife         = 8 * time.Hour
+	maxActorName        = 64
+	maxRevoked          = 10000 // signed-out sessions remembered until they expire
 )
 
 // who is the requester: their actor name for the ledger, "" when they may
 // only read; how says how they were identified.
 type who struct {
 	Actor string
-	How   string // "token", "proxy" or ""
+	How   string // "token", "proxy", "bearer" or ""; "refused", "throttled" for a wrong bearer token
 	csrf  string
+	// session is the signature of a signed-in operator's session.
+	session string
 }
 
 // CanAct says whether the requester may act.
@@ -43,20 +50,28 @@ type auth struct {
 	// guesses slows the guessing of the token, per client.
 	guesses *guesses
 
+	// mu guards key and revoked: a signed-out session is refused until
+	// it expires (one replica's memory: another replica would take it).
+	mu         sync.Mutex
+	revoked    map[string]int64 // session signature → its expiry (Unix)
+	loopback   bool             // the console listens on loopback only
 	key        []byte
 	token      func() string // "" when no token is set
 	userHeader string
 	proxies    []netip.Prefix
 }
 
-func newAuth(token func() string, userHeader string, proxies []netip.Prefix) *auth {
+func newAuth(token func() string, userHeader string, proxies []netip.Prefix, loopback bool) *auth {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked)}
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked), revoked: map[string]int64{}, loopback: loopback}
 }
 
 func (a *auth) mac(parts ...string) string {
-	m := hmac.New(sha256.New, a.key)
+	a.mu.Lock()
+	key := a.key
+	a.mu.Unlock()
+	m := hmac.New(sha256.New, key)
 	for _, p := range parts {
 		m.Write([]byte(p))
 		m.Write([]byte{0})
@@ -99,27 +114,73 @@ func (a *auth) identify(r *http.Request) who {
 			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
 		}
 	}
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || a.token() == "" {
+	name, _, sig, ok := a.session(r)
+	if !ok {
 		return who{}
+	}
+	return who{Actor: name, How: "token", csrf: a.mac("csrf", "token", sig), session: sig}
+}
+
+// cookieName is the session cookie's name for r: with the __Host- prefix
+// when the cookie is Secure.
+func (a *auth) cookieName(r *http.Request) string {
+	if a.secure(r) {
+		return secureSessionCookie
+	}
+	return sessionCookie
+}
+
+// session reads r's session cookie: valid when signed by this console
+// with the token in use, not expired and not signed out.
+func (a *auth) session(r *http.Request) (name, exp, sig string, ok bool) {
+	c, err := r.Cookie(a.cookieName(r))
+	if err != nil || a.token() == "" {
+		return "", "", "", false
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
 	if err != nil {
-		return who{}
+		return "", "", "", false
 	}
 	parts := strings.Split(string(raw), "\x00")
-	if len(parts) != 3 {
-		return who{}
+	if len(parts) != 4 {
+		return "", "", "", false
 	}
-	name, exp, sig := parts[0], parts[1], parts[2]
+	name, exp, nonce := parts[0], parts[1], parts[2]
+	sig = parts[3]
 	until, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || time.Now().Unix() > until {
-		return who{}
+		return "", "", "", false
 	}
-	if !hmac.Equal([]byte(sig), []byte(a.mac("session", name, exp, a.tokenTag()))) {
-		return who{}
+	if !hmac.Equal([]byte(sig), []byte(a.mac("session", name, exp, nonce, a.tokenTag()))) {
+		return "", "", "", false
 	}
-	return who{Actor: name, How: "token", csrf: a.mac("csrf", "token", name, exp)}
+	a.mu.Lock()
+	_, out := a.revoked[sig]
+	a.mu.Unlock()
+	return name, exp, sig, !out
+}
+
+// revoke refuses the session signed sig from now until it expires. When
+// too many are remembered, the expired are forgotten; if still too many,
+// the console changes its signing key, which ends every session.
+func (a *auth) revoke(sig string, until int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now().Unix()
+	if len(a.revoked) >= maxRevoked {
+		for s, exp := range a.revoked {
+			if exp < now {
+				delete(a.revoked, s)
+			}
+		}
+	}
+	if len(a.revoked) >= maxRevoked {
+		a.key = make([]byte, 32)
+		_, _ = rand.Read(a.key)
+		clear(a.revoked)
+		return
+	}
+	a.revoked[sig] = until
 }
 
 // fromProxy says whether r's peer is one of the trusted proxies.
@@ -134,23 +195,27 @@ func (a *auth) mayTry(r *http.Request, now time.Time) bool { return a.guesses.ma
 // tried notes a token r's client gave, right or wrong.
 func (a *auth) tried(r *http.Request, ok bool, now time.Time) { a.guesses.tried(a.client(r), ok, now) }
 
-// secure says whether r reached the console over TLS: its own, or the
-// TLS a trusted proxy ended (X-Forwarded-Proto): the session cookie is then
-// sent over TLS only.
+// secure says whether r's session cookie is Secure (sent over TLS only,
+// with the __Host- prefix): always beyond loopback, and on loopback when
+// r came over TLS, its own or the TLS a trusted proxy ended
+// (X-Forwarded-Proto).
 func (a *auth) secure(r *http.Request) bool {
-	return r.TLS != nil || (a.fromProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+	return !a.loopback || r.TLS != nil || (a.fromProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
 }
 
 // signIn checks the token and makes the session cookie of name.
-func (a *auth) signIn(name, token string, secure bool) (*http.Cookie, bool) {
+func (a *auth) signIn(name, token string, r *http.Request) (*http.Cookie, bool) {
 	want := a.token()
 	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
 		return nil, false
 	}
 	exp := strconv.FormatInt(time.Now().Add(sessionLife).Unix(), 10)
-	v := name + "\x00" + exp + "\x00" + a.mac("session", name, exp, a.tokenTag())
-	return &http.Cookie{Name: sessionCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(v)), Path: "/",
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
+	n := make([]byte, 12) // each session its own, so that one can be signed out alone
+	_, _ = rand.Read(n)
+	nonce := hex.EncodeToString(n)
+	v := name + "\x00" + exp + "\x00" + nonce + "\x00" + a.mac("session", name, exp, nonce, a.tokenTag())
+	return &http.Cookie{Name: a.cookieName(r), Value: base64.RawURLEncoding.EncodeToString([]byte(v)), Path: "/",
+		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
 }
 
 // checkCSRF says whether the form's token is the requester's (a script

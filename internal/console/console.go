@@ -47,6 +47,9 @@ type Options struct {
 	// console answers: on loopback, a page of another site that rebinds
 	// its name to 127.0.0.1 (DNS rebinding) is refused.
 	AllowedHosts []string
+	// Loopback says the console listens on loopback only: its session
+	// cookie may then go without TLS (elsewhere it is Secure, __Host-).
+	Loopback bool
 }
 
 // Server is the console's HTTP handler.
@@ -83,7 +86,7 @@ func New(o Options) (*Server, error) {
 		token = t.Get
 	}
 	s := &Server{o: o, cfg: o.Config, log: o.Log,
-		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies),
+		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies, o.Loopback),
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4)}
 	pages, err := parsePages()
 	if err != nil {

@@ -117,7 +117,7 @@ func TestSignInAndCSRF(t *testing.T) {
 // token in use: forged, expired or made with a rotated token, it is none.
 func TestSessionsCannotBeForged(t *testing.T) {
 	s := newTestServer(t, nil)
-	c, ok := s.auth.signIn("alice", testToken, false)
+	c, ok := s.auth.signIn("alice", testToken, httptest.NewRequest(http.MethodPost, "/login", nil))
 	if !ok {
 		t.Fatal("sign-in refused")
 	}
@@ -140,7 +140,7 @@ func TestSessionsCannotBeForged(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = newTestServer(t, map[string]string{config.EnvConsoleToken: unset, config.EnvConsoleToken + "_FILE": f})
-	c, _ = s.auth.signIn("bob", testToken, false)
+	c, _ = s.auth.signIn("bob", testToken, httptest.NewRequest(http.MethodPost, "/login", nil))
 	if err := os.WriteFile(f, []byte("a-rotated-token-of-length"), 0o600); err != nil {
 		t.Fatal(err)
 	}

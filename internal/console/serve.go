@@ -20,6 +20,7 @@ import (
 func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) error {
 	cfg, log := o.Config, o.Log
 	onLoopback := Loopback(ln.Addr())
+	o.Loopback = onLoopback
 	if onLoopback && o.AllowedHosts == nil {
 		o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 		if listenHost != "" {
