@@ -228,8 +228,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	l = ledgerOf(t, f.s)
 	for i, why := range []string{"test garbage from the load generator", "the rest of the garbage", "the rest of the garbage"} {
 		e := l[f.garbage[i]]
-		if h := e.Current(); e.State != ledger.Discarded || h.Actor != "alice (console)" || h.Reason != why {
-			t.Errorf("%s: %s by %q for %q, want discarded by alice (console) for %q", f.garbage[i], e.State, h.Actor, h.Reason, why)
+		if h := e.Current(); e.State != ledger.Discarded || h.Actor != "alice (console, token)" || h.Reason != why {
+			t.Errorf("%s: %s by %q for %q, want discarded by alice (console, token) for %q", f.garbage[i], e.State, h.Actor, h.Reason, why)
 		}
 	}
 
@@ -285,8 +285,8 @@ func TestConsoleInABrowser(t *testing.T) {
 			continue
 		}
 		resolved++
-		if h := e.History[1]; h.State != ledger.Replaying || h.Actor != "alice (console)" || h.Reason != "fix: v1 accepted" {
-			t.Errorf("%s: replaying by %q for %q, want alice (console), the reason", x, h.Actor, h.Reason)
+		if h := e.History[1]; h.State != ledger.Replaying || h.Actor != "alice (console, token)" || h.Reason != "fix: v1 accepted" {
+			t.Errorf("%s: replaying by %q for %q, want alice (console, token), the reason", x, h.Actor, h.Reason)
 		}
 	}
 	if resolved != 2 {

@@ -200,8 +200,16 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 	}
 }
 
-// actor is what the ledger records for u.
-func actor(u who) string { return u.Actor + " (console)" }
+// actor is what the ledger records for u: the name and how it was
+// identified. A name typed beside the token (a session, a script's
+// bearer token) is whatever its holder typed; the ledger says so.
+func actor(u who) string {
+	how := u.How
+	if how == "bearer" {
+		how = "token"
+	}
+	return u.Actor + " (console, " + how + ")"
+}
 
 // snapshot is the quarantine as of at most Refresh ago (fresh: now).
 func (s *Server) snapshot(ctx context.Context, fresh bool) (*quarantine.Snapshot, time.Time, error) {
