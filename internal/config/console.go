@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -19,7 +20,35 @@ type Console struct {
 	// user; it is believed only from TrustedProxies.
 	UserHeader     string
 	TrustedProxies []netip.Prefix
-	AuditFile      string
+	// TrustUnsigned believes UserHeader from a range of more than one
+	// address (RELAY_CONSOLE_TRUST_UNSIGNED_HEADER).
+	TrustUnsigned bool
+	// ReadAuth is RELAY_CONSOLE_READ_AUTH: "open", "signed-in", or ""
+	// (open on loopback only, signed-in elsewhere: see ReadsSignedIn).
+	ReadAuth string
+	// AllowedHosts are the Host names the console answers to; empty: any
+	// (beyond loopback only: on loopback, loopback's names).
+	AllowedHosts []string
+	AuditFile    string
+}
+
+// ReadsSignedIn says whether reading needs a signed-in operator, for a
+// console that listens on loopback only (loopback) or not.
+func (c *Console) ReadsSignedIn(loopback bool) bool {
+	return c.ReadAuth == "signed-in" || (c.ReadAuth == "" && !loopback)
+}
+
+// OnLoopback says whether addr (host:port) listens on loopback only.
+func OnLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // Owner is who owns the quarantine of source topic src; "" when nobody
@@ -84,8 +113,29 @@ func (p *parser) readConsole(c *Config) {
 		}
 		c.Console.TrustedProxies = append(c.Console.TrustedProxies, pfx.Masked())
 	}
-	if (c.Console.UserHeader == "") != (len(c.Console.TrustedProxies) == 0) {
-		p.fail(EnvConsoleUserHeader, "set together with %s, or neither: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy)
+	if c.Console.UserHeader != "" && len(c.Console.TrustedProxies) == 0 {
+		p.fail(EnvConsoleUserHeader, "set without %s: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy)
+	}
+	c.Console.TrustUnsigned = p.enum(EnvConsoleTrustUnsigned, "false", "true") == "true"
+	if c.Console.UserHeader != "" && !c.Console.TrustUnsigned {
+		for _, pfx := range c.Console.TrustedProxies {
+			if pfx.Bits() < pfx.Addr().BitLen() {
+				p.fail(EnvConsoleTrustedProxy, "%s is a range: any pod in it could set %s and act as anyone. Trust one address (an oauth2-proxy sidecar at 127.0.0.1), or set %s=true to accept that",
+					pfx, c.Console.UserHeader, EnvConsoleTrustUnsigned)
+			}
+		}
+	}
+	switch v := p.raw(EnvConsoleReadAuth); v {
+	case "", "open", "signed-in":
+		c.Console.ReadAuth = v
+	default:
+		p.fail(EnvConsoleReadAuth, "%q is not open or signed-in", v)
+	}
+	for _, h := range p.list(EnvConsoleAllowedHosts) {
+		if strings.ContainsAny(h, ":/ ") {
+			p.fail(EnvConsoleAllowedHosts, "%q is not a host name (no port, no scheme)", h)
+		}
+		c.Console.AllowedHosts = append(c.Console.AllowedHosts, strings.ToLower(h))
 	}
 	// The minimum holds for a token from a file too, at every reload: a
 	// rotated token too short is refused and the one in use stays.

@@ -131,3 +131,44 @@ func TestConsoleTokenFromAFileIsLongEnough(t *testing.T) {
 		t.Fatalf("a rotated good token: changed %v, %v", changed, err)
 	}
 }
+
+// A user header believed from a range of addresses is one any pod there
+// can set: refused unless RELAY_CONSOLE_TRUST_UNSIGNED_HEADER says so; one
+// address (an oauth2-proxy sidecar) is fine, and trusted proxies without a
+// user header (an ingress whose forwarded client address the limiter
+// keys on) too. Reading needs sign-in by default beyond loopback.
+func TestConsoleTrustAndReading(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		fail string
+	}{
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8"}, EnvConsoleTrustedProxy + ": 10.0.0.0/8 is a range"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8", EnvConsoleTrustUnsigned: "true"}, ""},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.1"}, ""},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "::1/128"}, ""},
+		{map[string]string{EnvConsoleTrustedProxy: "10.0.0.0/8"}, ""},
+		{map[string]string{EnvConsoleUserHeader: "X-User"}, EnvConsoleUserHeader + ": set without"},
+		{map[string]string{EnvConsoleReadAuth: "maybe"}, EnvConsoleReadAuth + `: "maybe" is not open or signed-in`},
+		{map[string]string{EnvConsoleAllowedHosts: "relay.example.com:443"}, EnvConsoleAllowedHosts + ": \"relay.example.com:443\" is not a host name"},
+	} {
+		_, err := load(t, with(c.env))
+		switch {
+		case c.fail == "" && err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		case c.fail != "" && (err == nil || !strings.Contains(problems(err), c.fail)):
+			t.Errorf("%v: %v, want %q", c.env, err, c.fail)
+		}
+	}
+	for addr, signedIn := range map[string]bool{"127.0.0.1:9465": false, "localhost:9465": false, "[::1]:9465": false, ":9465": true, "0.0.0.0:9465": true, "10.1.2.3:9465": true} {
+		c, err := load(t, with(map[string]string{EnvConsoleAddr: addr}))
+		if err != nil || c.Console.ReadsSignedIn(OnLoopback(addr)) != signedIn {
+			t.Errorf("%s: reads signed-in %v (%v), want %v", addr, c != nil && c.Console.ReadsSignedIn(OnLoopback(addr)), err, signedIn)
+		}
+	}
+	if c, _ := load(t, with(map[string]string{EnvConsoleAddr: ":9465", EnvConsoleReadAuth: "open"})); c == nil || c.Console.ReadsSignedIn(false) {
+		t.Error("RELAY_CONSOLE_READ_AUTH=open beyond loopback is not open")
+	}
+	if c, _ := load(t, with(map[string]string{EnvConsoleReadAuth: "signed-in"})); c == nil || !c.Console.ReadsSignedIn(true) {
+		t.Error("RELAY_CONSOLE_READ_AUTH=signed-in on loopback is open")
+	}
+}

@@ -77,6 +77,9 @@ const (
 	EnvConsoleUserHeader    = "RELAY_CONSOLE_USER_HEADER"
 	EnvConsoleTrustedProxy  = "RELAY_CONSOLE_TRUSTED_PROXIES"
 	EnvConsoleAuditMetrics  = "RELAY_CONSOLE_AUDIT_METRICS"
+	EnvConsoleReadAuth      = "RELAY_CONSOLE_READ_AUTH"
+	EnvConsoleAllowedHosts  = "RELAY_CONSOLE_ALLOWED_HOSTS"
+	EnvConsoleTrustUnsigned = "RELAY_CONSOLE_TRUST_UNSIGNED_HEADER"
 
 	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
 	TraceIDPlaceholder = "{traceId}"
@@ -177,7 +180,10 @@ var Vars = []Var{
 	{Name: EnvConsoleAddr, Default: "127.0.0.1:9465", Help: "listen address of `relay console` (this host only by default)"},
 	{Name: EnvConsoleToken, Secret: true, Help: "token that authorises the console's actions (discard, replay): an operator signs in with it and their name; unset (and no trusted proxy): the console is read-only"},
 	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
-	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of that proxy: `" + EnvConsoleUserHeader + "` is believed only from them"},
+	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console: `" + EnvConsoleUserHeader + "` is believed only from them, and their `X-Forwarded-For` and `X-Forwarded-Proto`; a range wider than one address with a user header needs `" + EnvConsoleTrustUnsigned + "`"},
+	{Name: EnvConsoleTrustUnsigned, Default: "false", Help: "`true` believes `" + EnvConsoleUserHeader + "` from a range of `" + EnvConsoleTrustedProxy + "` wider than one address, where any pod could set it (logged as a warning at start); the safe shape is an oauth2-proxy sidecar trusted at `127.0.0.1`"},
+	{Name: EnvConsoleReadAuth, Help: "`open` or `signed-in`: whether reading the console (failures, payloads, history) needs a signed-in operator; `/healthz` is always open. Default: `open` when `" + EnvConsoleAddr + "` is on loopback, `signed-in` otherwise"},
+	{Name: EnvConsoleAllowedHosts, Help: "comma-separated host names the console answers to (the `Host` header), on every listener; a request for another is refused (DNS rebinding). Default: loopback's names on loopback, any host elsewhere (with a warning at start)"},
 	{Name: EnvConsoleAuditMetrics, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},
 	{Name: EnvCommitInterval, Default: "100ms", Help: "longest a transaction stays open; part of the transaction budget, which must fit in `transaction.timeout.ms` and `max.poll.interval.ms`"},

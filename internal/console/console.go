@@ -124,7 +124,35 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return s.knownHost(secureHeaders(cop.Handler(mux)))
+	return s.knownHost(secureHeaders(s.readers(cop.Handler(mux))))
+}
+
+// readers keeps everything but the sign-in, the health check and the
+// static files behind sign-in when reading needs it
+// (RELAY_CONSOLE_READ_AUTH): the failures' payloads and history are for
+// the people who own them. A bearer token (a script's) counts on actions,
+// which check it themselves.
+func (s *Server) readers(next http.Handler) http.Handler {
+	if !s.cfg.Console.ReadsSignedIn(s.o.Loopback) {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/healthz", p == "/login", p == "/logout", strings.HasPrefix(p, "/static/"),
+			r.Method == http.MethodPost && r.Header.Get("Authorization") != "":
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.auth.identify(r).CanAct() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if s.auth.token() == "" && s.auth.userHeader == "" {
+			s.fail(w, r, http.StatusForbidden, "reading this console needs a signed-in operator, and it has no way to sign in: set RELAY_CONSOLE_TOKEN or an authenticating proxy, or RELAY_CONSOLE_READ_AUTH=open")
+			return
+		}
+		s.render(w, r, http.StatusUnauthorized, "login", "Sign in", nil)
+	})
 }
 
 // knownHost refuses a request for a Host the console does not answer to.
@@ -133,8 +161,10 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A trusted reverse proxy on this host passes its own Host on.
-		if s.auth.fromProxy(r) {
+		// The kubelet's probes name the pod's address; and a trusted
+		// reverse proxy on this host passes its own Host on, unless the
+		// hosts were named (RELAY_CONSOLE_ALLOWED_HOSTS: every listener).
+		if r.URL.Path == "/healthz" || (s.auth.fromProxy(r) && len(s.cfg.Console.AllowedHosts) == 0) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -24,6 +24,7 @@ func newTestServer(t *testing.T, extra map[string]string) *Server {
 	env := map[string]string{
 		config.EnvSourceTopics: "orders", config.EnvBootstrapServers: "127.0.0.1:1", config.EnvTransactionalID: "t",
 		config.EnvConsoleToken: testToken, config.EnvConsoleUserHeader: "X-Forwarded-User", config.EnvConsoleTrustedProxy: "10.0.0.0/8",
+		config.EnvConsoleTrustUnsigned: "true",
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -21,6 +21,9 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	cfg, log := o.Config, o.Log
 	onLoopback := Loopback(ln.Addr())
 	o.Loopback = onLoopback
+	if o.AllowedHosts == nil {
+		o.AllowedHosts = cfg.Console.AllowedHosts
+	}
 	if onLoopback && o.AllowedHosts == nil {
 		o.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 		if listenHost != "" {
@@ -37,10 +40,17 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 		go secret.Watch(ctx, []*secret.Value{cfg.Console.Token}, 5*time.Second, nil, func(*secret.Value) {}, log)
 	}
 	for _, p := range cfg.Console.TrustedProxies {
-		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
-			log.Warn("RELAY_CONSOLE_TRUSTED_PROXIES includes loopback: any local process can name itself in " + cfg.Console.UserHeader)
+		if cfg.Console.UserHeader != "" && !onLoopback && (p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback())) {
+			log.Info("the user header is believed from loopback: only the containers of this pod (an oauth2-proxy sidecar) can set it; on a shared host, any local process could")
 		}
 	}
+	if len(o.AllowedHosts) == 0 {
+		log.Warn("the console answers to any Host name: set RELAY_CONSOLE_ALLOWED_HOSTS to its own (DNS rebinding)")
+	}
+	if cfg.Console.UserHeader != "" && cfg.Console.TrustUnsigned {
+		log.Warn("RELAY_CONSOLE_TRUST_UNSIGNED_HEADER=true: any pod in RELAY_CONSOLE_TRUSTED_PROXIES can set " + cfg.Console.UserHeader + " and act as anyone")
+	}
+	log.Info("who may read", "signed_in_only", cfg.Console.ReadsSignedIn(onLoopback))
 	switch {
 	case cfg.Console.Token == nil && cfg.Console.UserHeader == "":
 		log.Info("read-only: set RELAY_CONSOLE_TOKEN, or a trusted proxy, to allow actions")
