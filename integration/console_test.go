@@ -137,11 +137,33 @@ func TestConsoleInABrowser(t *testing.T) {
 	token := "console-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-secret"
 	addr := freeAddr(t)
 	base := "http://" + addr
-	env := f.s.env("", append(f.fixed(), "RELAY_CONSOLE_ADDR", addr, "RELAY_CONSOLE_TOKEN", token,
+	env := f.s.env("", append(f.fixed(), "RELAY_CONSOLE_ADDR", addr, "RELAY_CONSOLE_TOKEN", token, "RELAY_CONSOLE_READ_AUTH", "signed-in",
 		"RELAY_QUARANTINE_OWNER", "payments-team", "RELAY_QUARANTINE_ALERT_THRESHOLD", "10", "RELAY_LOG_FORMAT", "text")...)
 	delete(env, "RELAY_TRANSACTIONAL_ID")
 	con := startRelayCmd(t, "console", exec.Command(relayBin, "console"), env)
 	con.waitLog("relay console listening", 60*time.Second)
+
+	// Reading needs a signed-in operator (RELAY_CONSOLE_READ_AUTH): the
+	// overview and a failure's page show the sign-in form, and nothing of
+	// the quarantine.
+	for _, page := range []string{"/", "/failure?id=" + url.QueryEscape(f.v1[0])} {
+		run(t, ctx, "read without sign-in", chromedp.Navigate(base+page), chromedp.WaitVisible(chromedp.CSS("#login")))
+		if html := get(t, ctx, "page source", chromedp.OuterHTML(chromedp.CSS("html"))); strings.Contains(html, f.s.src.topic) || strings.Contains(html, f.v1[0]) {
+			t.Errorf("%s without sign-in shows the quarantine", page)
+		}
+	}
+	// An action without signing in is refused, and nothing is written.
+	status := get(t, ctx, "unauthenticated discard", chromedp.Evaluate[int](fmt.Sprintf(`fetch("/discard", {method: "POST", body: new URLSearchParams({ids: %q, reason: "no sign-in"})}).then(r => r.status)`,
+		f.v1[0]), chromedp.EvalAwaitPromise))
+	if status != http.StatusUnauthorized {
+		t.Errorf("discard without sign-in: status %d, want 401", status)
+	}
+
+	// Sign in.
+	run(t, ctx, "sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.CSS("#login")))
+	accessible(t, ctx, axe, "sign-in")
+	run(t, ctx, "sign in", chromedp.SetValue(chromedp.CSS("#name"), "alice"), chromedp.SetValue(chromedp.CSS("#token"), token),
+		chromedp.Submit(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#actor")))
 
 	// Overview: counts by code, owner, threshold passed.
 	run(t, ctx, "overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#src-"+f.s.src.topic)))
@@ -176,18 +198,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	accessible(t, ctx, axe, "list")
 
-	// An action without signing in is refused, and nothing is written.
-	status := get(t, ctx, "unauthenticated discard", chromedp.Evaluate[int](fmt.Sprintf(`fetch("/discard", {method: "POST", body: new URLSearchParams({ids: %q, reason: "no sign-in"})}).then(r => r.status)`,
-		f.v1[0]), chromedp.EvalAwaitPromise))
-	if status != http.StatusUnauthorized {
-		t.Errorf("discard without sign-in: status %d, want 401", status)
-	}
 
-	// Sign in.
-	run(t, ctx, "sign in", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.CSS("#login")))
-	accessible(t, ctx, axe, "sign-in")
-	run(t, ctx, "sign in", chromedp.SetValue(chromedp.CSS("#name"), "alice"), chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Submit(chromedp.CSS("#login")), chromedp.WaitVisible(chromedp.CSS("#actor")))
 
 	// A forged cross-site request, from a page of another site, with the
 	// session cookie the browser holds: refused.

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -448,7 +450,7 @@ func TestOperatorCommandsWithOnlyTheirACLs(t *testing.T) {
 	}
 	waitTopics(t, 2, src+".valid", src+".quarantine", src+".rejected", src+".replay", src+".retry.30s", src+".retry.5m")
 
-	f := newQuarantineFixture(t, 2, 1, 0, 0)
+	f := newQuarantineFixture(t, 2, 2, 0, 0)
 	r := f.startFixed(t)
 	defer r.stop()
 	as := func(command string) []string {
@@ -467,8 +469,27 @@ func TestOperatorCommandsWithOnlyTheirACLs(t *testing.T) {
 	if res := f.s.cli(t, append(as("replay"), f.fixed()...), "replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "fix", "--rate", "10", "--progress", "none"); res.code != 0 {
 		t.Fatalf("relay replay with the replay ACLs: exit %d", res.code)
 	}
-	if got := byState(ledgerOf(t, f.s)); got[ledger.Resolved] != 2 || got[ledger.Discarded] != 1 {
-		t.Fatalf("ledger %v, want 2 resolved and 1 discarded", got)
+	// The console, with only `relay topics acls console`: a script's
+	// discard through it is written.
+	token := "console-token-" + randomHex(t, 8)
+	addr := freeAddr(t)
+	cenv := f.s.env("", append(as("console"), "RELAY_CONSOLE_ADDR", addr, "RELAY_CONSOLE_TOKEN", token)...)
+	delete(cenv, "RELAY_TRANSACTIONAL_ID")
+	con := startRelayCmd(t, "console", exec.Command(relayBin, "console"), cenv)
+	con.waitLog("relay console listening", 60*time.Second)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/discard", strings.NewReader(url.Values{"ids": {f.garbage[1]}, "reason": {"garbage too"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Relay-Actor", "script")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 60 * time.Second}
+	resp, err := noRedirect.Do(req)
+	if err != nil || resp.StatusCode >= 400 {
+		t.Fatalf("a discard through the console with the console ACLs: %v %v\n%s", resp, err, tail(con.stderr.String(), 20))
+	}
+	_ = resp.Body.Close()
+	con.stop()
+	if got := byState(ledgerOf(t, f.s)); got[ledger.Resolved] != 2 || got[ledger.Discarded] != 2 {
+		t.Fatalf("ledger %v, want 2 resolved and 2 discarded", got)
 	}
 	if res := f.s.cli(t, as("audit"), "audit", "--source", f.s.src.topic); res.code != 0 {
 		t.Fatalf("relay audit with the audit ACLs: exit %d", res.code)

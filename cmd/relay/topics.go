@@ -50,7 +50,7 @@ their source. It never deletes a topic or changes its settings.`,
 	apply.Flags().IntVar(&replication, "replication-factor", 3, "replication factor of created topics (capped at the brokers present)")
 	var principal string
 	acls := &cobra.Command{
-		Use:   "acls [run|topics|quarantine|replay|audit]",
+		Use:   "acls [run|topics|quarantine|replay|audit|console]",
 		Short: "list the Kafka ACLs relay's principal needs, per command",
 		Long: `Lists the least a principal needs on a cluster with an authorizer to run
 each relay command with this configuration (all of them without an

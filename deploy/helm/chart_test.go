@@ -54,6 +54,7 @@ type rendered struct {
 	cronJobs        []batchv1.CronJob
 	deployments     []appsv1.Deployment
 	ingresses       []networkingv1.Ingress
+	netpols         []networkingv1.NetworkPolicy
 	// The Prometheus Operator's kinds (CRDs, outside k8s.io/api).
 	monitors []monitor
 	rules    []prometheusRule
@@ -178,6 +179,8 @@ func (r *rendered) add(doc []byte) error {
 		return appendStrict(&r.deployments, strict)
 	case "networking.k8s.io/v1 Ingress":
 		return appendStrict(&r.ingresses, strict)
+	case "networking.k8s.io/v1 NetworkPolicy":
+		return appendStrict(&r.netpols, strict)
 	case "monitoring.coreos.com/v1 ServiceMonitor", "monitoring.coreos.com/v1 PodMonitor":
 		return appendStrict(&r.monitors, strict)
 	case "monitoring.coreos.com/v1 PrometheusRule":
@@ -480,8 +483,44 @@ func TestChartOptionalObjects(t *testing.T) {
 	}
 	if *d.Spec.Replicas != 1 || strings.Join(cc.Command, " ") != "/usr/local/bin/relay console" || env["RELAY_CONSOLE_ADDR"] != ":9465" ||
 		env["RELAY_CONSOLE_TOKEN_FILE"] != "/var/run/secrets/relay/console-token/token" || env["RELAY_CONSOLE_USER_HEADER"] != "X-Forwarded-User" ||
-		env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "10.0.0.0/8" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" {
+		env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "127.0.0.1" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" ||
+		env["RELAY_CONSOLE_READ_AUTH"] != "signed-in" || env["RELAY_CONSOLE_ALLOWED_HOSTS"] != "relay-console.example" {
 		t.Errorf("console: replicas %d, command %v, env %v", *d.Spec.Replicas, cc.Command, env)
+	}
+	// Least privilege: the console's pod carries no hook setting and none
+	// of the daemon's secrets; it has its own Kafka principal.
+	for name := range env {
+		if strings.HasPrefix(name, "RELAY_HOOK_") {
+			t.Errorf("the console's pod has %s", name)
+		}
+	}
+	if env["RELAY_KAFKA_SASL_USERNAME"] != "relay-console" || env["RELAY_KAFKA_SASL_PASSWORD_FILE"] != "/var/run/secrets/relay/relay-console-kafka/password" || len(cc.EnvFrom) != 0 {
+		t.Errorf("the console's Kafka principal: %q, %q, envFrom %v", env["RELAY_KAFKA_SASL_USERNAME"], env["RELAY_KAFKA_SASL_PASSWORD_FILE"], cc.EnvFrom)
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && (v.Secret.SecretName == "relay-hook" || v.Secret.SecretName == "relay-kafka") {
+			t.Errorf("the console's pod mounts the daemon's Secret %s", v.Secret.SecretName)
+		}
+	}
+	// The oauth2-proxy sidecar: the only way in, through the Service and
+	// the NetworkPolicy, to the console on the pod's loopback.
+	if cs := d.Spec.Template.Spec.Containers; len(cs) != 2 || cs[1].Name != "oauth2-proxy" || !slices.Contains(cs[1].Args, "--upstream=http://127.0.0.1:9465") ||
+		!slices.Contains(cs[1].Args, "--pass-user-headers=true") || cs[1].EnvFrom[0].SecretRef.Name != "relay-console-oidc" {
+		t.Errorf("the oauth2-proxy sidecar: %+v", cs[1:])
+	}
+	for _, s := range r.services {
+		if s.Name == "relay-console" && s.Spec.Ports[0].TargetPort.String() != "proxy" {
+			t.Errorf("the console's Service targets %s, not the sidecar", s.Spec.Ports[0].TargetPort.String())
+		}
+	}
+	if len(r.netpols) != 2 || r.netpols[0].Spec.Ingress[0].Ports[0].Port.String() != "proxy" || len(r.netpols[0].Spec.Ingress[0].From) != 1 {
+		t.Fatalf("the console's NetworkPolicy: %+v", r.netpols)
+	}
+	// relay's own pods (not the console's, not the audit's): the metrics
+	// port, from Prometheus.
+	if np := r.netpols[1]; np.Spec.Ingress[0].Ports[0].Port.String() != "http" || len(np.Spec.PodSelector.MatchExpressions) != 1 ||
+		np.Spec.PodSelector.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
+		t.Errorf("relay's NetworkPolicy: %+v", np.Spec)
 	}
 	ing := r.ingresses[0]
 	if b := ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service; b.Name != "relay-console" || b.Port.Name != "console" || len(ing.Spec.TLS) != 1 {
@@ -507,6 +546,19 @@ func TestChartRefuses(t *testing.T) {
 			v["relay"].(map[string]any)["env"] = map[string]any{"retry_tiers": "30s"}
 		}, "retry_tiers"},
 		{"the audit without a source", func(v map[string]any) { v["audit"] = map[string]any{"enabled": true} }, "audit.source is required"},
+		{"an Ingress without TLS", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example"}}
+		}, "console.ingress.tls is required"},
+		{"an Ingress without a way to sign in", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true, "host": "c.example", "tls": []any{map[string]any{"secretName": "x"}}}}
+		}, "needs a way to sign in"},
+		{"the sidecar without an image", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "oauth2Proxy": map[string]any{"enabled": true, "secretName": "s"}}
+		}, "console.oauth2Proxy.image.repository is required"},
+		{"the sidecar beside another proxy's header", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "userHeader": "X-User", "trustedProxies": []any{"10.0.0.1"},
+				"oauth2Proxy": map[string]any{"enabled": true, "secretName": "s", "image": map[string]any{"repository": "r", "tag": "t"}}}
+		}, "exclude each other"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := valuesFile(t, "minimal.yaml")

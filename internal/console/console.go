@@ -124,7 +124,7 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return s.knownHost(secureHeaders(s.readers(cop.Handler(mux))))
+	return s.knownHost(secureHeaders(cop.Handler(s.readers(mux))))
 }
 
 // readers keeps everything but the sign-in, the health check and the

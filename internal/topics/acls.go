@@ -77,7 +77,7 @@ func (a ACL) String() string {
 }
 
 // Commands that need ACLs of their own, as ACLs takes them.
-var Commands = []string{"run", "topics", "quarantine", "replay", "audit"}
+var Commands = []string{"run", "topics", "quarantine", "replay", "audit", "console"}
 
 // ACLs lists the least a principal needs to run command (one of Commands)
 // with cfg: each topic by its own name, the groups and the transactional
@@ -127,11 +127,11 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 			}
 		}
 		topic(state, "created and configured by relay topics apply", "Create", "Alter", "AlterConfigs", "DescribeConfigs")
-	case "quarantine", "replay":
+	case "quarantine", "replay", "console": // the console discards and replays as the commands do
 		for _, src := range cfg.SourceTopics {
 			d := cfg.Derived(src)
 			topic(d.Quarantine, "the quarantined records; retention.ms for their deadline", "Read", "DescribeConfigs")
-			if command == "replay" {
+			if command != "quarantine" {
 				topic(d.Replay, "replayed records are published here", "Write")
 			}
 		}

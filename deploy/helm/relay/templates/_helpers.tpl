@@ -142,3 +142,79 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+The console's environment: what it uses and nothing else. The daemon's
+source, group, brokers and rules; kafka.properties with the console's own
+over them (its own principal); relay.env without the hook's variables;
+console.env; and console.secretFiles instead of the daemon's secrets.
+*/}}
+{{- define "relay.consoleEnv" -}}
+- name: RELAY_SOURCE_TOPICS
+  value: {{ required "relay.sourceTopics is required" .Values.relay.sourceTopics | quote }}
+- name: RELAY_GROUP_ID
+  value: {{ .Values.relay.groupId | quote }}
+- name: RELAY_KAFKA_BOOTSTRAP_SERVERS
+  value: {{ required "kafka.bootstrapServers is required" .Values.kafka.bootstrapServers | quote }}
+{{- $props := dict }}
+{{- range $name, $value := .Values.kafka.properties }}
+{{- $_ := set $props (include "relay.kafkaVar" $name) $value }}
+{{- end }}
+{{- range $name, $value := .Values.console.kafka.properties }}
+{{- $_ := set $props (include "relay.kafkaVar" $name) $value }}
+{{- end }}
+{{- range $name, $value := $props }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- if include "relay.rulesConfigMap" . }}
+- name: RELAY_RULES_FILE
+  value: {{ printf "/etc/relay/rules/%s" .Values.relay.rules.key | quote }}
+{{- end }}
+{{- $env := dict }}
+{{- range $name, $value := .Values.relay.env }}
+{{- if not (hasPrefix "RELAY_HOOK_" $name) }}
+{{- $_ := set $env $name $value }}
+{{- end }}
+{{- end }}
+{{- range $name, $value := .Values.console.env }}
+{{- $_ := set $env $name $value }}
+{{- end }}
+{{- range $name, $value := $env }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- range $i, $f := .Values.console.secretFiles }}
+{{- range $var, $key := $f.keys }}
+- name: {{ printf "%s_FILE" $var }}
+  value: {{ printf "/var/run/secrets/relay/%s/%s" $f.secret $key | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "relay.consoleSecretMounts" -}}
+{{- range $i, $f := .Values.console.secretFiles }}
+- name: {{ printf "secret-%d" $i }}
+  mountPath: {{ printf "/var/run/secrets/relay/%s" $f.secret | quote }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "relay.consoleSecretVolumes" -}}
+{{- range $i, $f := .Values.console.secretFiles }}
+- name: {{ printf "secret-%d" $i }}
+  secret:
+    secretName: {{ $f.secret | quote }}
+    defaultMode: 0440
+{{- end }}
+{{- end -}}
+
+{{/* The Host names the console answers to: the Ingress host and console.allowedHosts. */}}
+{{- define "relay.consoleHosts" -}}
+{{- $hosts := list }}
+{{- if and .Values.console.ingress.enabled .Values.console.ingress.host }}
+{{- $hosts = append $hosts .Values.console.ingress.host }}
+{{- end }}
+{{- $hosts = concat $hosts .Values.console.allowedHosts | uniq }}
+{{- join "," $hosts -}}
+{{- end -}}
