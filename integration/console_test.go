@@ -198,8 +198,6 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	accessible(t, ctx, axe, "list")
 
-
-
 	// A forged cross-site request, from a page of another site, with the
 	// session cookie the browser holds: refused.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
