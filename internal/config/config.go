@@ -386,7 +386,7 @@ func secretVar(name string) bool {
 // when they change.
 func (c *Config) FileSecrets() []*secret.Value {
 	var out []*secret.Value
-	vals := []*secret.Value{c.SchemaRegistrySecret, c.HookToken, c.HookSigningSecret}
+	vals := []*secret.Value{c.SchemaRegistrySecret, c.HookToken, c.HookSigningSecret, c.Console.Token}
 	if c.SchemaRegistryOAuth != nil {
 		vals = append(vals, c.SchemaRegistryOAuth.Secret)
 	}

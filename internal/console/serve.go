@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"relay/internal/secret"
@@ -36,9 +39,7 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 		return err
 	}
 	defer srv.Close() // on every way out; a second Close returns at once
-	if cfg.Console.Token != nil && cfg.Console.Token.File != "" {
-		go secret.Watch(ctx, []*secret.Value{cfg.Console.Token}, 5*time.Second, nil, func(*secret.Value) {}, log)
-	}
+	watchSecrets(ctx, o)
 	for _, p := range cfg.Console.TrustedProxies {
 		if cfg.Console.UserHeader != "" && !onLoopback && (p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback())) {
 			log.Info("the user header is believed from loopback: only the containers of this pod (an oauth2-proxy sidecar) can set it; on a shared host, any local process could")
@@ -76,6 +77,50 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	_ = hs.Shutdown(c)
 	log.Info("relay console stopped")
 	return nil
+}
+
+// watchSecrets keeps the secrets read from files current, as relay run
+// does: every few seconds, and at once on SIGHUP, which never stops the
+// console. A new SASL password reaches the admin client the console
+// holds; the readers it builds for each snapshot read the files' values
+// when they are built.
+func watchSecrets(ctx context.Context, o Options) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	reload := make(chan struct{}, 1)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				o.Log.Info("SIGHUP: reading the secret files again; the rest of the console's configuration is fixed for the life of the process")
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	cfg := o.Config
+	sasl, _ := o.Admin.(interface{ SetSaslCredentials(user, pass string) error })
+	changed := func(v *secret.Value) {
+		if sasl == nil || (v != cfg.KafkaSecrets["sasl.password"] && v != cfg.KafkaSecrets["sasl.username"]) {
+			return
+		}
+		user, pass := cfg.Kafka["sasl.username"], cfg.Kafka["sasl.password"]
+		if s := cfg.KafkaSecrets["sasl.username"]; s != nil {
+			user = s.Get()
+		}
+		if s := cfg.KafkaSecrets["sasl.password"]; s != nil {
+			pass = s.Get()
+		}
+		if err := sasl.SetSaslCredentials(user, pass); err != nil {
+			o.Log.Warn("cannot give the admin client the new SASL credentials; it keeps the old ones until the console restarts", "err", err)
+		}
+	}
+	go secret.Watch(ctx, cfg.FileSecrets(), secret.WatchInterval, reload, changed, o.Log)
 }
 
 // Loopback says whether a is a loopback address.
