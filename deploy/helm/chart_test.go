@@ -300,7 +300,7 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			v = "relay-3"
 		case e.ValueFrom != nil:
-			v = "http://hook:8080/x"
+			v = "https://hook:8443/x"
 		}
 		env[e.Name] = strings.ReplaceAll(v, "$(POD_NAME)", env["POD_NAME"])
 	}

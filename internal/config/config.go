@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -57,12 +59,15 @@ type Config struct {
 	SchemaCacheSize     int
 	RulesFile           string
 	HookURL             string
-	HookTimeout         time.Duration
-	HookConcurrency     int
-	HookBatch           int
-	HookToken           *secret.Value // nil: none
-	HookSigningSecret   *secret.Value // nil: none
-	HookTLS             secret.TLSFiles
+	// AllowInsecureHTTP lets credentials go over plain http:// beyond
+	// loopback (RELAY_ALLOW_INSECURE_HTTP; logged at start).
+	AllowInsecureHTTP bool
+	HookTimeout       time.Duration
+	HookConcurrency   int
+	HookBatch         int
+	HookToken         *secret.Value // nil: none
+	HookSigningSecret *secret.Value // nil: none
+	HookTLS           secret.TLSFiles
 	// TraceURL links a trace id to a tracing UI ({traceId}); "" none.
 	TraceURL            string
 	RedactPattern       *regexp.Regexp
@@ -261,6 +266,13 @@ func (p *parser) readChecks(c *Config) {
 	c.HookTLS = p.tlsFiles(EnvHookCA, EnvHookCert, EnvHookKey)
 	c.TraceURL = p.raw(EnvTraceURL)
 	checkTraceURL(p, c.TraceURL)
+	c.AllowInsecureHTTP = p.enum(EnvAllowInsecureHTTP, "false", "true") == "true"
+	if !c.AllowInsecureHTTP {
+		for _, u := range c.InsecureCredentialURLs() {
+			p.fail(u.Var, "%s sends %s over plain http:// to a host other than loopback, where anyone on the way reads it: use https, or set %s=true to accept that",
+				secret.MaskURL(u.URL), u.What, EnvAllowInsecureHTTP)
+		}
+	}
 	if v := p.raw(EnvSchemaReaderVersion); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -268,6 +280,33 @@ func (p *parser) readChecks(c *Config) {
 		}
 		c.SchemaReaderVersion = n
 	}
+}
+
+// InsecureURL is a URL relay sends a credential to over plain HTTP.
+type InsecureURL struct{ Var, URL, What string }
+
+// InsecureCredentialURLs lists the URLs relay would send a credential to
+// over plain http:// to a host other than loopback: the hook's with a
+// token, the registry's with a password or an OAuth token, the token
+// endpoint's (the client secret).
+func (c *Config) InsecureCredentialURLs() []InsecureURL {
+	var out []InsecureURL
+	check := func(name, u, what string, sends bool) {
+		x, err := url.Parse(u)
+		if !sends || err != nil || !strings.EqualFold(x.Scheme, "http") {
+			return
+		}
+		if ip, err := netip.ParseAddr(x.Hostname()); (err == nil && ip.IsLoopback()) || strings.EqualFold(x.Hostname(), "localhost") {
+			return
+		}
+		out = append(out, InsecureURL{name, u, what})
+	}
+	check(EnvHookURL, c.HookURL, "the hook's token ("+c.HookToken.VarName(EnvHookToken)+")", c.HookToken != nil)
+	check(EnvSchemaRegistryURL, c.SchemaRegistryURL, "the registry's credentials", c.SchemaRegistrySecret != nil || c.SchemaRegistryOAuth != nil)
+	if o := c.SchemaRegistryOAuth; o != nil {
+		check(EnvRegistryTokenURL, o.TokenURL, "the client secret", true)
+	}
+	return out
 }
 
 // VarForProperty names the variable that set a librdkafka property, for

@@ -172,3 +172,36 @@ func TestConsoleTrustAndReading(t *testing.T) {
 		t.Error("RELAY_CONSOLE_READ_AUTH=signed-in on loopback is open")
 	}
 }
+
+// A credential over plain http:// to a host other than loopback is refused
+// unless RELAY_ALLOW_INSECURE_HTTP=true; without a credential, or to
+// loopback, or over https, it is fine.
+func TestCredentialsOverPlainHTTP(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		fail string
+	}{
+		{map[string]string{EnvHookURL: "http://hook.internal/x", EnvHookToken: "t"}, EnvHookURL + ": http://hook.internal/x sends the hook's token"},
+		{map[string]string{EnvHookURL: "http://hook.internal/x"}, ""},
+		{map[string]string{EnvHookURL: "http://127.0.0.1:8080/x", EnvHookToken: "t"}, ""},
+		{map[string]string{EnvHookURL: "http://localhost:8080/x", EnvHookToken: "t"}, ""},
+		{map[string]string{EnvHookURL: "https://hook.internal/x", EnvHookToken: "t"}, ""},
+		{map[string]string{EnvHookURL: "http://hook.internal/x", EnvHookToken: "t", EnvAllowInsecureHTTP: "true"}, ""},
+		{map[string]string{EnvSchemaRegistryURL: "http://registry:8080", EnvSchemaRegistryUser: "u", EnvSchemaRegistrySecret: "p"}, EnvSchemaRegistryURL + ": http://registry:8080 sends the registry's credentials"},
+		{map[string]string{EnvSchemaRegistryURL: "http://registry:8080"}, ""},
+		{map[string]string{EnvSchemaRegistryURL: "https://registry:8080", EnvRegistryTokenURL: "http://idp.internal/token", EnvRegistryClientID: "c", EnvRegistryClientSecret: "s"},
+			EnvRegistryTokenURL + ": http://idp.internal/token sends the client secret"},
+	} {
+		env := map[string]string{EnvSchemaRegistryURL: "https://registry:8080", EnvSchemaSubject: "orders-value", EnvSchemaAccept: "1"}
+		for k, v := range c.env {
+			env[k] = v
+		}
+		_, err := load(t, with(env))
+		switch {
+		case c.fail == "" && err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		case c.fail != "" && (err == nil || !strings.Contains(problems(err), c.fail)):
+			t.Errorf("%v: %v, want %q", c.env, err, c.fail)
+		}
+	}
+}

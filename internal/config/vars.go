@@ -78,6 +78,7 @@ const (
 	EnvConsoleTrustedProxy  = "RELAY_CONSOLE_TRUSTED_PROXIES"
 	EnvConsoleAuditMetrics  = "RELAY_CONSOLE_AUDIT_METRICS"
 	EnvConsoleReadAuth      = "RELAY_CONSOLE_READ_AUTH"
+	EnvAllowInsecureHTTP    = "RELAY_ALLOW_INSECURE_HTTP"
 	EnvConsoleAllowedHosts  = "RELAY_CONSOLE_ALLOWED_HOSTS"
 	EnvConsoleTrustUnsigned = "RELAY_CONSOLE_TRUST_UNSIGNED_HEADER"
 
@@ -182,6 +183,7 @@ var Vars = []Var{
 	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
 	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console: `" + EnvConsoleUserHeader + "` is believed only from them, and their `X-Forwarded-For` and `X-Forwarded-Proto`; a range wider than one address with a user header needs `" + EnvConsoleTrustUnsigned + "`"},
 	{Name: EnvConsoleTrustUnsigned, Default: "false", Help: "`true` believes `" + EnvConsoleUserHeader + "` from a range of `" + EnvConsoleTrustedProxy + "` wider than one address, where any pod could set it (logged as a warning at start); the safe shape is an oauth2-proxy sidecar trusted at `127.0.0.1`"},
+	{Name: EnvAllowInsecureHTTP, Default: "false", Help: "`true` lets relay send credentials (the hook's token, the registry's password or OAuth token, the token endpoint's client secret) over plain `http://` to a host other than loopback; relay logs a warning at start. Otherwise such a URL is refused"},
 	{Name: EnvConsoleReadAuth, Help: "`open` or `signed-in`: whether reading the console (failures, payloads, history) needs a signed-in operator; `/healthz` is always open. Default: `open` when `" + EnvConsoleAddr + "` is on loopback, `signed-in` otherwise"},
 	{Name: EnvConsoleAllowedHosts, Help: "comma-separated host names the console answers to (the `Host` header), on every listener; a request for another is refused (DNS rebinding). Default: loopback's names on loopback, any host elsewhere (with a warning at start)"},
 	{Name: EnvConsoleAuditMetrics, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},

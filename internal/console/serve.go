@@ -51,6 +51,9 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	if cfg.Console.UserHeader != "" && cfg.Console.TrustUnsigned {
 		log.Warn("RELAY_CONSOLE_TRUST_UNSIGNED_HEADER=true: any pod in RELAY_CONSOLE_TRUSTED_PROXIES can set " + cfg.Console.UserHeader + " and act as anyone")
 	}
+	for _, u := range cfg.InsecureCredentialURLs() { // only with RELAY_ALLOW_INSECURE_HTTP=true
+		log.Warn("credentials go over plain http:// (RELAY_ALLOW_INSECURE_HTTP=true): anyone on the way reads them", "var", u.Var, "sends", u.What)
+	}
 	log.Info("who may read", "signed_in_only", cfg.Console.ReadsSignedIn(onLoopback))
 	switch {
 	case cfg.Console.Token == nil && cfg.Console.UserHeader == "":

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	for _, name := range config.Unknown(opts.Environ) {
 		log.Warn("ignoring unknown relay variable (typo?)", "var", name)
 	}
+	for _, u := range cfg.InsecureCredentialURLs() { // only with RELAY_ALLOW_INSECURE_HTTP=true
+		log.Warn("credentials go over plain http:// ("+config.EnvAllowInsecureHTTP+"=true): anyone on the way reads them", "var", u.Var, "sends", u.What)
+	}
 	d := &daemon{cfg: cfg, opts: opts, log: log}
 	ruleSet, err := d.checkConfig()
 	if err != nil {
