@@ -224,10 +224,11 @@ func parseID(id string) (topic string, p int32, off int64, err error) {
 
 // waitsTooLong notes a copy that waits behind an earlier record of its key
 // (KEY_BLOCKED with relay.key.head) and has waited behind that same head
-// longer than twice the stuck bound: a head settles within the bound (its
-// retry budget and last tier), so a key whose followers keep hopping that
-// long has a head that never settles. Each hop is a fresh copy, due soon,
-// which aging alone would never call stuck.
+// longer than a head can take — its retry budget and last tier
+// (DefaultStuckAfter) — plus the stuck bound's allowance for lateness: a
+// key whose followers keep hopping that long has a head that never
+// settles. Each hop is a fresh copy, due soon, which aging alone would
+// never call stuck.
 func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) bool {
 	head, ok := envelope.Lookup(m.Headers, envelope.KeyHead)
 	code, _ := envelope.Lookup(m.Headers, envelope.ErrorCode)
@@ -236,14 +237,17 @@ func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) 
 	if !ok || len(head) == 0 || string(code) != keyBlocked || err != nil {
 		return false
 	}
-	waited := s.o.Now.Sub(t)
-	if waited <= 2*s.o.StuckAfter {
+	waited, bound := s.o.Now.Sub(t), DefaultStuckAfter(s.cfg)+s.o.StuckAfter
+	if waited <= bound {
 		return false
+	}
+	if len(head) > 200 {
+		head = head[:200]
 	}
 	s.rep.partitionStuck(p)
 	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
-		fmt.Sprintf("waits behind %s, an earlier record of its key, since %s (%s): longer than twice the stuck bound %s, so that record never settles; is it stuck, lost or held?",
-			head, t.UTC().Format(time.RFC3339), waited.Round(time.Second), s.o.StuckAfter))
+		fmt.Sprintf("waits behind %q, an earlier record of its key, since %s (%s): longer than a head can take plus the stuck bound (%s), so that record never settles; is it stuck, lost or held?",
+			head, t.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
 	return true
 }
 
@@ -268,11 +272,14 @@ func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64)
 	if due.IsZero() {
 		return
 	}
-	if r == roleTier && s.waitsTooLong(m, topic, p, off) {
-		return
-	}
 	overdue := s.o.Now.Sub(due)
 	if overdue <= s.o.StuckAfter {
+		// Due, or late within the bound: unless it is a follower whose
+		// head never settles, nothing to say. (Overdue, the copy is
+		// reported as such first: relay may not be consuming at all.)
+		if r == roleTier {
+			s.waitsTooLong(m, topic, p, off)
+		}
 		return
 	}
 	s.rep.partitionStuck(p)

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,12 +244,41 @@ func TestFollowersOfAHeadThatNeverSettles(t *testing.T) {
 			h(envelope.SourceOffset, string(rune('0'+off))), printOf(off), h(envelope.ErrorCode, code), h(envelope.KeyHead, "orders/0/1"),
 			h(envelope.FirstFailedAt, since.UTC().Format(envelope.TimeFormat)), h(envelope.NotBefore, now.UTC().Format(envelope.TimeFormat))}
 	}
+	// The configuration's bound (a head's life): a minute, the default's
+	// floor; --stuck-after (testScan's) an hour.
 	tier := s.envelopeRecord(derived{"orders.retry.5s", roleTier})
-	tier(msg("orders.retry.5s", 3, nil, nil, follower(5, keyBlocked, now.Add(-90*time.Minute))...))  // within twice the hour
+	tier(msg("orders.retry.5s", 3, nil, nil, follower(5, keyBlocked, now.Add(-60*time.Minute))...))  // within a head's life plus the bound
 	tier(msg("orders.retry.5s", 4, nil, nil, follower(6, keyBlocked, now.Add(-150*time.Minute))...)) // past it
 	tier(msg("orders.retry.5s", 5, nil, nil, follower(7, "HOOK_UNAVAILABLE", now.Add(-150*time.Minute))...))
 	if s.rep.stuck[0] != 1 || len(s.rep.Findings) != 1 || s.rep.Findings[0].Source.Offset != 6 {
 		t.Fatalf("stuck %d, findings %v; want offset 6 alone stuck", s.rep.stuck[0], s.rep.Findings)
+	}
+	// A short --stuck-after does not make a follower of a head that is
+	// still within its own budget stuck: the head's life is the
+	// configuration's (an hour of budget here).
+	s = testScan(t, nil)
+	s.cfg.RetryMaxElapsed = time.Hour
+	s.o.StuckAfter = 15 * time.Minute
+	tier = s.envelopeRecord(derived{"orders.retry.5s", roleTier})
+	tier(msg("orders.retry.5s", 3, nil, nil, follower(5, keyBlocked, now.Add(-40*time.Minute))...))
+	if s.rep.stuck[0] != 0 {
+		t.Fatalf("a follower 40 min behind a head with an hour of budget, --stuck-after 15m: %v", s.rep.Findings)
+	}
+	// A follower whose copy is itself overdue is reported as overdue (is
+	// relay consuming?), not blamed on its head; a forged head is quoted.
+	s = testScan(t, nil)
+	late := follower(5, keyBlocked, now.Add(-5*time.Hour))
+	late[len(late)-1] = h(envelope.NotBefore, now.Add(-5*time.Hour).UTC().Format(envelope.TimeFormat))
+	s.envelopeRecord(derived{"orders.retry.5s", roleTier})(msg("orders.retry.5s", 3, nil, nil, late...))
+	if len(s.rep.Findings) != 1 || !strings.Contains(s.rep.Findings[0].Detail, "is relay consuming") {
+		t.Fatalf("an overdue follower: %v", s.rep.Findings)
+	}
+	s = testScan(t, nil)
+	forged := follower(6, keyBlocked, now.Add(-150*time.Minute))
+	forged[6] = h(envelope.KeyHead, "orders/0/1\nFAKE FINDING")
+	s.envelopeRecord(derived{"orders.retry.5s", roleTier})(msg("orders.retry.5s", 3, nil, nil, forged...))
+	if len(s.rep.Findings) != 1 || strings.Contains(s.rep.Findings[0].Detail, "\nFAKE") {
+		t.Fatalf("a forged head: %v", s.rep.Findings)
 	}
 }
 

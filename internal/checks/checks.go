@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -55,6 +56,13 @@ func RegistryClient(cfg *config.Config) (*schema.Client, error) {
 		a.Password = cfg.SchemaRegistrySecret.Get
 	}
 	if cc := cfg.SchemaRegistryOAuth; cc != nil {
+		if tlsConf != nil && cc.HTTP == nil {
+			// The token endpoint is reached with the registry's CA and
+			// client certificate: a private PKI serves both.
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = tlsConf
+			cc.HTTP = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		}
 		a.Token = cc.Token
 	}
 	client.Authenticate(a)

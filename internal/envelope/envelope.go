@@ -80,7 +80,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // Headers returns the envelope as relay.* headers. Empty optional fields
 // are left out.
-func (f *Failure) Headers() []Header { return AppendFailure(make([]Header, 0, 20), f) }
+func (f *Failure) Headers() []Header { return AppendFailure(make([]Header, 0, 21), f) }
 
 // AppendFailure appends the envelope f as relay.* headers to dst (see
 // Headers).

@@ -43,9 +43,9 @@ const (
 	// KeySeq is the place of a tier record in its key's queue (key
 	// ordering): records of a blocked key are processed in this order.
 	KeySeq = "relay.key.seq"
-	// KeyHead is, on a record that waits behind an earlier record of its
-	// key (KEY_BLOCKED), that record's failure id; relay.first.failed.at
-	// is then when it began to wait behind it.
+	// KeyHead is, on a tier record that waits behind an earlier record of
+	// its key, that record's failure id; on a KEY_BLOCKED one,
+	// relay.first.failed.at is when it began to wait behind it.
 	KeyHead = "relay.key.head"
 	// RecordTimestamp is, on tier records, the timestamp the record keeps
 	// when it leaves the tiers; the tier record's own is the hop's time.

@@ -33,7 +33,7 @@ var FailureHeaders = []HeaderDoc{
 	{[]string{SchemaID, SchemaSubject, SchemaVersion}, "the writer schema, as far as known"},
 	{[]string{ReplayID, ReplayCount}, "kept from a replayed record"},
 	{[]string{KeySeq}, "key ordering, tiers only: the record's place in its key's queue; records of a blocked key are processed in this order"},
-	{[]string{KeyHead}, "key ordering, a KEY_BLOCKED record only: the failure id of the earlier record it waits behind; its relay.first.failed.at is when it began to wait behind that one (relay audit reports it stuck after twice --stuck-after)"},
+	{[]string{KeyHead}, "key ordering, tiers only: the failure id of the earlier record of its key that this one waits behind. On a `KEY_BLOCKED` record, `relay.first.failed.at` is when it began to wait behind that one: relay audit reports it stuck past a head's whole life (the retry budget and the longest tier) plus `--stuck-after`"},
 	{[]string{RecordTimestamp}, "tiers only: the record's own timestamp (the source's; the replay's for a replayed record), which it keeps when it leaves the tiers"},
 	{[]string{TraceParent, TraceState}, "with tracing on, the context of the record's process span (see docs/TRACING.md); else carried from the record"},
 }

@@ -97,7 +97,7 @@ func tierRecord(p *pass, topic string, f *envelope.Failure, extra []envelope.Hea
 }
 
 // maxEnvelopeHeaders is the most headers a failure envelope has.
-const maxEnvelopeHeaders = 20
+const maxEnvelopeHeaders = 21
 
 // terminalRecord is p's record in topic (quarantine or rejected, and the
 // base of a tier record): its original key, value, headers and timestamp,

@@ -76,7 +76,7 @@ func (m *Machine) follow(p *pass, seq int64) []txn.Output {
 		f.SchemaID, f.SchemaSubject, f.SchemaVersion = prev.SchemaID, prev.SchemaSubject, prev.SchemaVersion
 	}
 	f.KeyHead = ks.Head
-	if prev := p.prev; prev != nil && prev.Code == CodeKeyBlocked && prev.KeyHead == ks.Head && !prev.FirstFailedAt.IsZero() {
+	if prev := p.prev; ks.Head != "" && prev != nil && prev.Code == CodeKeyBlocked && prev.KeyHead == ks.Head && !prev.FirstFailedAt.IsZero() {
 		// It hops again behind the same head: it has waited since its
 		// first hop behind it (relay audit judges how long).
 		f.FirstFailedAt = prev.FirstFailedAt

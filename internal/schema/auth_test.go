@@ -88,6 +88,7 @@ func TestRegistryTokenFromClientCredentials(t *testing.T) {
 			return
 		}
 		n := issued.Add(1)
+		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
 	}))
 	defer idp.Close()
