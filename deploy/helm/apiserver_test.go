@@ -33,15 +33,16 @@ type apiServer struct {
 // resources maps the kinds the chart renders to their collections; the
 // Prometheus Operator's kinds need its CRDs, which this server lacks.
 var resources = map[string]string{
-	"v1 Service":                    "/api/v1/namespaces/%s/services",
-	"v1 ConfigMap":                  "/api/v1/namespaces/%s/configmaps",
-	"v1 ServiceAccount":             "/api/v1/namespaces/%s/serviceaccounts",
-	"v1 Pod":                        "/api/v1/namespaces/%s/pods",
-	"apps/v1 StatefulSet":           "/apis/apps/v1/namespaces/%s/statefulsets",
-	"policy/v1 PodDisruptionBudget": "/apis/policy/v1/namespaces/%s/poddisruptionbudgets",
-	"batch/v1 CronJob":              "/apis/batch/v1/namespaces/%s/cronjobs",
-	"apps/v1 Deployment":            "/apis/apps/v1/namespaces/%s/deployments",
-	"networking.k8s.io/v1 Ingress":  "/apis/networking.k8s.io/v1/namespaces/%s/ingresses",
+	"v1 Service":                         "/api/v1/namespaces/%s/services",
+	"v1 ConfigMap":                       "/api/v1/namespaces/%s/configmaps",
+	"v1 ServiceAccount":                  "/api/v1/namespaces/%s/serviceaccounts",
+	"v1 Pod":                             "/api/v1/namespaces/%s/pods",
+	"apps/v1 StatefulSet":                "/apis/apps/v1/namespaces/%s/statefulsets",
+	"policy/v1 PodDisruptionBudget":      "/apis/policy/v1/namespaces/%s/poddisruptionbudgets",
+	"batch/v1 CronJob":                   "/apis/batch/v1/namespaces/%s/cronjobs",
+	"apps/v1 Deployment":                 "/apis/apps/v1/namespaces/%s/deployments",
+	"networking.k8s.io/v1 Ingress":       "/apis/networking.k8s.io/v1/namespaces/%s/ingresses",
+	"networking.k8s.io/v1 NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies",
 }
 
 // TestChartServerSideDryRun creates every manifest the chart renders, for
