@@ -63,8 +63,12 @@ type Server struct {
 	// dryRuns and reads bound the work readers and actors can start at
 	// once: a dry run holds its selection's records; a failure's page
 	// opens a consumer.
-	dryRuns chan struct{}
-	reads   chan struct{}
+	// requests bounds each client's rate; streams the live progress
+	// streams open at once.
+	requests *guesses
+	streams  *streams
+	dryRuns  chan struct{}
+	reads    chan struct{}
 
 	mu       sync.Mutex // one snapshot load at a time
 	snap     *quarantine.Snapshot
@@ -87,7 +91,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, cfg: o.Config, log: o.Log,
 		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies, o.Loopback),
-		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4)}
+		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
+		requests: newRequests(maxTracked), streams: newStreams()}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -124,7 +129,21 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return s.knownHost(secureHeaders(cop.Handler(s.readers(mux))))
+	return s.knownHost(s.throttle(secureHeaders(cop.Handler(s.readers(mux)))))
+}
+
+// throttle bounds each client's requests (requestRate a second, in
+// bursts of requestBurst), the health check excepted: a client past it
+// gets 429 and waits.
+func (s *Server) throttle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && !s.requests.allow(s.auth.client(r), time.Now()) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests from your address; slow down", http.StatusTooManyRequests)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // readers keeps everything but the sign-in, the health check and the

@@ -22,12 +22,15 @@ const (
 )
 
 // guesses is a limiter per client, bounded: an LRU of maxTracked clients,
-// so that remembering one more is O(1), never a scan.
+// so that remembering one more is O(1), never a scan. Wrong tokens use
+// one (newGuesses); requests as a whole another (newRequests).
 type guesses struct {
 	mu    sync.Mutex
 	order *list.List // of *guesser, the most recent first
 	by    map[string]*list.Element
 	max   int
+	every rate.Limit
+	burst int
 }
 
 type guesser struct {
@@ -36,7 +39,44 @@ type guesser struct {
 }
 
 func newGuesses(max int) *guesses {
-	return &guesses{order: list.New(), by: map[string]*list.Element{}, max: max}
+	return &guesses{order: list.New(), by: map[string]*list.Element{}, max: max, every: rate.Every(failureWindow / maxFailures), burst: maxFailures}
+}
+
+// Requests: a client may make requestBurst at once, then requestRate a
+// second: a person clicking and a page's event stream stay far below, a
+// script hammering the console (each overview may read the quarantine)
+// does not.
+const (
+	requestRate  = 20
+	requestBurst = 60
+)
+
+func newRequests(max int) *guesses {
+	return &guesses{order: list.New(), by: map[string]*list.Element{}, max: max, every: requestRate, burst: requestBurst}
+}
+
+// allow spends one of client's requests, if it has one.
+func (g *guesses) allow(client string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.touch(client).lim.AllowN(now, 1)
+}
+
+// touch is client's limiter, made (and the least recent client forgotten
+// when full) if it has none; it becomes the most recent.
+func (g *guesses) touch(client string) *guesser {
+	e := g.by[client]
+	if e == nil {
+		if g.order.Len() >= g.max {
+			last := g.order.Back()
+			g.order.Remove(last)
+			delete(g.by, last.Value.(*guesser).client)
+		}
+		e = g.order.PushFront(&guesser{client, rate.NewLimiter(g.every, g.burst)})
+		g.by[client] = e
+	}
+	g.order.MoveToFront(e)
+	return e.Value.(*guesser)
 }
 
 // mayTry says whether client may give a token now.
@@ -59,17 +99,7 @@ func (g *guesses) tried(client string, ok bool, now time.Time) {
 		}
 		return
 	}
-	if e == nil {
-		if g.order.Len() >= g.max {
-			last := g.order.Back()
-			g.order.Remove(last)
-			delete(g.by, last.Value.(*guesser).client)
-		}
-		e = g.order.PushFront(&guesser{client, rate.NewLimiter(rate.Every(failureWindow/maxFailures), maxFailures)})
-		g.by[client] = e
-	}
-	g.order.MoveToFront(e)
-	e.Value.(*guesser).lim.AllowN(now, 1)
+	g.touch(client).lim.AllowN(now, 1)
 }
 
 // client is who a request comes from, for the limiter: the address the

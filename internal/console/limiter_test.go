@@ -129,3 +129,53 @@ func keys(g *guesses) []string {
 	}
 	return out
 }
+
+// A client making requests faster than the bound gets 429 with
+// Retry-After; another client, and the health check, are not affected.
+func TestRequestsPerClientAreBounded(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	from := func(addr string) func(*http.Request) { return func(r *http.Request) { r.RemoteAddr = addr } }
+	limited := 0
+	for range requestBurst + 20 {
+		if w := get(h, "/login", from("192.0.2.30:1")); w.Code == http.StatusTooManyRequests {
+			limited++
+			if w.Header().Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+		}
+	}
+	if limited == 0 {
+		t.Fatalf("%d requests at once were all served", requestBurst+20)
+	}
+	if w := get(h, "/login", from("192.0.2.31:1")); w.Code != http.StatusOK {
+		t.Errorf("another client: %d", w.Code)
+	}
+	if w := get(h, "/healthz", from("192.0.2.30:1")); w.Code != http.StatusOK {
+		t.Errorf("the health check of a limited client: %d", w.Code)
+	}
+}
+
+// Live progress streams are bounded per session and overall.
+func TestStreamsAreBounded(t *testing.T) {
+	s := newStreams()
+	for range maxStreamsPer {
+		if code, _ := s.open("a"); code != 0 {
+			t.Fatal("a stream within the bound refused")
+		}
+	}
+	if code, _ := s.open("a"); code != http.StatusTooManyRequests {
+		t.Errorf("one stream too many for a session: %d", code)
+	}
+	s.close("a")
+	if code, _ := s.open("a"); code != 0 {
+		t.Error("a stream after one closed refused")
+	}
+	for i := 0; s.all < maxStreams; i++ {
+		if code, _ := s.open(fmt.Sprint("s", i)); code != 0 {
+			t.Fatalf("stream %d refused below the overall bound", s.all)
+		}
+	}
+	if code, _ := s.open("b"); code != http.StatusServiceUnavailable {
+		t.Errorf("past the overall bound: %d", code)
+	}
+}

@@ -283,6 +283,15 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	who := s.auth.client(r)
+	if u := s.auth.identify(r); u.session != "" {
+		who = u.session
+	}
+	if code, why := s.streams.open(who); code != 0 {
+		http.Error(w, why, code)
+		return
+	}
+	defer s.streams.close(who)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	keepalive := time.NewTicker(15 * time.Second)
@@ -312,5 +321,46 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			fl.Flush()
 		}
+	}
+}
+
+// Live progress streams held open at once: a few per session (or client),
+// a bound overall, so that readers cannot tie up the console's
+// connections.
+const (
+	maxStreamsPer = 4
+	maxStreams    = 64
+)
+
+type streams struct {
+	mu  sync.Mutex
+	by  map[string]int
+	all int
+}
+
+func newStreams() *streams { return &streams{by: map[string]int{}} }
+
+// open takes a stream for who, or says why not (an HTTP status and a
+// message).
+func (s *streams) open(who string) (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.all >= maxStreams:
+		return http.StatusServiceUnavailable, "too many live progress streams open on this console; reload later"
+	case s.by[who] >= maxStreamsPer:
+		return http.StatusTooManyRequests, fmt.Sprintf("you have %d live progress streams open already; close a tab", maxStreamsPer)
+	}
+	s.all++
+	s.by[who]++
+	return 0, ""
+}
+
+func (s *streams) close(who string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all--
+	if s.by[who]--; s.by[who] <= 0 {
+		delete(s.by, who)
 	}
 }

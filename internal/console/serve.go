@@ -61,7 +61,10 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	case !onLoopback:
 		log.Warn("the console listens beyond this host: serve it behind TLS (an ingress), or the token and sessions cross the network in clear")
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// No WriteTimeout: a replay's progress streams for as long as it runs
+	// (bounded in number instead, see streams).
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("relay console listening", "addr", ln.Addr().String(), "sources", cfg.SourceTopics)
