@@ -548,10 +548,28 @@ func TestChartRefuses(t *testing.T) {
 		{"the audit without a source", func(v map[string]any) { v["audit"] = map[string]any{"enabled": true} }, "audit.source is required"},
 		{"an Ingress without TLS", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example"}}
-		}, "console.ingress.tls is required"},
+		}, "console.ingress.tls needs an entry"},
 		{"an Ingress without a way to sign in", func(v map[string]any) {
-			v["console"] = map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true, "host": "c.example", "tls": []any{map[string]any{"secretName": "x"}}}}
+			v["console"] = map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true, "host": "c.example", "tls": []any{map[string]any{"hosts": []any{"c.example"}, "secretName": "x"}}}}
 		}, "needs a way to sign in"},
+		{"an Ingress whose TLS does not cover its host", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
+				"tls": []any{map[string]any{"hosts": []any{"other.example"}, "secretName": "x"}}}}
+		}, "console.ingress.tls needs an entry"},
+		{"an Ingress whose TLS has no certificate", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
+				"tls": []any{map[string]any{"hosts": []any{"c.example"}}}}}
+		}, "console.ingress.tls needs an entry"},
+		{"a sidecar flag that skips the sign-in", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "oauth2Proxy": map[string]any{"enabled": true, "secretName": "s", "image": map[string]any{"repository": "r", "tag": "t"},
+				"args": []any{"--skip-auth-route=^/"}}}
+		}, "would let a request past the sign-in"},
+		{"a NetworkPolicy open to every namespace", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{"namespaceSelector": map[string]any{}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to every address", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0"}}}}
+		}, "defeats the policy"},
 		{"the sidecar without an image", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "oauth2Proxy": map[string]any{"enabled": true, "secretName": "s"}}
 		}, "console.oauth2Proxy.image.repository is required"},

@@ -35,6 +35,11 @@ func TestReadsNeedSignInBeyondLoopback(t *testing.T) {
 	if w := post(h, "/replay/choose", url.Values{"code": {"X"}}, nil); w.Code != http.StatusUnauthorized {
 		t.Errorf("POST /replay/choose without sign-in: %d", w.Code)
 	}
+	// Any Authorization header is no pass to a page that is not a
+	// script's action (found by an attack: an open/closed oracle).
+	if w := post(h, "/replay/choose", url.Values{"ids": {"orders/0/42"}}, func(r *http.Request) { r.Header.Set("Authorization", "x") }); w.Code != http.StatusUnauthorized {
+		t.Errorf("POST /replay/choose with a junk Authorization header: %d, want 401", w.Code)
+	}
 	c := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}}, nil).Result().Cookies()[0]
 	if w := get(h, "/nope", func(r *http.Request) { r.AddCookie(c) }); w.Code != http.StatusNotFound {
 		t.Errorf("signed in: %d, want the page's own answer (404)", w.Code)
