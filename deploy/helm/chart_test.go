@@ -483,7 +483,8 @@ func TestChartOptionalObjects(t *testing.T) {
 	}
 	if *d.Spec.Replicas != 1 || strings.Join(cc.Command, " ") != "/usr/local/bin/relay console" || env["RELAY_CONSOLE_ADDR"] != ":9465" ||
 		env["RELAY_CONSOLE_TOKEN_FILE"] != "/var/run/secrets/relay/console-token/token" || env["RELAY_CONSOLE_USER_HEADER"] != "X-Forwarded-User" ||
-		env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "127.0.0.1" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" ||
+		env["RELAY_CONSOLE_PROXY_SOCKET"] != "/run/relay-console/proxy.sock" || env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "" ||
+		env["RELAY_CONSOLE_FORWARDED_BY"] != "10.244.0.0/16" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" ||
 		env["RELAY_CONSOLE_READ_AUTH"] != "signed-in" || env["RELAY_CONSOLE_ALLOWED_HOSTS"] != "relay-console.example" {
 		t.Errorf("console: replicas %d, command %v, env %v", *d.Spec.Replicas, cc.Command, env)
 	}
@@ -504,7 +505,7 @@ func TestChartOptionalObjects(t *testing.T) {
 	}
 	// The oauth2-proxy sidecar: the only way in, through the Service and
 	// the NetworkPolicy, to the console on the pod's loopback.
-	if cs := d.Spec.Template.Spec.Containers; len(cs) != 2 || cs[1].Name != "oauth2-proxy" || !slices.Contains(cs[1].Args, "--upstream=http://127.0.0.1:9465") ||
+	if cs := d.Spec.Template.Spec.Containers; len(cs) != 2 || cs[1].Name != "oauth2-proxy" || !slices.Contains(cs[1].Args, "--upstream=unix:///run/relay-console/proxy.sock") ||
 		!slices.Contains(cs[1].Args, "--pass-user-headers=true") || cs[1].EnvFrom[0].SecretRef.Name != "relay-console-oidc" {
 		t.Errorf("the oauth2-proxy sidecar: %+v", cs[1:])
 	}

@@ -20,6 +20,12 @@ type Console struct {
 	// user; it is believed only from TrustedProxies.
 	UserHeader     string
 	TrustedProxies []netip.Prefix
+	// ProxySocket is a Unix socket the console also listens on, for the
+	// authenticating proxy of its pod: UserHeader is believed there.
+	ProxySocket string
+	// ForwardedBy are proxies believed for X-Forwarded-For and
+	// X-Forwarded-Proto only.
+	ForwardedBy []netip.Prefix
 	// TrustUnsigned believes UserHeader from a range of more than one
 	// address (RELAY_CONSOLE_TRUST_UNSIGNED_HEADER).
 	TrustUnsigned bool
@@ -96,25 +102,14 @@ func (p *parser) readConsole(c *Config) {
 	c.Console.Token = p.secret(EnvConsoleToken)
 	c.Console.UserHeader = p.raw(EnvConsoleUserHeader)
 	c.Console.AuditFile = p.raw(EnvConsoleAuditMetrics)
-	for _, s := range p.list(EnvConsoleTrustedProxy) {
-		pfx, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, err2 := netip.ParseAddr(s)
-			if err2 != nil {
-				p.fail(EnvConsoleTrustedProxy, "%q is neither an address nor a CIDR range", s)
-				continue
-			}
-			pfx = netip.PrefixFrom(a, a.BitLen())
-		}
-		// An IPv4 range written IPv6-mapped (::ffff:10.0.0.0/104) is the
-		// IPv4 range: peers are compared unmapped.
-		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
-			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
-		}
-		c.Console.TrustedProxies = append(c.Console.TrustedProxies, pfx.Masked())
+	c.Console.TrustedProxies = p.prefixes(EnvConsoleTrustedProxy)
+	c.Console.ProxySocket = p.raw(EnvConsoleProxySocket)
+	c.Console.ForwardedBy = p.prefixes(EnvConsoleForwardedBy)
+	if c.Console.UserHeader != "" && len(c.Console.TrustedProxies) == 0 && c.Console.ProxySocket == "" {
+		p.fail(EnvConsoleUserHeader, "set without %s or %s: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy, EnvConsoleProxySocket)
 	}
-	if c.Console.UserHeader != "" && len(c.Console.TrustedProxies) == 0 {
-		p.fail(EnvConsoleUserHeader, "set without %s: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy)
+	if c.Console.ProxySocket != "" && c.Console.UserHeader == "" {
+		p.fail(EnvConsoleProxySocket, "set without %s: the proxy on the socket must name the user", EnvConsoleUserHeader)
 	}
 	c.Console.TrustUnsigned = p.enum(EnvConsoleTrustUnsigned, "false", "true") == "true"
 	if c.Console.UserHeader != "" && !c.Console.TrustUnsigned {
@@ -142,6 +137,29 @@ func (p *parser) readConsole(c *Config) {
 	if err := c.Console.Token.Require(longEnough); err != nil {
 		p.fail(c.Console.Token.VarName(EnvConsoleToken), "%v", err)
 	}
+}
+
+// prefixes reads a list of addresses or CIDR ranges.
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range p.list(name) {
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, err2 := netip.ParseAddr(s)
+			if err2 != nil {
+				p.fail(name, "%q is neither an address nor a CIDR range", s)
+				continue
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		// An IPv4 range written IPv6-mapped (::ffff:10.0.0.0/104) is the
+		// IPv4 range: peers are compared unmapped.
+		if pfx.Addr().Is4In6() && pfx.Bits() >= 96 {
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out
 }
 
 // longEnough is the console token's minimum.

@@ -79,6 +79,8 @@ const (
 	EnvConsoleAuditMetrics  = "RELAY_CONSOLE_AUDIT_METRICS"
 	EnvConsoleReadAuth      = "RELAY_CONSOLE_READ_AUTH"
 	EnvAllowInsecureHTTP    = "RELAY_ALLOW_INSECURE_HTTP"
+	EnvConsoleProxySocket   = "RELAY_CONSOLE_PROXY_SOCKET"
+	EnvConsoleForwardedBy   = "RELAY_CONSOLE_FORWARDED_BY"
 	EnvConsoleAllowedHosts  = "RELAY_CONSOLE_ALLOWED_HOSTS"
 	EnvConsoleTrustUnsigned = "RELAY_CONSOLE_TRUST_UNSIGNED_HEADER"
 
@@ -184,6 +186,8 @@ var Vars = []Var{
 	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console: `" + EnvConsoleUserHeader + "` is believed only from them, and their `X-Forwarded-For` and `X-Forwarded-Proto`; a range wider than one address with a user header needs `" + EnvConsoleTrustUnsigned + "`"},
 	{Name: EnvConsoleTrustUnsigned, Default: "false", Help: "`true` believes `" + EnvConsoleUserHeader + "` from a range of `" + EnvConsoleTrustedProxy + "` wider than one address, where any pod could set it (logged as a warning at start); the safe shape is an oauth2-proxy sidecar trusted at `127.0.0.1`"},
 	{Name: EnvAllowInsecureHTTP, Default: "false", Help: "`true` lets relay send credentials (the hook's token, the registry's password or OAuth token, the token endpoint's client secret) over plain `http://` to a host other than loopback; relay logs a warning at start. Otherwise such a URL is refused"},
+	{Name: EnvConsoleProxySocket, Help: "a Unix socket the console also listens on, for an authenticating proxy in its pod (the chart's oauth2-proxy sidecar): `" + EnvConsoleUserHeader + "` is believed on it, whatever the address; nobody reaching the console's TCP port, through a port-forward included, can set it"},
+	{Name: EnvConsoleForwardedBy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console (an ingress controller's pods): believed for the client's address in `X-Forwarded-For` and for `X-Forwarded-Proto`, never for the user header. Without it every client behind the ingress counts as one when wrong tokens and requests are limited"},
 	{Name: EnvConsoleReadAuth, Help: "`open` or `signed-in`: whether reading the console (failures, payloads, history) needs a signed-in operator; `/healthz` is always open. Default: `open` when `" + EnvConsoleAddr + "` is on loopback, `signed-in` otherwise"},
 	{Name: EnvConsoleAllowedHosts, Help: "comma-separated host names the console answers to (the `Host` header), on every listener; a request for another is refused (DNS rebinding). Default: loopback's names on loopback, any host elsewhere (with a warning at start)"},
 	{Name: EnvConsoleAuditMetrics, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},

@@ -59,6 +59,7 @@ type auth struct {
 	token      func() string // "" when no token is set
 	userHeader string
 	proxies    []netip.Prefix
+	forwarders []netip.Prefix // believed for X-Forwarded-For and -Proto only
 }
 
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix, loopback bool) *auth {
@@ -109,7 +110,7 @@ func (a *auth) identify(r *http.Request) who {
 			return who{How: "refused"}
 		}
 	}
-	if a.userHeader != "" && a.fromProxy(r) {
+	if a.userHeader != "" && (viaSocket(r) || a.fromProxy(r)) {
 		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {
 			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
 		}
@@ -183,6 +184,27 @@ func (a *auth) revoke(sig string, until int64) {
 	a.revoked[sig] = until
 }
 
+// proxySocket marks, in a connection's context, the authenticating
+// proxy's Unix socket (RELAY_CONSOLE_PROXY_SOCKET).
+type proxySocket struct{}
+
+// viaSocket says whether r came in on the proxy's socket.
+func viaSocket(r *http.Request) bool {
+	v, _ := r.Context().Value(proxySocket{}).(bool)
+	return v
+}
+
+// forwarded says whether r's peer may say who the client is and whether
+// it used TLS (X-Forwarded-For, X-Forwarded-Proto): the proxy's socket, a
+// trusted proxy, or a forwarder (RELAY_CONSOLE_FORWARDED_BY).
+func (a *auth) forwarded(r *http.Request) bool {
+	if viaSocket(r) {
+		return true
+	}
+	ip, ok := addrOf(r.RemoteAddr)
+	return ok && (a.trusted(ip) || a.forwarder(ip))
+}
+
 // fromProxy says whether r's peer is one of the trusted proxies.
 func (a *auth) fromProxy(r *http.Request) bool {
 	ip, ok := addrOf(r.RemoteAddr)
@@ -200,7 +222,7 @@ func (a *auth) tried(r *http.Request, ok bool, now time.Time) { a.guesses.tried(
 // r came over TLS, its own or the TLS a trusted proxy ended
 // (X-Forwarded-Proto).
 func (a *auth) secure(r *http.Request) bool {
-	return !a.loopback || r.TLS != nil || (a.fromProxy(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+	return !a.loopback || r.TLS != nil || (a.forwarded(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
 }
 
 // signIn checks the token and makes the session cookie of name.

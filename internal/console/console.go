@@ -93,6 +93,7 @@ func New(o Options) (*Server, error) {
 		auth:    newAuth(token, o.Config.Console.UserHeader, o.Config.Console.TrustedProxies, o.Loopback),
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
 		requests: newRequests(maxTracked), streams: newStreams()}
+	s.auth.forwarders = o.Config.Console.ForwardedBy
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err

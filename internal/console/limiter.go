@@ -103,20 +103,21 @@ func (g *guesses) tried(client string, ok bool, now time.Time) {
 }
 
 // client is who a request comes from, for the limiter: the address the
-// trusted proxy says it forwarded for (the right-most address in
-// X-Forwarded-For that is not itself a trusted proxy), else the peer;
+// proxies say they forwarded for (the right-most address in
+// X-Forwarded-For that is not itself a trusted proxy or a forwarder),
+// when the peer is one of them or the proxy's socket; else the peer;
 // IPv6 addresses by their /64, which one host usually holds whole.
 func (a *auth) client(r *http.Request) string {
 	addr, ok := addrOf(r.RemoteAddr)
-	if ok && a.trusted(addr) {
+	if a.forwarded(r) {
 		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 		for i := len(hops) - 1; i >= 0; i-- {
 			h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 			if err != nil {
 				break // a garbled hop: the peer is all that is known
 			}
-			if h = h.Unmap(); !a.trusted(h) {
-				addr = h
+			if h = h.Unmap(); !a.trusted(h) && !a.forwarder(h) {
+				addr, ok = h, true
 				break
 			}
 		}
@@ -142,6 +143,16 @@ func addrOf(hostport string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return ip.Unmap(), true
+}
+
+// forwarder says whether ip is one of the forwarders.
+func (a *auth) forwarder(ip netip.Addr) bool {
+	for _, p := range a.forwarders {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // trusted says whether ip is one of the trusted proxies.

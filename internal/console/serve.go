@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"relay/internal/config"
 	"relay/internal/secret"
 )
 
@@ -64,9 +66,27 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	// No WriteTimeout: a replay's progress streams for as long as it runs
 	// (bounded in number instead, see streams).
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	served := make(chan error, 1)
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		// A connection on the proxy's socket is the proxy's: its user
+		// header is believed there, and nowhere else but from
+		// RELAY_CONSOLE_TRUSTED_PROXIES.
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if _, ok := c.(*net.UnixConn); ok {
+				return context.WithValue(ctx, proxySocket{}, true)
+			}
+			return ctx
+		}}
+	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
+	if path := cfg.Console.ProxySocket; path != "" {
+		sock, err := listenSocket(path)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		go func() { served <- hs.Serve(sock) }()
+		log.Info("relay console listening for its authenticating proxy", "socket", path)
+	}
 	log.Info("relay console listening", "addr", ln.Addr().String(), "sources", cfg.SourceTopics)
 	select {
 	case err := <-served:
@@ -127,6 +147,24 @@ func watchSecrets(ctx context.Context, o Options) {
 		}
 	}
 	go secret.Watch(ctx, cfg.FileSecrets(), secret.WatchInterval, reload, changed, o.Log)
+}
+
+// listenSocket listens on the Unix socket at path (a stale one from an
+// earlier run removed), readable and writable by the pod's user and group
+// only.
+func listenSocket(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("%s %s: %w", config.EnvConsoleProxySocket, path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", config.EnvConsoleProxySocket, path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("%s %s: %w", config.EnvConsoleProxySocket, path, err)
+	}
+	return ln, nil
 }
 
 // Loopback says whether a is a loopback address.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -63,5 +64,53 @@ func TestSIGHUPReloadsSecretsAndKeepsServing(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The authenticating proxy of the console's pod talks to it over a Unix
+// socket, where its user header is believed; over TCP, even from
+// 127.0.0.1 (a kubectl port-forward arrives there), the header names no
+// one (found by an attack: a port-forward acted as anyone).
+func TestTheUserHeaderOnlyOnTheProxySocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	s := newTestServer(t, map[string]string{config.EnvConsoleTrustedProxy: unset, config.EnvConsoleTrustUnsigned: unset,
+		config.EnvConsoleProxySocket: sock, config.EnvConsoleForwardedBy: "10.244.0.0/16", config.EnvConsoleReadAuth: "signed-in"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, Options{Config: s.cfg, Log: slog.New(slog.DiscardHandler)}, "") }()
+	defer func() { cancel(); <-done }()
+	overSocket := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	ask := func(c *http.Client, base string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/nope", nil)
+		req.Header.Set("X-Forwarded-User", "ceo@corp")
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err := c.Do(req)
+			if err == nil {
+				_ = resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if code := ask(overSocket, "http://localhost"); code != http.StatusNotFound {
+		t.Errorf("the proxy's user over the socket: %d, want the page's own answer (signed in)", code)
+	}
+	if code := ask(http.DefaultClient, "http://"+ln.Addr().String()); code != http.StatusUnauthorized {
+		t.Errorf("the user header over TCP from 127.0.0.1: %d, want 401 (nobody)", code)
+	}
+	// Behind the ingress (a forwarder), the client is the one it forwarded for.
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r = r.WithContext(context.WithValue(r.Context(), proxySocket{}, true))
+	r.Header.Set("X-Forwarded-For", "203.0.113.9, 10.244.3.7")
+	if got := s.auth.client(r); got != "203.0.113.9" {
+		t.Errorf("the client behind the ingress and the sidecar: %s, want 203.0.113.9", got)
 	}
 }
