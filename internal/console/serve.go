@@ -79,7 +79,7 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
 	if path := cfg.Console.ProxySocket; path != "" {
-		sock, err := listenSocket(path)
+		sock, err := listenSocket(ctx, path)
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -152,11 +152,11 @@ func watchSecrets(ctx context.Context, o Options) {
 // listenSocket listens on the Unix socket at path (a stale one from an
 // earlier run removed), readable and writable by the pod's user and group
 // only.
-func listenSocket(path string) (net.Listener, error) {
+func listenSocket(ctx context.Context, path string) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("%s %s: %w", config.EnvConsoleProxySocket, path, err)
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", config.EnvConsoleProxySocket, path, err)
 	}
