@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -134,7 +135,12 @@ func cut(s string) string {
 // whose name says it holds a secret is masked whole; a string is
 // redacted; a bytes or fixed field is shown by its redacted text, never as
 // base64 or numbers (which no redaction pattern could read).
-func sanitize(red *envelope.Redactor, v any) any {
+func sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red, v, 0) }
+
+// maxDepth bounds how deep JSON inside JSON strings is followed.
+const maxDepth = 4
+
+func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
@@ -143,18 +149,27 @@ func sanitize(red *envelope.Redactor, v any) any {
 				out[k] = envelope.Mask
 				continue
 			}
-			out[k] = sanitize(red, e)
+			out[k] = sanitizeAt(red, e, depth)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = sanitize(red, e)
+			out[i] = sanitizeAt(red, e, depth)
 		}
 		return out
 	case []byte:
 		return shown(red, x)
 	case string:
+		// JSON inside a string (a payload that carries a document as
+		// text) is redacted by its structure too.
+		if depth < maxDepth {
+			if tree, ok := jsonTree([]byte(x)); ok {
+				if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
+					return red.Redact(string(b))
+				}
+			}
+		}
 		return red.Redact(x)
 	}
 	// An Avro fixed decodes as a byte array ([N]byte).
@@ -182,6 +197,28 @@ func jsonTree(b []byte) (any, bool) {
 	return v, true
 }
 
+// jsonLines redacts JSON Lines (one document a line) by structure, each
+// line on its own; ok is false unless every line that is not blank is a
+// JSON object or array.
+func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
+	var out []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		tree, ok := jsonTree(line)
+		if !ok {
+			return "", false
+		}
+		j, err := json.Marshal(sanitize(red, tree))
+		if err != nil {
+			return "", false
+		}
+		out = append(out, red.Redact(string(j)))
+	}
+	return strings.Join(out, "\n"), len(out) > 1
+}
+
 // redactLines redacts each line of a JSON document, keeping its layout.
 func redactLines(red *envelope.Redactor, b []byte) string {
 	var out bytes.Buffer
@@ -203,6 +240,7 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 // pattern, which needs the field's name beside it.
 func shown(red *envelope.Redactor, b []byte) string {
 	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark
 		if tree, ok := jsonTree(b); ok {
 			// JSON is redacted by its structure: a value under a secret's
 			// name is masked whole, whatever it is (a string of several
@@ -210,6 +248,9 @@ func shown(red *envelope.Redactor, b []byte) string {
 			if out, err := json.MarshalIndent(sanitize(red, tree), "", "  "); err == nil {
 				return cut(redactLines(red, out))
 			}
+		}
+		if lines, ok := jsonLines(red, b); ok {
+			return cut(lines)
 		}
 		return red.Redact(string(b))
 	}

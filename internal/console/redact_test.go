@@ -31,6 +31,14 @@ func TestEveryKnownLeakIsMasked(t *testing.T) {
 		"a JWT in a header":          {in: jwt, leaks: []string{"eyJzdWIiOiJhbGljZSJ9"}, header: true},
 		"a card as a JSON number":    {in: `{"pan":4111111111111111,"amount":12}`, leaks: []string{"4111111111111111", "41111111"}, stays: []string{`"amount": 12`}},
 		"nested in arrays":           {in: `[{"user":{"credentials":["x1","x2"]}}]`, leaks: []string{"x1", "x2"}},
+		// Found by an attack on the finished console:
+		"JSON inside a JSON string": {in: `{"body":"{\"password\":\"correct horse battery\",\"session\":\"sess-abc\",\"privateKey\":\"MIIEvQ\"}"}`,
+			leaks: []string{"horse", "battery", "sess-abc", "MIIEvQ"}},
+		"JSON Lines":                   {in: "{\"cookie\":\"c=abc\"}\n{\"pw\":\"p4ss\",\"n\":1}\n", leaks: []string{"c=abc", "p4ss"}, stays: []string{`"n":1`}},
+		"JSON after a byte order mark": {in: "\xef\xbb\xbf{\"session\":\"sess-xyz\"}", leaks: []string{"sess-xyz"}},
+		"a JWT split over lines":       {in: "token follows eyJhbGciOiJIUzI1NiJ9\n.eyJzdWIiOiJhbGljZSJ9\n.c2lnbmF0dXJlLWJ5dGVz", leaks: []string{"eyJzdWIiOiJhbGljZSJ9", "c2lnbmF0dXJlLWJ5dGVz"}},
+		"short secret names":           {in: `{"pw":"a1","creds":"a2","pin":"1234","bearer":"a3","shipping":"ok"}`, leaks: []string{"a1", "a2", "1234", "a3"}, stays: []string{`"shipping": "ok"`}},
+		"session= in text":             {in: "login failed session=sess-123 cookie: c-456", leaks: []string{"sess-123", "c-456"}},
 	} {
 		got := shown(red, []byte(c.in))
 		for _, l := range c.leaks {

@@ -20,13 +20,13 @@ var builtin = []struct {
 	// BEGIN line to the end when it was cut.
 	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----(?:[\s\S]*?-----END [A-Z0-9 ]+-----|[\s\S]*$)`), Mask},
 	// A JSON Web Token: three base64url parts, the first a JSON header.
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`), Mask},
+	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]*`), Mask},
 	// scheme://user:password@host → scheme://***@host
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@`), "${1}" + Mask + "@"},
 	// Authorization: Bearer <token>, Basic <creds>
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`), "${1} " + Mask},
 	// key=value and key: value for names that hold secrets
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|password|passwd|pwd|authorization|credential)[a-z0-9_.-]*)(["']?\s*[=:]\s*["']?)[^\s"'&,;]+`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|pw|pin)(["']?\s*[=:]\s*["']?)[^\s"'&,;]+`), "${1}${2}" + Mask},
 	// e-mail addresses
 	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
 	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes
@@ -34,10 +34,10 @@ var builtin = []struct {
 }
 
 // secretName matches the names of fields and headers that hold secrets:
-// any name with pass, secret, token, private, session, credential, auth,
-// cookie or pwd in it, and any name that ends in key or keys (apiKey,
-// privateKey, signing_keys).
-var secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|credential|auth|cookie|pwd|keys?$)`)
+// any name with pass, secret, token, private, session, cred, auth,
+// cookie, pwd or bearer in it, any name that ends in key or keys (apiKey,
+// privateKey, signing_keys), and pw and pin (alone or after a separator).
+var secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|cred|auth|cookie|pwd|bearer|keys?$|(?:^|[_.-])(?:pw|pin)$)`)
 
 // SecretName says whether a field or header called name holds a secret:
 // what shows it masks its whole value.
