@@ -589,3 +589,32 @@ func TestChartRefuses(t *testing.T) {
 		})
 	}
 }
+
+// The console's pod gets none of the daemon's credentials, whatever the
+// values carry inline, and runs as its own ServiceAccount (found by an
+// attack: an inline SASL password and the registry's password reached it,
+// and it ran as the daemon's account, with any cloud identity bound to it).
+func TestConsoleGetsNoDaemonCredentials(t *testing.T) {
+	v := valuesFile(t, "full.yaml")
+	v["kafka"].(map[string]any)["properties"].(map[string]any)["sasl.password"] = "inline-daemon-pass"
+	v["relay"].(map[string]any)["env"].(map[string]any)["RELAY_SCHEMA_REGISTRY_PASSWORD"] = "registry-pass"
+	v["serviceAccount"] = map[string]any{"create": true, "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/relay"}}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := r.deployments[0].Spec.Template.Spec
+	for _, e := range pod.Containers[0].Env {
+		if strings.Contains(e.Value, "inline-daemon-pass") || strings.Contains(e.Value, "registry-pass") || e.Name == "RELAY_SCHEMA_REGISTRY_PASSWORD" {
+			t.Errorf("the console's pod has %s=%s", e.Name, e.Value)
+		}
+	}
+	if pod.ServiceAccountName != "relay-console" || pod.ServiceAccountName == r.statefulSet.Spec.Template.Spec.ServiceAccountName {
+		t.Errorf("the console runs as %q, the daemon as %q", pod.ServiceAccountName, r.statefulSet.Spec.Template.Spec.ServiceAccountName)
+	}
+	for _, sa := range r.serviceAccounts {
+		if sa.Name == "relay-console" && len(sa.Annotations) != 0 {
+			t.Errorf("the console's account carries the daemon's annotations: %v", sa.Annotations)
+		}
+	}
+}

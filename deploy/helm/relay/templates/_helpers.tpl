@@ -145,10 +145,20 @@ seccompProfile:
 
 {{/*
 The console's environment: what it uses and nothing else. The daemon's
-source, group, brokers and rules; kafka.properties with the console's own
-over them (its own principal); relay.env without the hook's variables;
-console.env; and console.secretFiles instead of the daemon's secrets.
+source, group, brokers and rules; kafka.properties without credentials
+(password, secret, token, username, key), with the console's own over
+them (its own principal); relay.env without the hook's variables and
+without credentials; console.env; and console.secretFiles instead of the
+daemon's secrets.
 */}}
+{{- define "relay.consoleServiceAccountName" -}}
+{{- if .Values.console.serviceAccount.create -}}
+{{- default (printf "%s-console" (include "relay.fullname" .)) .Values.console.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.console.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "relay.consoleEnv" -}}
 - name: RELAY_SOURCE_TOPICS
   value: {{ required "relay.sourceTopics is required" .Values.relay.sourceTopics | quote }}
@@ -158,7 +168,9 @@ console.env; and console.secretFiles instead of the daemon's secrets.
   value: {{ required "kafka.bootstrapServers is required" .Values.kafka.bootstrapServers | quote }}
 {{- $props := dict }}
 {{- range $name, $value := .Values.kafka.properties }}
+{{- if not (regexMatch "(?i)(password|secret|token|credential|private|username|[._]key$)" $name) }}
 {{- $_ := set $props (include "relay.kafkaVar" $name) $value }}
+{{- end }}
 {{- end }}
 {{- range $name, $value := .Values.console.kafka.properties }}
 {{- $_ := set $props (include "relay.kafkaVar" $name) $value }}
@@ -173,7 +185,7 @@ console.env; and console.secretFiles instead of the daemon's secrets.
 {{- end }}
 {{- $env := dict }}
 {{- range $name, $value := .Values.relay.env }}
-{{- if not (hasPrefix "RELAY_HOOK_" $name) }}
+{{- if not (or (hasPrefix "RELAY_HOOK_" $name) (regexMatch "(PASSWORD|SECRET|TOKEN|CREDENTIAL|_KEY|_USER)$" $name) (regexMatch "_(PASSWORD|SECRET|TOKEN)_" $name)) }}
 {{- $_ := set $env $name $value }}
 {{- end }}
 {{- end }}
