@@ -79,12 +79,27 @@ func (g *guesses) touch(client string) *guesser {
 	return e.Value.(*guesser)
 }
 
-// mayTry says whether client may give a token now.
+// mayTry says whether client may give a token now. A client not
+// remembered may, unless every client remembered still owes guesses: then
+// forgetting one would give it its guesses back (an attacker with many
+// addresses, an IPv6 /48, say), so a new client waits too.
 func (g *guesses) mayTry(client string, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.by[client]
-	return e == nil || e.Value.(*guesser).lim.TokensAt(now) >= 1
+	if e == nil {
+		return !g.fullOfDebtors(now)
+	}
+	return e.Value.(*guesser).lim.TokensAt(now) >= 1
+}
+
+// fullOfDebtors says whether the table is full and its least recent
+// client still owes guesses (so all of them do, near enough).
+func (g *guesses) fullOfDebtors(now time.Time) bool {
+	if g.order.Len() < g.max {
+		return false
+	}
+	return g.order.Back().Value.(*guesser).lim.TokensAt(now) < float64(g.burst)
 }
 
 // tried notes a token client gave: a wrong one spends one of its guesses.
@@ -98,6 +113,9 @@ func (g *guesses) tried(client string, ok bool, now time.Time) {
 			delete(g.by, client)
 		}
 		return
+	}
+	if g.by[client] == nil && g.fullOfDebtors(now) {
+		return // refused by mayTry; remembering it would free a debtor
 	}
 	g.touch(client).lim.AllowN(now, 1)
 }

@@ -107,17 +107,31 @@ func TestTheLimiterIsBounded(t *testing.T) {
 			g.tried(c, false, now)
 		}
 	}
-	if g.order.Len() != 3 || len(g.by) != 3 || g.by["a"] != nil {
-		t.Fatalf("%d clients remembered (%v), want 3 without the oldest", g.order.Len(), strings.Join(keys(g), ","))
+	if g.order.Len() != 3 || len(g.by) != 3 || g.by["a"] == nil || g.by["d"] != nil {
+		t.Fatalf("%d clients remembered (%v), want a, b and c: d came when all three still owed guesses", g.order.Len(), strings.Join(keys(g), ","))
 	}
-	if g.mayTry("d", now) {
-		t.Error("d may try after its guesses")
+	// Found by an attack: a fresh address for every guess (an IPv6 /48
+	// holds 65,536 /64s) evicted the clients that owed guesses. While the
+	// table is full of them, a new client waits too.
+	if g.mayTry("e", now) {
+		t.Error("a new client may guess while every client remembered owes guesses")
 	}
-	if !g.mayTry("d", now.Add(failureWindow/maxFailures)) {
-		t.Error("d may not try after a guess's worth of time")
+	later := now.Add(failureWindow)
+	if !g.mayTry("e", later) {
+		t.Error("a new client may not guess once the debts are paid")
 	}
-	g.tried("d", true, now)
-	if g.by["d"] != nil {
+	g.tried("e", false, later)
+	if g.by["e"] == nil || g.by["a"] != nil {
+		t.Error("once the least recent client owes nothing, it is forgotten for a new one")
+	}
+	if g.mayTry("c", now) {
+		t.Error("c may try after its guesses")
+	}
+	if !g.mayTry("c", now.Add(failureWindow/maxFailures)) {
+		t.Error("c may not try after a guess's worth of time")
+	}
+	g.tried("c", true, now)
+	if g.by["c"] != nil {
 		t.Error("a right token does not forget the client's past")
 	}
 }
