@@ -568,6 +568,17 @@ func TestChartRefuses(t *testing.T) {
 		{"a NetworkPolicy open to every namespace", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{"namespaceSelector": map[string]any{}}}}}
 		}, "defeats the policy"},
+		{"a NetworkPolicy open to every pod of every namespace", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true,
+				"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{}}, "podSelector": map[string]any{}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to half the addresses", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::/1"}}}}
+		}, "defeats the policy"},
+		{"a bare -- in the sidecar's args", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "oauth2Proxy": map[string]any{"enabled": true, "secretName": "s", "image": map[string]any{"repository": "r", "tag": "t"},
+				"args": []any{"--provider=oidc", "--"}}}
+		}, "is not a --flag"},
 		{"a NetworkPolicy open to every address", func(v map[string]any) {
 			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0"}}}}
 		}, "defeats the policy"},
@@ -598,6 +609,10 @@ func TestConsoleGetsNoDaemonCredentials(t *testing.T) {
 	v := valuesFile(t, "full.yaml")
 	v["kafka"].(map[string]any)["properties"].(map[string]any)["sasl.password"] = "inline-daemon-pass"
 	v["relay"].(map[string]any)["env"].(map[string]any)["RELAY_SCHEMA_REGISTRY_PASSWORD"] = "registry-pass"
+	v["relay"].(map[string]any)["env"].(map[string]any)["RELAY_KAFKA_SASL_USERNAME"] = "daemon-user-name"
+	v["relay"].(map[string]any)["env"].(map[string]any)["RELAY_TRACE_URL"] = "https://u:trace-pass@trace/{traceId}"
+	v["kafka"].(map[string]any)["properties"].(map[string]any)["ssl.key.pem"] = "-----BEGIN PRIVATE KEY-----daemon-key-pem"
+	v["kafka"].(map[string]any)["properties"].(map[string]any)["sasl.oauthbearer.config"] = "secret-oauth-config"
 	v["serviceAccount"] = map[string]any{"create": true, "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/relay"}}
 	r, err := render(t, v)
 	if err != nil {
@@ -605,7 +620,9 @@ func TestConsoleGetsNoDaemonCredentials(t *testing.T) {
 	}
 	pod := r.deployments[0].Spec.Template.Spec
 	for _, e := range pod.Containers[0].Env {
-		if strings.Contains(e.Value, "inline-daemon-pass") || strings.Contains(e.Value, "registry-pass") || e.Name == "RELAY_SCHEMA_REGISTRY_PASSWORD" {
+		if strings.Contains(e.Value, "inline-daemon-pass") || strings.Contains(e.Value, "registry-pass") || e.Name == "RELAY_SCHEMA_REGISTRY_PASSWORD" ||
+			strings.Contains(e.Value, "daemon-user-name") || strings.Contains(e.Value, "trace-pass") || strings.Contains(e.Value, "daemon-key-pem") ||
+			strings.Contains(e.Value, "secret-oauth-config") {
 			t.Errorf("the console's pod has %s=%s", e.Name, e.Value)
 		}
 	}

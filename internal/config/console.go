@@ -105,6 +105,11 @@ func (p *parser) readConsole(c *Config) {
 	c.Console.TrustedProxies = p.prefixes(EnvConsoleTrustedProxy)
 	c.Console.ProxySocket = p.raw(EnvConsoleProxySocket)
 	c.Console.ForwardedBy = p.prefixes(EnvConsoleForwardedBy)
+	for _, pfx := range c.Console.ForwardedBy {
+		if (pfx.Addr().Is4() && pfx.Bits() < 16) || (pfx.Addr().Is6() && pfx.Bits() < 48) {
+			p.fail(EnvConsoleForwardedBy, "%s is wider than a pod network (/16, or /48 for IPv6): any client in it could pick how it is counted; name the ingress controller's pods", pfx)
+		}
+	}
 	if c.Console.UserHeader != "" && len(c.Console.TrustedProxies) == 0 && c.Console.ProxySocket == "" {
 		p.fail(EnvConsoleUserHeader, "set without %s or %s: a user header believed from anywhere would let anyone act as anyone", EnvConsoleTrustedProxy, EnvConsoleProxySocket)
 	}

@@ -149,6 +149,9 @@ func TestConsoleTrustAndReading(t *testing.T) {
 		{map[string]string{EnvConsoleTrustedProxy: "10.0.0.0/8"}, ""},
 		{map[string]string{EnvConsoleUserHeader: "X-User"}, EnvConsoleUserHeader + ": set without"},
 		{map[string]string{EnvConsoleReadAuth: "maybe"}, EnvConsoleReadAuth + `: "maybe" is not open or signed-in`},
+		{map[string]string{EnvConsoleForwardedBy: "0.0.0.0/0"}, EnvConsoleForwardedBy + ": 0.0.0.0/0 is wider than a pod network"},
+		{map[string]string{EnvConsoleForwardedBy: "::/0"}, EnvConsoleForwardedBy + ": ::/0 is wider than a pod network"},
+		{map[string]string{EnvConsoleForwardedBy: "10.244.0.0/16,fd00:10::/56"}, ""},
 		{map[string]string{EnvConsoleAllowedHosts: "relay.example.com:443"}, EnvConsoleAllowedHosts + ": \"relay.example.com:443\" is not a host name"},
 	} {
 		_, err := load(t, with(c.env))

@@ -61,8 +61,11 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	// The read and the redaction hold one of the few slots: redacting a
+	// large payload costs CPU and memory, and readers must not be able to
+	// run any number of them at once.
+	defer func() { <-s.reads }()
 	full, err := quarantine.WithBytes(r.Context(), s.cfg, fl)
-	<-s.reads
 	if err != nil {
 		d.ReadErr = s.redactor().Redact(err.Error())
 		full = fl
@@ -72,7 +75,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	// pattern applies too.
 	d.Shown.ErrorMessage = s.redactor().Redact(d.Shown.ErrorMessage)
 	d.History = d.Shown.History
-	if rec := full.Record; rec != nil && rec.Kept {
+	if rec := full.Record; rec != nil && rec.Kept && r.Context().Err() == nil {
 		red := s.redactor()
 		for _, h := range rec.Headers {
 			v := shown(red, h.Value)
@@ -241,6 +244,12 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 func shown(red *envelope.Redactor, b []byte) string {
 	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
 		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark
+		var quoted string
+		if s := bytes.TrimSpace(b); len(s) > 1 && s[0] == '"' && json.Unmarshal(s, &quoted) == nil {
+			// A JSON document sent as a JSON string: redacted as the
+			// document it holds.
+			b = []byte(quoted)
+		}
 		if tree, ok := jsonTree(b); ok {
 			// JSON is redacted by its structure: a value under a secret's
 			// name is masked whole, whatever it is (a string of several

@@ -18,7 +18,7 @@ import (
 const (
 	maxFailures   = 5
 	failureWindow = time.Minute
-	maxTracked    = 10000 // clients remembered at most: the least recent go first
+	maxTracked    = 100000 // clients remembered at most: the least recent go first
 )
 
 // guesses is a limiter per client, bounded: an LRU of maxTracked clients,

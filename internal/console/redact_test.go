@@ -39,6 +39,9 @@ func TestEveryKnownLeakIsMasked(t *testing.T) {
 		"a JWT split over lines":       {in: "token follows eyJhbGciOiJIUzI1NiJ9\n.eyJzdWIiOiJhbGljZSJ9\n.c2lnbmF0dXJlLWJ5dGVz", leaks: []string{"eyJzdWIiOiJhbGljZSJ9", "c2lnbmF0dXJlLWJ5dGVz"}},
 		"short secret names":           {in: `{"pw":"a1","creds":"a2","pin":"1234","bearer":"a3","shipping":"ok"}`, leaks: []string{"a1", "a2", "1234", "a3"}, stays: []string{`"shipping": "ok"`}},
 		"session= in text":             {in: "login failed session=sess-123 cookie: c-456", leaks: []string{"sess-123", "c-456"}},
+		// Found by a second attack:
+		"a document sent as a JSON string": {in: `"{\"password\":\"hunter2\",\"api_key\":\"sk_live_abc\"}"`, leaks: []string{"hunter2", "sk_live_abc"}},
+		"escaped JSON in text":             {in: `request failed body={\"password\":\"hunter2\"}`, leaks: []string{"hunter2"}},
 	} {
 		got := shown(red, []byte(c.in))
 		for _, l := range c.leaks {

@@ -26,7 +26,7 @@ var builtin = []struct {
 	// Authorization: Bearer <token>, Basic <creds>
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`), "${1} " + Mask},
 	// key=value and key: value for names that hold secrets
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|pw|pin)(["']?\s*[=:]\s*["']?)[^\s"'&,;]+`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|pw|pin)(\\?["']?\s*[=:]\s*\\?["']?)[^\s"'&,;\\]+`), "${1}${2}" + Mask},
 	// e-mail addresses
 	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
 	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes

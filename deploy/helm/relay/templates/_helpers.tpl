@@ -168,7 +168,7 @@ daemon's secrets.
   value: {{ required "kafka.bootstrapServers is required" .Values.kafka.bootstrapServers | quote }}
 {{- $props := dict }}
 {{- range $name, $value := .Values.kafka.properties }}
-{{- if not (regexMatch "(?i)(password|secret|token|credential|private|username|[._]key$)" $name) }}
+{{- if not (or (regexMatch "(?i)(password|secret|token|credential|private|username|jaas|oauthbearer|pem|ssl[._]key|[._]key$)" $name) (regexMatch "://[^/@]+:[^/@]*@" (toString $value))) }}
 {{- $_ := set $props (include "relay.kafkaVar" $name) $value }}
 {{- end }}
 {{- end }}
@@ -185,7 +185,7 @@ daemon's secrets.
 {{- end }}
 {{- $env := dict }}
 {{- range $name, $value := .Values.relay.env }}
-{{- if not (or (hasPrefix "RELAY_HOOK_" $name) (regexMatch "(PASSWORD|SECRET|TOKEN|CREDENTIAL|_KEY|_USER)$" $name) (regexMatch "_(PASSWORD|SECRET|TOKEN)_" $name)) }}
+{{- if not (or (hasPrefix "RELAY_HOOK_" $name) (regexMatch "(PASSWORD|SECRET|TOKEN|CREDENTIAL|_KEY|_USER|_USERNAME)$" $name) (regexMatch "_(PASSWORD|SECRET|TOKEN|JAAS|OAUTHBEARER|PEM|SSL_KEY)_?" $name) (regexMatch "://[^/@]+:[^/@]*@" (toString $value))) }}
 {{- $_ := set $env $name $value }}
 {{- end }}
 {{- end }}
