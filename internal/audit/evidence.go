@@ -244,10 +244,31 @@ func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) 
 	if len(head) > 200 {
 		head = head[:200]
 	}
-	s.rep.partitionStuck(p)
+	if !s.firstStuck(p, off) {
+		return true
+	}
 	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
 		fmt.Sprintf("waits behind %q, an earlier record of its key, since %s (%s): longer than a head can take plus the stuck bound (%s), so that record never settles; is it stuck, lost or held?",
 			head, t.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
+	return true
+}
+
+// firstStuck counts source offset off of partition p as stuck, once: a
+// record can have two copies in flight at the cut (one consumed and
+// copied again since), and it is one record stuck. It says whether this
+// was the first.
+func (s *scan) firstStuck(p int32, off int64) bool {
+	if s.stuck == nil {
+		s.stuck = map[int32]map[int64]bool{}
+	}
+	if s.stuck[p] == nil {
+		s.stuck[p] = map[int64]bool{}
+	}
+	if s.stuck[p][off] {
+		return false
+	}
+	s.stuck[p][off] = true
+	s.rep.partitionStuck(p)
 	return true
 }
 
@@ -282,7 +303,9 @@ func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64)
 		}
 		return
 	}
-	s.rep.partitionStuck(p)
+	if !s.firstStuck(p, off) {
+		return
+	}
 	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
 		fmt.Sprintf("a copy in flight since %s, overdue by %s: more than the stuck bound %s (the retry budget plus the longest tier delay, or --stuck-after); is relay consuming %s[%d]?",
 			due.UTC().Format(time.RFC3339), overdue.Round(time.Second), s.o.StuckAfter, *m.TopicPartition.Topic, m.TopicPartition.Partition))

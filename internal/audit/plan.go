@@ -277,6 +277,8 @@ func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string 
 }
 
 type scan struct {
+	// stuck are the source offsets reported stuck (a few, if any).
+	stuck   map[int32]map[int64]bool
 	cfg     *config.Config
 	o       *Options
 	source  string
