@@ -20,7 +20,7 @@ demo: deps
 test: deps up lint rules image
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 RELAY_TEST_IMAGE=$(CURDIR)/dist/oci \
 	  RELAY_AXE_JS="$$(scripts/tools/axe.sh path)" RELAY_TEST_REQUIRE_BROWSER=1 \
-	  $(GO) test -count=1 -timeout 30m ./...
+	  $(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory test-cluster
 
 ## test-cluster: the integration tests named TestCluster*, against the three-broker cluster (RF 3)
