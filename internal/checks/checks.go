@@ -87,19 +87,15 @@ func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger, access 
 		Subject: cfg.SchemaSubject, Accept: cfg.Accepted(), ReaderVersion: cfg.SchemaReaderVersion,
 		Timeout: cfg.SchemaTimeout, CacheSize: cfg.SchemaCacheSize,
 	}
-	type reader struct {
-		id   int
-		text string
-	}
-	check := func() (reader, error) {
+	check := func() (*schema.Reader, error) {
 		c, cancel := context.WithTimeout(ctx, 4*cfg.SchemaTimeout)
 		defer cancel()
-		id, text, err := schema.CheckAccepted(c, client, set)
+		r, err := schema.CheckAccepted(c, client, set)
 		var un *schema.UnavailableError
 		if err != nil && !errors.As(err, &un) {
-			return reader{}, backoff.Permanent(err)
+			return nil, backoff.Permanent(err)
 		}
-		return reader{id, text}, err
+		return r, err
 	}
 	redactor := envelope.NewRedactor(cfg.RedactPattern, 512)
 	r, err := retry.Do(ctx, check, time.Second, 5*time.Second, func(err error, in time.Duration) {
@@ -108,6 +104,6 @@ func Admitter(ctx context.Context, cfg *config.Config, log *slog.Logger, access 
 	if err != nil {
 		return nil, err
 	}
-	log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", r.id)
-	return schema.NewAdmitter(client, set, r.id, r.text)
+	log.Info("schema admission ready", "subject", set.Subject, "accept", set.Accept.String(), "reader_version", set.ReaderVersion, "reader_id", r.ID, "format", string(r.Format))
+	return schema.NewAdmitter(client, set, r)
 }

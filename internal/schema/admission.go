@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"relay/internal/tiers"
 )
@@ -60,10 +62,9 @@ var api = avro.Config{
 
 // Admitter checks and upcasts records. It is safe for concurrent use.
 type Admitter struct {
-	reg      Registry
-	set      Settings
-	readerID int
-	reader   avro.Schema
+	reg    Registry
+	set    Settings
+	reader *Reader
 
 	mu    sync.Mutex
 	cache map[int]*writer
@@ -82,10 +83,18 @@ type lookup struct {
 
 // writer is a cached, immutable verdict on one writer schema id.
 type writer struct {
-	info     Info
-	resolved avro.Schema // decodes writer bytes into the reader's shape
-	same     bool        // writer is the reader: the bytes stay as they are
-	fail     *tiers.Error
+	info   Info
+	format Format
+	same   bool // writer is the reader: the bytes stay as they are
+	fail   *tiers.Error
+	// Avro: decodes writer bytes into the reader's shape.
+	resolved avro.Schema
+	// Protobuf: the writer's file, and its message of the canonical
+	// message's name.
+	file protoreflect.FileDescriptor
+	msg  protoreflect.MessageDescriptor
+	// JSON Schema: the writer's schema, which a body must satisfy.
+	json *jsonschema.Schema
 }
 
 // Probe asks the registry for the reader's schema, past the cache: while
@@ -94,28 +103,25 @@ type writer struct {
 // id, and the records that waited may have moved on). Its answer reaches
 // the client's AccessFunc like any other.
 func (a *Admitter) Probe(ctx context.Context) error {
-	_, err := a.reg.Schema(ctx, a.readerID)
+	_, err := a.reg.Schema(ctx, a.reader.ID)
 	return err
 }
 
-// NewAdmitter builds an admitter. readerID and readerText are the canonical
-// version's id and schema, fetched at start-up.
-func NewAdmitter(reg Registry, set Settings, readerID int, readerText string) (*Admitter, error) {
-	reader, err := avro.ParseWithCache(readerText, "", &avro.SchemaCache{})
-	if err != nil {
-		return nil, fmt.Errorf("reader schema %s version %d (id %d): %w", set.Subject, set.ReaderVersion, readerID, err)
+// NewAdmitter builds an admitter on the canonical version r, which
+// CheckAccepted compiled at start-up.
+func NewAdmitter(reg Registry, set Settings, r *Reader) (*Admitter, error) {
+	if r == nil || r.schema == nil {
+		return nil, errors.New("schema admission needs the canonical version")
 	}
-	if reader.Type() != avro.Record {
-		return nil, fmt.Errorf("reader schema %s version %d is a %s, relay needs a record", set.Subject, set.ReaderVersion, reader.Type())
-	}
-	return &Admitter{reg: reg, set: set, readerID: readerID, reader: reader, cache: map[int]*writer{}}, nil
+	return &Admitter{reg: reg, set: set, reader: r, cache: map[int]*writer{}}, nil
 }
 
 // ReaderID is the id outputs are framed with.
-func (a *Admitter) ReaderID() int { return a.readerID }
+func (a *Admitter) ReaderID() int { return a.reader.ID }
 
-// Reader is the canonical schema.
-func (a *Admitter) Reader() avro.Schema { return a.reader }
+// Format is the schema type of the canonical version, and so of every
+// accepted record.
+func (a *Admitter) Format() Format { return a.reader.Format }
 
 // Admit checks value and upcasts it. A failure is a *tiers.Error; Info is
 // filled as far as it is known, for the failure envelope.
@@ -131,6 +137,12 @@ func (a *Admitter) Admit(ctx context.Context, value []byte) (Admitted, error) {
 	out := Admitted{Writer: w.info}
 	if w.fail != nil {
 		return out, w.fail
+	}
+	switch w.format {
+	case FormatProtobuf:
+		return a.admitProto(out, w, value, body)
+	case FormatJSON:
+		return a.admitJSON(out, w, value, body)
 	}
 	rec, err := decode(w.resolved, body)
 	if err != nil {
@@ -153,15 +165,22 @@ func (a *Admitter) Admit(ctx context.Context, value []byte) (Admitted, error) {
 // Encode frames rec, in the reader's shape, with the reader's id. rec may
 // come from JSON (numbers as json.Number, bytes as base64 text).
 func (a *Admitter) Encode(rec map[string]any) ([]byte, error) {
-	native, err := fromJSON(a.reader, rec)
+	switch a.reader.Format {
+	case FormatProtobuf:
+		return a.encodeProto(rec)
+	case FormatJSON:
+		return a.encodeJSON(rec)
+	}
+	s := a.reader.schema.avro
+	native, err := fromJSON(s, rec)
 	if err != nil {
 		return nil, err
 	}
-	body, err := api.Marshal(a.reader, native)
+	body, err := api.Marshal(s, native)
 	if err != nil {
 		return nil, err
 	}
-	return AppendWire(make([]byte, 0, headerSize+len(body)), a.readerID, body), nil
+	return AppendWire(make([]byte, 0, headerSize+len(body)), a.reader.ID, body), nil
 }
 
 // decode reads body with s and requires every byte to be used: trailing
@@ -270,21 +289,32 @@ func (a *Admitter) lookup(ctx context.Context, id int) (w *writer, err error) {
 		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d is not in the accepted versions %s", w.info.Subject, w.info.Version, a.set.Accept)
 		return w, nil
 	}
-	text, err := a.reg.Schema(lctx, id)
+	t, err := a.reg.Schema(lctx, id)
 	if err != nil {
 		return nil, registryFailure(id, err)
 	}
-	ws, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
-	if err != nil {
-		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d (id %d) does not parse as Avro: %v", w.info.Subject, w.info.Version, id, err)
+	w.format = t.Format
+	if t.Format != a.reader.Format {
+		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d (id %d) is a %s schema; the canonical version is %s", w.info.Subject, w.info.Version, id, t.Format, a.reader.Format)
 		return w, nil
 	}
-	if id == a.readerID {
-		w.resolved, w.same = a.reader, true
+	if id == a.reader.ID {
+		r := a.reader
+		w.same = true
+		w.resolved, w.file, w.msg = r.schema.avro, r.schema.proto, r.msg
+		w.json = r.schema.json
 		return w, nil
 	}
-	w.resolved, err = avro.NewSchemaCompatibility().Resolve(a.reader, ws)
+	c, err := compileText(lctx, a.reg, t)
+	var ce *compileError
+	if errors.As(err, &ce) {
+		w.fail = tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d (id %d) does not compile as %s: %v", w.info.Subject, w.info.Version, id, t.Format, err)
+		return w, nil
+	}
 	if err != nil {
+		return nil, registryFailure(id, err)
+	}
+	if err := a.reader.readable(c, w); err != nil {
 		w.fail = tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %v", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
 	}
 	return w, nil
@@ -300,36 +330,4 @@ func registryFailure(id int, err error) error {
 		return tiers.Fail(tiers.CauseRegistryUnauthorized, err)
 	}
 	return tiers.Fail(tiers.CauseRegistryUnavailable, err)
-}
-
-// CheckAccepted resolves every accepted version against the reader at
-// start-up, so a configuration that would quarantine a whole version is
-// refused before the first record.
-func CheckAccepted(ctx context.Context, c *Client, set Settings) (readerID int, readerText string, err error) {
-	readerID, readerText, err = c.ByVersion(ctx, set.Subject, set.ReaderVersion)
-	if err != nil {
-		return 0, "", fmt.Errorf("reader version %d of subject %s: %w", set.ReaderVersion, set.Subject, err)
-	}
-	reader, err := avro.ParseWithCache(readerText, "", &avro.SchemaCache{})
-	if err != nil {
-		return 0, "", fmt.Errorf("reader version %d of subject %s does not parse: %w", set.ReaderVersion, set.Subject, err)
-	}
-	have, err := c.SubjectVersions(ctx, set.Subject)
-	if err != nil {
-		return 0, "", fmt.Errorf("versions of subject %s: %w", set.Subject, err)
-	}
-	for _, v := range set.Accept.List(have) {
-		_, text, err := c.ByVersion(ctx, set.Subject, v)
-		if err != nil {
-			return 0, "", fmt.Errorf("version %d of subject %s: %w", v, set.Subject, err)
-		}
-		ws, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
-		if err == nil {
-			_, err = avro.NewSchemaCompatibility().Resolve(reader, ws)
-		}
-		if err != nil {
-			return 0, "", fmt.Errorf("accepted version %d of subject %s cannot be read as reader version %d: %w", v, set.Subject, set.ReaderVersion, err)
-		}
-	}
-	return readerID, readerText, nil
 }

@@ -45,11 +45,11 @@ func setup(t *testing.T, accept string, readerVersion int) (*env, *Admitter) {
 		t.Fatal(err)
 	}
 	set := Settings{Subject: e.subject, Accept: acc, ReaderVersion: readerVersion, Timeout: time.Second, CacheSize: 2}
-	rid, rtext, err := CheckAccepted(context.Background(), e.client, set)
+	r, err := CheckAccepted(context.Background(), e.client, set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAdmitter(e.client, set, rid, rtext)
+	a, err := NewAdmitter(e.client, set, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +207,10 @@ func TestFieldMissing(t *testing.T) {
 	reg.register("s", `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"must","type":"int"}]}`)
 	acc, _ := config.ParseVersions("1-2")
 	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: time.Second, CacheSize: 8}
-	if _, _, err := CheckAccepted(context.Background(), c, set); err == nil || !strings.Contains(err.Error(), "accepted version 1") {
+	if _, err := CheckAccepted(context.Background(), c, set); err == nil || !strings.Contains(err.Error(), "accepted version 1") {
 		t.Fatalf("start-up check must refuse an accepted version the reader cannot read: %v", err)
 	}
-	rid, rtext, _ := c.ByVersion(context.Background(), "s", 2)
-	a, err := NewAdmitter(c, set, rid, rtext)
+	a, err := NewAdmitter(c, set, readerAt(t, c, "s", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,4 +323,23 @@ func TestColdLookupIsShared(t *testing.T) {
 	if got := e.reg.requests.Load() - before; got > 3 {
 		t.Errorf("%d registry requests for one cold id, want at most 3", got)
 	}
+}
+
+// readerAt compiles a subject's version as the canonical one, without
+// the start-up check of the accepted versions.
+func readerAt(t testing.TB, c *Client, subject string, version int) *Reader {
+	t.Helper()
+	id, text, err := c.ByVersion(context.Background(), subject, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := compileText(context.Background(), c, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newReader(id, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

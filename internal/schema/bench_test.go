@@ -23,7 +23,7 @@ func BenchmarkAdmit(b *testing.B) {
 	id3 := reg.register("s", benchV3)
 	acc, _ := config.ParseVersions("1-2")
 	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: 1e9, CacheSize: 8}
-	a, err := NewAdmitter(c, set, id3, benchV3)
+	a, err := NewAdmitter(c, set, readerAt(b, c, "s", 2))
 	if err != nil {
 		b.Fatal(err)
 	}

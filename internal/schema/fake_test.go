@@ -19,6 +19,8 @@ type fakeRegistry struct {
 	mu       sync.Mutex
 	subjects map[string][]int // subject → ids by version-1
 	texts    map[int]string
+	types    map[int]string      // schemaType; none for Avro
+	refs     map[int][]Reference // references of a schema
 	nextID   int
 	requests atomic.Int64
 	// fail, when non-zero, is the status of the next N answers.
@@ -28,7 +30,7 @@ type fakeRegistry struct {
 }
 
 func newFakeRegistry(t *testing.T) (*fakeRegistry, *httptest.Server) {
-	f := &fakeRegistry{subjects: map[string][]int{}, texts: map[int]string{}, nextID: 100}
+	f := &fakeRegistry{subjects: map[string][]int{}, texts: map[int]string{}, types: map[int]string{}, refs: map[int][]Reference{}, nextID: 100}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -41,6 +43,31 @@ func (f *fakeRegistry) register(subject, text string) int {
 	f.texts[f.nextID] = text
 	f.subjects[subject] = append(f.subjects[subject], f.nextID)
 	return f.nextID
+}
+
+// registerAs registers a schema of another type, with references.
+func (f *fakeRegistry) registerAs(subject string, typ Format, text string, refs ...Reference) int {
+	id := f.register(subject, text)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.types[id], f.refs[id] = string(typ), refs
+	return id
+}
+
+// schemaJSON is the registry's answer for a schema id.
+func (f *fakeRegistry) schemaJSON(id int) map[string]any {
+	out := map[string]any{"schema": f.texts[id]}
+	if t := f.types[id]; t != "" {
+		out["schemaType"] = t
+	}
+	if rs := f.refs[id]; len(rs) > 0 {
+		var refs []map[string]any
+		for _, r := range rs {
+			refs = append(refs, map[string]any{"name": r.Name, "subject": r.Subject, "version": r.Version})
+		}
+		out["references"] = refs
+	}
+	return out
 }
 
 func (f *fakeRegistry) failNext(status, n int) {
@@ -77,7 +104,7 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(parts) >= 3 && parts[0] == "schemas" && parts[1] == "ids":
 		id, _ := strconv.Atoi(parts[2])
-		text, ok := f.texts[id]
+		_, ok := f.texts[id]
 		if !ok {
 			notFound()
 			return
@@ -94,7 +121,7 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(out)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"schema": text})
+		_ = json.NewEncoder(w).Encode(f.schemaJSON(id))
 	case len(parts) == 3 && parts[0] == "subjects" && parts[2] == "versions":
 		ids := f.subjects[parts[1]]
 		if ids == nil {
@@ -113,7 +140,9 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			notFound()
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"subject": parts[1], "version": v, "id": ids[v-1], "schema": f.texts[ids[v-1]]})
+		out := f.schemaJSON(ids[v-1])
+		out["subject"], out["version"], out["id"] = parts[1], v, ids[v-1]
+		_ = json.NewEncoder(w).Encode(out)
 	default:
 		http.NotFound(w, r)
 	}

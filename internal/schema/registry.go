@@ -64,10 +64,13 @@ type SubjectVersion struct {
 
 // Registry is what admission asks a schema registry, by immutable id.
 type Registry interface {
-	// Schema returns the schema text of id.
-	Schema(ctx context.Context, id int) (string, error)
+	// Schema returns the schema of id: its text, type and references.
+	Schema(ctx context.Context, id int) (Text, error)
 	// Versions returns the subjects and versions id is registered under.
 	Versions(ctx context.Context, id int) ([]SubjectVersion, error)
+	// ByVersion returns the id and schema of a subject's version: how a
+	// schema's references are found.
+	ByVersion(ctx context.Context, subject string, version int) (int, Text, error)
 }
 
 // Client talks to a Confluent-compatible registry through srclient, with
@@ -242,16 +245,29 @@ func (c *Client) call(ctx context.Context, what string, f func(src *srclient.Sch
 }
 
 // Schema implements Registry.
-func (c *Client) Schema(ctx context.Context, id int) (string, error) {
+func (c *Client) Schema(ctx context.Context, id int) (Text, error) {
 	var s *srclient.Schema
 	err := c.call(ctx, "schema "+strconv.Itoa(id), func(src *srclient.SchemaRegistryClient) (err error) {
 		s, err = src.GetSchema(id)
 		return err
 	})
 	if err != nil {
-		return "", err
+		return Text{}, err
 	}
-	return s.Schema(), nil
+	return textOf(s), nil
+}
+
+// textOf is srclient's schema as a Text. The registry omits the type of
+// an Avro schema.
+func textOf(s *srclient.Schema) Text {
+	t := Text{Schema: s.Schema(), Format: FormatAvro}
+	if st := s.SchemaType(); st != nil && *st != "" {
+		t.Format = Format(strings.ToUpper(string(*st)))
+	}
+	for _, r := range s.References() {
+		t.References = append(t.References, Reference{Name: r.Name, Subject: r.Subject, Version: r.Version})
+	}
+	return t
 }
 
 // Versions implements Registry.
@@ -271,17 +287,18 @@ func (c *Client) Versions(ctx context.Context, id int) ([]SubjectVersion, error)
 	return out, nil
 }
 
-// ByVersion returns the id and text of a subject's version (start-up only).
-func (c *Client) ByVersion(ctx context.Context, subject string, version int) (int, string, error) {
+// ByVersion implements Registry: the id and schema of a subject's
+// version (at start-up, and for a new schema's references).
+func (c *Client) ByVersion(ctx context.Context, subject string, version int) (int, Text, error) {
 	var s *srclient.Schema
 	err := c.call(ctx, fmt.Sprintf("subject %s version %d", subject, version), func(src *srclient.SchemaRegistryClient) (err error) {
 		s, err = src.GetSchemaByVersion(subject, version)
 		return err
 	})
 	if err != nil {
-		return 0, "", err
+		return 0, Text{}, err
 	}
-	return s.ID(), s.Schema(), nil
+	return s.ID(), textOf(s), nil
 }
 
 // SubjectVersions lists a subject's versions (start-up only).

@@ -1,0 +1,155 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+)
+
+// mainURL is where a registered JSON Schema without an absolute $id is
+// compiled: its relative $refs resolve against it, to the names its
+// references are registered by. The scheme loads nothing: a $ref that is
+// not one of the schema's references fails to compile, and relay never
+// fetches a schema from a URL or a file.
+const mainURL = "relay-registry:///schema.json"
+
+// maxJSONBody bounds what one JSON record may hold before it is parsed.
+const maxJSONBody = 8 << 20
+
+// compileJSON compiles a JSON Schema with its references. The schema's
+// draft is its $schema, the newest (2020-12) without one.
+func compileJSON(t Text, refs *referenced) (*compiled, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t.Schema))
+	if err != nil {
+		return nil, fmt.Errorf("JSON schema is not JSON: %w", err)
+	}
+	base := mainURL
+	if obj, ok := doc.(map[string]any); ok {
+		if id, ok := obj["$id"].(string); ok {
+			if u, err := neturl.Parse(id); err == nil && u.IsAbs() {
+				base = id
+			}
+		}
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.SchemeURLLoader{}) // nothing is loaded from outside
+	if err := c.AddResource(base, doc); err != nil {
+		return nil, err
+	}
+	b, _ := neturl.Parse(base)
+	for _, n := range refs.names {
+		rt := refs.texts[n]
+		if rt.Format != FormatJSON {
+			return nil, fmt.Errorf("reference %q is a %s schema, not JSON", n, rt.Format)
+		}
+		rdoc, err := jsonschema.UnmarshalJSON(strings.NewReader(rt.Schema))
+		if err != nil {
+			return nil, fmt.Errorf("referenced schema %q is not JSON: %w", n, err)
+		}
+		u, err := neturl.Parse(n)
+		if err != nil {
+			return nil, fmt.Errorf("reference name %q is not a URL: %w", n, err)
+		}
+		if err := c.AddResource(b.ResolveReference(u).String(), rdoc); err != nil {
+			return nil, fmt.Errorf("reference %q: %w", n, err)
+		}
+	}
+	s, err := c.Compile(base)
+	if err != nil {
+		return nil, fmt.Errorf("JSON schema does not compile: %w", err)
+	}
+	return &compiled{format: FormatJSON, json: s}, nil
+}
+
+// parseJSON reads a JSON record body: one JSON object, nothing after it.
+// Numbers stay json.Number for the validator.
+func parseJSON(body []byte) (map[string]any, error) {
+	if len(body) == 0 {
+		return nil, errors.New("JSON body is empty")
+	}
+	if len(body) > maxJSONBody {
+		return nil, fmt.Errorf("JSON body is %d bytes, more than %d", len(body), maxJSONBody)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("JSON body does not parse: %w", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("JSON body is a %s, relay reads objects", jsonKind(doc))
+	}
+	return obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "JSON array"
+	case string:
+		return "JSON string"
+	case json.Number:
+		return "JSON number"
+	case bool:
+		return "JSON boolean"
+	case nil:
+		return "JSON null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// validationProblem is a validation error in a line: where in the record
+// and what the schema wanted, without the record's values.
+func validationProblem(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	loc := "/" + strings.Join(ve.InstanceLocation, "/")
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		return fmt.Sprintf("at %s: missing required %s", loc, strings.Join(k.Missing, ", "))
+	case *kind.Type:
+		return fmt.Sprintf("at %s: a %s where the schema wants %s", loc, k.Got, strings.Join(k.Want, " or "))
+	}
+	return fmt.Sprintf("at %s: fails %q", loc, strings.Join(ve.ErrorKind.KeywordPath(), "/"))
+}
+
+// jsonRecord is a parsed JSON object as rules and the hook read it: whole
+// numbers as int64, others as float64 (CEL compares them), the rest as
+// encoding/json gives it.
+func jsonRecord(obj map[string]any) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = jsonValue(v)
+	}
+	return out
+}
+
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		return jsonRecord(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,217 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"relay/internal/tiers"
+)
+
+// Reader is the canonical version every accepted record is upcast to,
+// compiled at start-up.
+type Reader struct {
+	ID     int
+	Format Format
+	schema *compiled
+	// Protobuf: the canonical message (the schema's first message) and
+	// the framing of its index.
+	msg   protoreflect.MessageDescriptor
+	index []byte
+}
+
+func newReader(id int, c *compiled) (*Reader, error) {
+	r := &Reader{ID: id, Format: c.format, schema: c}
+	switch c.format {
+	case FormatAvro:
+		if c.avro.Type() != avro.Record {
+			return nil, fmt.Errorf("it is an Avro %s, relay needs a record", c.avro.Type())
+		}
+	case FormatProtobuf:
+		r.msg = c.proto.Messages().Get(0)
+		r.index = AppendIndexes(nil, firstMessage)
+	}
+	return r, nil
+}
+
+// readable says whether records of the writer schema c can be read as
+// the canonical version, and keeps in w what reading them needs: Avro by
+// schema resolution, Protobuf by field number (the writer must declare
+// the canonical message, by its full name), JSON Schema by validating each
+// record against both schemas (checked per record).
+func (r *Reader) readable(c *compiled, w *writer) error {
+	switch r.Format {
+	case FormatAvro:
+		res, err := avro.NewSchemaCompatibility().Resolve(r.schema.avro, c.avro)
+		w.resolved = res
+		return err
+	case FormatProtobuf:
+		w.file = c.proto
+		w.msg = findMessage(c.proto.Messages(), r.msg.FullName())
+		if w.msg == nil {
+			return fmt.Errorf("it declares no message %s", r.msg.FullName())
+		}
+		return protoReadable(w.msg, r.msg, map[[2]protoreflect.FullName]bool{})
+	case FormatJSON:
+		w.json = c.json
+	}
+	return nil
+}
+
+// findMessage is the message named name among msgs and their nested ones.
+func findMessage(msgs protoreflect.MessageDescriptors, name protoreflect.FullName) protoreflect.MessageDescriptor {
+	for i := range msgs.Len() {
+		md := msgs.Get(i)
+		if md.FullName() == name {
+			return md
+		}
+		if n := findMessage(md.Messages(), name); n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+var protoOut = proto.MarshalOptions{Deterministic: true}
+
+// admitProto reads a Protobuf record: its message-index framing names the
+// canonical message in the writer's file; the body must parse as that
+// message with no field it does not declare; then it is read as the
+// canonical message by field number (fields the canonical version lacks
+// are dropped) and written again.
+func (a *Admitter) admitProto(out Admitted, w *writer, value, body []byte) (Admitted, error) {
+	path, msgBody, err := ParseIndexes(body)
+	if err == nil {
+		_, err = messageAt(w.file, path)
+	}
+	if err != nil {
+		return out, tiers.Fail(tiers.CauseWireFormat, err)
+	}
+	md, _ := messageAt(w.file, path)
+	if md.FullName() != a.reader.msg.FullName() {
+		return out, tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d: the record is a %s, the canonical message is %s", w.info.Subject, w.info.Version, md.FullName(), a.reader.msg.FullName())
+	}
+	wm, err := decodeProto(md, msgBody)
+	if err != nil {
+		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
+	}
+	if w.same {
+		out.Record, out.Value = protoRecord(wm), value
+		return out, nil
+	}
+	cm := dynamicpb.NewMessage(a.reader.msg)
+	if err := protoUpcast.Unmarshal(msgBody, cm); err != nil {
+		return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %v", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
+	}
+	out.Record = protoRecord(cm)
+	if out.Value, err = a.frameProto(cm); err != nil {
+		return out, fmt.Errorf("upcast %s v%d to v%d: %w", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
+	}
+	return out, nil
+}
+
+// frameProto writes m in the wire format of the canonical version.
+func (a *Admitter) frameProto(m proto.Message) ([]byte, error) {
+	dst := make([]byte, 0, headerSize+len(a.reader.index)+proto.Size(m))
+	dst = append(AppendWire(dst, a.reader.ID, nil), a.reader.index...)
+	return protoOut.MarshalAppend(dst, m)
+}
+
+func (a *Admitter) encodeProto(rec map[string]any) ([]byte, error) {
+	m, err := protoFromRecord(a.reader.msg, rec)
+	if err != nil {
+		return nil, err
+	}
+	return a.frameProto(m)
+}
+
+// admitJSON reads a JSON Schema record: a JSON object that satisfies its
+// writer's schema and, when that is not the canonical version, the
+// canonical one too. The body is not rewritten: upcast only frames it
+// with the canonical id, which it satisfies.
+func (a *Admitter) admitJSON(out Admitted, w *writer, value, body []byte) (Admitted, error) {
+	obj, err := parseJSON(body)
+	if err != nil {
+		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
+	}
+	if err := w.json.Validate(obj); err != nil {
+		return out, tiers.Failf(tiers.CausePayloadMalformed, "JSON body does not satisfy %s version %d: %s", w.info.Subject, w.info.Version, validationProblem(err))
+	}
+	out.Record = jsonRecord(obj)
+	if w.same {
+		out.Value = value
+		return out, nil
+	}
+	if err := a.reader.schema.json.Validate(obj); err != nil {
+		return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %s", w.info.Subject, w.info.Version, a.set.ReaderVersion, validationProblem(err))
+	}
+	out.Value = AppendWire(make([]byte, 0, len(value)), a.reader.ID, body)
+	return out, nil
+}
+
+func (a *Admitter) encodeJSON(rec map[string]any) ([]byte, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := parseJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.reader.schema.json.Validate(obj); err != nil {
+		return nil, fmt.Errorf("does not satisfy the canonical version: %s", validationProblem(err))
+	}
+	return AppendWire(make([]byte, 0, headerSize+len(b)), a.reader.ID, b), nil
+}
+
+// CheckAccepted compiles the canonical version and checks every accepted
+// version against it at start-up, so a configuration that would
+// quarantine a whole version is refused before the first record. Accepted
+// versions must be of the canonical version's type; Avro ones must
+// resolve to it, Protobuf ones must declare its message with the same
+// wire type for each field number they share.
+func CheckAccepted(ctx context.Context, c *Client, set Settings) (*Reader, error) {
+	readerID, rt, err := c.ByVersion(ctx, set.Subject, set.ReaderVersion)
+	if err != nil {
+		return nil, fmt.Errorf("reader version %d of subject %s: %w", set.ReaderVersion, set.Subject, err)
+	}
+	rc, err := compileText(ctx, c, rt)
+	if err != nil {
+		return nil, fmt.Errorf("reader version %d of subject %s does not compile: %w", set.ReaderVersion, set.Subject, err)
+	}
+	r, err := newReader(readerID, rc)
+	if err != nil {
+		return nil, fmt.Errorf("reader version %d of subject %s: %w", set.ReaderVersion, set.Subject, err)
+	}
+	have, err := c.SubjectVersions(ctx, set.Subject)
+	if err != nil {
+		return nil, fmt.Errorf("versions of subject %s: %w", set.Subject, err)
+	}
+	for _, v := range set.Accept.List(have) {
+		_, t, err := c.ByVersion(ctx, set.Subject, v)
+		if err != nil {
+			return nil, fmt.Errorf("version %d of subject %s: %w", v, set.Subject, err)
+		}
+		if t.Format != r.Format {
+			return nil, fmt.Errorf("accepted version %d of subject %s is a %s schema, the reader version %d is %s", v, set.Subject, t.Format, set.ReaderVersion, r.Format)
+		}
+		wc, err := compileText(ctx, c, t)
+		var ce *compileError
+		if err != nil && !errors.As(err, &ce) {
+			return nil, fmt.Errorf("version %d of subject %s: %w", v, set.Subject, err)
+		}
+		if err == nil {
+			err = r.readable(wc, &writer{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("accepted version %d of subject %s cannot be read as reader version %d: %w", v, set.Subject, set.ReaderVersion, err)
+		}
+	}
+	return r, nil
+}
