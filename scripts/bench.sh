@@ -30,6 +30,11 @@ bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
 bin/relay-bench -audit 1000000 -size 100
 bin/relay-bench -audit 20000000 -size 20
 
+# Admission and upcast of the same ~1 KiB order in Avro, Protobuf and
+# JSON Schema, in one process, round-robin: records/s and CPU per record,
+# as ratios to Avro's.
+bin/relay-bench -formats 35 -size 1024
+
 # relay console over 100,000 quarantined records: its memory and page
 # times, against relay quarantine stats reading the same quarantine.
 bin/relay-bench -console 100000 -size 100

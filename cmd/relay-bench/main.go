@@ -43,6 +43,7 @@ type options struct {
 	java       string
 	blocked    int
 	audit      int
+	formats    int
 	console    int
 	hookDelays []time.Duration // (e) and (f) once per delay
 	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
@@ -76,6 +77,7 @@ func main() {
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
 	flag.IntVar(&o.console, "console", 0, "instead of the modes: relay console's memory over a quarantine of this many records relay quarantined, against relay quarantine stats on the same quarantine")
+	flag.IntVar(&o.formats, "formats", 0, "instead of the modes: admission and upcast of the same record in Avro, Protobuf and JSON Schema, in this process, for this many seconds; ratios to Avro")
 	flag.IntVar(&o.audit, "audit", 0, "instead of the modes: relay audit's scan of this many source records and their outputs, against a plain consumer reading the same topics")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -179,6 +181,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	if o.audit > 0 {
 		return b.auditScan(ctx, o.audit)
+	}
+	if o.formats > 0 {
+		return b.formats(ctx, o.formats)
 	}
 	if o.console > 0 {
 		return b.consoleMemory(ctx, o.console)

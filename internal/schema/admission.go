@@ -91,8 +91,10 @@ type writer struct {
 	resolved avro.Schema
 	// Protobuf: the writer's file, and its message of the canonical
 	// message's name.
-	file protoreflect.FileDescriptor
-	msg  protoreflect.MessageDescriptor
+	file     protoreflect.FileDescriptor
+	msg      protoreflect.MessageDescriptor
+	required bool // msg's tree declares required fields
+	subset   bool // msg's records are the canonical message's, byte for byte
 	// JSON Schema: the writer's schema, which a body must satisfy.
 	json *jsonschema.Schema
 }
@@ -301,7 +303,7 @@ func (a *Admitter) lookup(ctx context.Context, id int) (w *writer, err error) {
 	if id == a.reader.ID {
 		r := a.reader
 		w.same = true
-		w.resolved, w.file, w.msg = r.schema.avro, r.schema.proto, r.msg
+		w.resolved, w.file, w.msg, w.required = r.schema.avro, r.schema.proto, r.msg, r.required
 		w.json = r.schema.json
 		return w, nil
 	}

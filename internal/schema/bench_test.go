@@ -1,10 +1,14 @@
 package schema
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"testing"
 
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"relay/internal/config"
 )
@@ -47,4 +51,52 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAdmitFormats measures admission of the same ~1 KiB order in
+// Protobuf and JSON Schema (relay-bench -formats compares them to Avro).
+func BenchmarkAdmitFormats(b *testing.B) {
+	payload := bytes.Repeat([]byte("abcdefghijklmnopqrstuvwxyz"), 38)
+	b.Run("protobuf", func(b *testing.B) {
+		reg, srv := newFakeRegistry(&testing.T{})
+		defer srv.Close()
+		c := NewClient(srv.URL, 0)
+		reg.registerAs("s", FormatProtobuf, `syntax = "proto3"; message Order { string id = 1; int64 amount = 2; bytes payload = 3; }`)
+		id := reg.registerAs("s", FormatProtobuf, `syntax = "proto3"; message Order { string id = 1; int64 amount = 2; bytes payload = 3; string currency = 4; }`)
+		acc, _ := config.ParseVersions("1-2")
+		a, err := NewAdmitter(c, Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: 1e9, CacheSize: 8}, readerAt(b, c, "s", 2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "order-000001")
+		m = protowire.AppendVarint(protowire.AppendTag(m, 2, protowire.VarintType), 4200)
+		m = protowire.AppendBytes(protowire.AppendTag(m, 3, protowire.BytesType), payload)
+		m = protowire.AppendString(protowire.AppendTag(m, 4, protowire.BytesType), "CHF")
+		v := AppendWire(nil, id, append([]byte{0}, m...))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.Admit(context.Background(), v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		reg, srv := newFakeRegistry(&testing.T{})
+		defer srv.Close()
+		c := NewClient(srv.URL, 0)
+		reg.registerAs("s", FormatJSON, `{"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"integer"},"payload":{"type":"string"}},"required":["id","amount"]}`)
+		id := reg.registerAs("s", FormatJSON, `{"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"integer"},"payload":{"type":"string"},"currency":{"type":"string"}},"required":["id","amount"]}`)
+		acc, _ := config.ParseVersions("1-2")
+		a, err := NewAdmitter(c, Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: 1e9, CacheSize: 8}, readerAt(b, c, "s", 2))
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := AppendWire(nil, id, fmt.Appendf(nil, `{"id":"order-000001","amount":4200,"payload":%q,"currency":"CHF"}`, base64.StdEncoding.EncodeToString(payload)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.Admit(context.Background(), v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,6 +3,8 @@ package schema
 import (
 	"context"
 	"fmt"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Decoded is a value read through the registry: its writer schema's id
@@ -42,7 +44,7 @@ func Decode(ctx context.Context, c *Client, value []byte) (Decoded, error) {
 		if err != nil {
 			return out, err
 		}
-		m, err := decodeProto(md, msgBody)
+		m, err := decodeProto(md, msgBody, hasRequired(md, map[protoreflect.FullName]bool{}))
 		if err != nil {
 			return out, fmt.Errorf("schema %d: %w", id, err)
 		}

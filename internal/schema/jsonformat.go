@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // mainURL is where a registered JSON Schema without an absolute $id is
@@ -76,9 +77,15 @@ func parseJSON(body []byte) (map[string]any, error) {
 	if len(body) > maxJSONBody {
 		return nil, fmt.Errorf("JSON body is %d bytes, more than %d", len(body), maxJSONBody)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	// segmentio's decoder, not encoding/json: 1.7 µs for a 1.3 KiB
+	// record, not 13 (relay-bench -formats); numbers stay json.Number.
+	var doc any
+	rest, err := segjson.Parse(body, &doc, segjson.UseNumber)
 	if err != nil {
 		return nil, fmt.Errorf("JSON body does not parse: %w", err)
+	}
+	if len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
+		return nil, errors.New("JSON body has bytes after the object")
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
@@ -123,15 +130,14 @@ func validationProblem(err error) string {
 	return fmt.Sprintf("at %s: fails %q", loc, strings.Join(ve.ErrorKind.KeywordPath(), "/"))
 }
 
-// jsonRecord is a parsed JSON object as rules and the hook read it: whole
-// numbers as int64, others as float64 (CEL compares them), the rest as
-// encoding/json gives it.
+// jsonRecord turns a parsed JSON object, in place, into what rules and
+// the hook read: whole numbers as int64, others as float64 (CEL compares
+// them), the rest as encoding/json gives it.
 func jsonRecord(obj map[string]any) map[string]any {
-	out := make(map[string]any, len(obj))
 	for k, v := range obj {
-		out[k] = jsonValue(v)
+		obj[k] = jsonValue(v)
 	}
-	return out
+	return obj
 }
 
 func jsonValue(v any) any {
@@ -145,11 +151,10 @@ func jsonValue(v any) any {
 	case map[string]any:
 		return jsonRecord(x)
 	case []any:
-		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = jsonValue(e)
+			x[i] = jsonValue(e)
 		}
-		return out
+		return x
 	}
 	return v
 }

@@ -184,7 +184,7 @@ func TestProtobufAdmission(t *testing.T) {
 	if err != nil || id != e.ids[2] || len(path) != 1 || path[0] != 0 {
 		t.Fatalf("upcast framing: id %d path %v err %v", id, path, err)
 	}
-	m, err := decodeProto(e.files[2].Messages().Get(0), msg)
+	m, err := decodeProto(e.files[2].Messages().Get(0), msg, false)
 	if err != nil {
 		t.Fatalf("upcast body does not parse strictly as the canonical message: %v", err)
 	}
@@ -265,4 +265,43 @@ func FuzzParseIndexes(f *testing.F) {
 			t.Fatalf("round trip of %x: %v %v", b, again, err)
 		}
 	})
+}
+
+// TestProtobufSubsetKeepsBytes: a version that only lacks fields of the
+// canonical one writes the canonical message's bytes: its records are
+// checked as the canonical message and kept, framed again.
+func TestProtobufSubsetKeepsBytes(t *testing.T) {
+	reg, srv := newFakeRegistry(t)
+	c := NewClient(srv.URL, time.Second)
+	old := reg.registerAs("s", FormatProtobuf, `syntax = "proto3"; message Order { string id = 1; repeated int64 n = 3; }`)
+	reg.registerAs("s", FormatProtobuf, `syntax = "proto3"; message Order { string id = 1; int64 amount = 2; repeated int64 n = 3; }`)
+	acc, _ := config.ParseVersions("1-2")
+	set := Settings{Subject: "s", Accept: acc, ReaderVersion: 2, Timeout: time.Second, CacheSize: 8}
+	r, err := CheckAccepted(context.Background(), c, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := NewAdmitter(c, set, r)
+	body := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "o")
+	body = protowire.AppendBytes(protowire.AppendTag(body, 3, protowire.BytesType), protowire.AppendVarint(protowire.AppendVarint(nil, 1), 2))
+	got, err := a.Admit(context.Background(), framed(old, []int{0}, body))
+	if err != nil || !bytes.Equal(got.Value, framed(r.ID, []int{0}, body)) {
+		t.Fatalf("upcast of a subset: %x %v", got.Value, err)
+	}
+	if got.Record["amount"] != int64(0) || len(got.Record["n"].([]any)) != 2 {
+		t.Fatalf("record: %v", got.Record)
+	}
+	w, _ := a.writer(context.Background(), old)
+	if !w.subset {
+		t.Fatal("the older version is a subset")
+	}
+	bad := protowire.AppendVarint(protowire.AppendTag(append([]byte{}, body...), 7, protowire.VarintType), 1)
+	if _, err := a.Admit(context.Background(), framed(old, []int{0}, bad)); causeOf(t, err) != tiers.CausePayloadMalformed {
+		t.Fatalf("a field neither version declares: %v", err)
+	}
+	// p2 has a field p3 lacks: not a subset.
+	e, pa := setupProto(t)
+	if w, _ := pa.writer(context.Background(), e.ids[1]); w == nil || w.subset {
+		t.Fatal("a version with a field the canonical one lacks is not a subset")
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"relay/internal/tiers"
 )
@@ -22,8 +21,9 @@ type Reader struct {
 	schema *compiled
 	// Protobuf: the canonical message (the schema's first message) and
 	// the framing of its index.
-	msg   protoreflect.MessageDescriptor
-	index []byte
+	msg      protoreflect.MessageDescriptor
+	index    []byte
+	required bool // the canonical message's tree declares required fields
 }
 
 func newReader(id int, c *compiled) (*Reader, error) {
@@ -36,6 +36,7 @@ func newReader(id int, c *compiled) (*Reader, error) {
 	case FormatProtobuf:
 		r.msg = c.proto.Messages().Get(0)
 		r.index = AppendIndexes(nil, firstMessage)
+		r.required = hasRequired(r.msg, map[protoreflect.FullName]bool{})
 	}
 	return r, nil
 }
@@ -57,6 +58,8 @@ func (r *Reader) readable(c *compiled, w *writer) error {
 		if w.msg == nil {
 			return fmt.Errorf("it declares no message %s", r.msg.FullName())
 		}
+		w.required = hasRequired(w.msg, map[protoreflect.FullName]bool{})
+		w.subset = !r.required && protoSubset(w.msg, r.msg, map[[2]protoreflect.FullName]bool{})
 		return protoReadable(w.msg, r.msg, map[[2]protoreflect.FullName]bool{})
 	case FormatJSON:
 		w.json = c.json
@@ -97,16 +100,28 @@ func (a *Admitter) admitProto(out Admitted, w *writer, value, body []byte) (Admi
 	if md.FullName() != a.reader.msg.FullName() {
 		return out, tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d: the record is a %s, the canonical message is %s", w.info.Subject, w.info.Version, md.FullName(), a.reader.msg.FullName())
 	}
-	wm, err := decodeProto(md, msgBody)
-	if err != nil {
-		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
-	}
-	if w.same {
-		out.Record, out.Value = protoRecord(wm), value
+	if w.same || w.subset {
+		// The bytes are the canonical message's: one walk checks them
+		// and builds the record.
+		cm, err := unmarshalProto(protoIn, a.reader.msg, msgBody, a.reader.required)
+		if err == nil {
+			out.Record, err = protoRecordOf(cm, true)
+		}
+		if err != nil {
+			return out, tiers.Failf(tiers.CausePayloadMalformed, "protobuf body does not parse as %s: %v", md.FullName(), err)
+		}
+		if w.same {
+			out.Value = value
+			return out, nil
+		}
+		out.Value = append(append(AppendWire(make([]byte, 0, len(value)+len(a.reader.index)), a.reader.ID, nil), a.reader.index...), msgBody...)
 		return out, nil
 	}
-	cm := dynamicpb.NewMessage(a.reader.msg)
-	if err := protoUpcast.Unmarshal(msgBody, cm); err != nil {
+	if _, err := decodeProto(md, msgBody, w.required); err != nil {
+		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
+	}
+	cm, err := unmarshalProto(protoUpcast, a.reader.msg, msgBody, a.reader.required)
+	if err != nil {
 		return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %v", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
 	}
 	out.Record = protoRecord(cm)
@@ -143,13 +158,15 @@ func (a *Admitter) admitJSON(out Admitted, w *writer, value, body []byte) (Admit
 	if err := w.json.Validate(obj); err != nil {
 		return out, tiers.Failf(tiers.CausePayloadMalformed, "JSON body does not satisfy %s version %d: %s", w.info.Subject, w.info.Version, validationProblem(err))
 	}
-	out.Record = jsonRecord(obj)
+	if !w.same {
+		if err := a.reader.schema.json.Validate(obj); err != nil {
+			return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %s", w.info.Subject, w.info.Version, a.set.ReaderVersion, validationProblem(err))
+		}
+	}
+	out.Record = jsonRecord(obj) // after validation: it rewrites obj's numbers
 	if w.same {
 		out.Value = value
 		return out, nil
-	}
-	if err := a.reader.schema.json.Validate(obj); err != nil {
-		return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %s", w.info.Subject, w.info.Version, a.set.ReaderVersion, validationProblem(err))
 	}
 	out.Value = AppendWire(make([]byte, 0, len(value)), a.reader.ID, body)
 	return out, nil
