@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -96,7 +97,8 @@ func TestAdmissionOutcomes(t *testing.T) {
 			if err := json.Unmarshal(out, &view); err != nil {
 				t.Fatalf("quarantine show is not JSON: %v\n%s", err, out)
 			}
-			if view["failureId"] != id || view["errorCode"] != "SCHEMA_UNSUPPORTED" || view["payloadSchema"] != o.subject+".v1" || view["attempt"] != float64(1) {
+			if view["failureId"] != id || view["errorCode"] != "SCHEMA_UNSUPPORTED" || view["payloadSchema"] != o.subject+".v1" || view["attempt"] != float64(1) ||
+				view["payloadDecoded"] != true || !strings.Contains(fmt.Sprint(view["payload"]), `"id": "c"`) {
 				t.Errorf("quarantine show: %s", out)
 			}
 		default:

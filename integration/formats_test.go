@@ -100,6 +100,29 @@ func formatRun(t *testing.T, env []string, canonical int, batch func(i0, n int) 
 	if outputs == 0 {
 		t.Fatal("no output at all")
 	}
+	// An operator reads a record of a version relay does not accept
+	// decoded by its own schema.
+	shown := 0
+	for id, w := range want {
+		if w != "quarantine:SCHEMA_UNSUPPORTED" || shown == 2 {
+			continue
+		}
+		out, err := relayCmd(t, s.env("x"), "quarantine", "show", id)
+		var view map[string]any
+		if err != nil || json.Unmarshal(out, &view) != nil {
+			t.Fatalf("relay quarantine show %s: %v\n%s", id, err, out)
+		}
+		if !strings.HasSuffix(fmt.Sprint(view["payloadSchema"]), ".v1") {
+			continue // another message of the canonical file
+		}
+		shown++
+		if view["payloadDecoded"] != true || !strings.Contains(fmt.Sprint(view["payload"]), `"id": "`) {
+			t.Errorf("quarantine show %s does not decode the payload: %s", id, out)
+		}
+	}
+	if shown == 0 {
+		t.Error("no record of version 1 to show")
+	}
 	assertAuditClean(t, s)
 }
 
@@ -150,7 +173,8 @@ func TestProtobufEndStates(t *testing.T) {
 			case x < 66:
 				r = rec{k, frame(ids[3], first, order(id, -1-amount, nil)), "rejected:REJECTED_NEGATIVE_AMOUNT"}
 			case x < 72:
-				r = rec{k, frame(ids[1], first, order(id, 0, nil)), "quarantine:SCHEMA_UNSUPPORTED"}
+				v1 := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), id)
+				r = rec{k, frame(ids[1], first, v1), "quarantine:SCHEMA_UNSUPPORTED"}
 			case x < 77:
 				r = rec{k, frame(ids[3], []byte{2, 2}, order(id, amount, nil)), "quarantine:SCHEMA_UNSUPPORTED"} // Other
 			case x < 82:

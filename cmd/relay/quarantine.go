@@ -83,15 +83,15 @@ func (a *app) showCmd() *cobra.Command {
 				return cli.ExitCode(cli.Usage)
 			}
 			keep := func(x string) bool { return x == id }
-			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(_ *ops, s *quarantine.Snapshot) int {
-				return a.show(s, id)
+			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(o *ops, s *quarantine.Snapshot) int {
+				out, ok := s.ShowDecoded(c.Context(), o.cfg, id)
+				return a.show(id, out, ok)
 			}))
 		},
 	}
 }
 
-func (a *app) show(s *quarantine.Snapshot, id string) int {
-	out, ok := s.Show(id)
+func (a *app) show(id string, out quarantine.Shown, ok bool) int {
 	if !ok {
 		fmt.Fprintf(a.stderr, "relay quarantine show: %s is not in the ledger nor in a quarantine topic\n", id)
 		return cli.Usage

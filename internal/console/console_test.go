@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"relay/internal/config"
+	"relay/internal/payload"
 )
 
 const (
@@ -195,7 +196,7 @@ func TestDiscardGoesBackOnlyToTheConsole(t *testing.T) {
 // The payload is redacted as the envelope's error message is.
 func TestPayloadIsRedacted(t *testing.T) {
 	s := newTestServer(t, map[string]string{config.EnvRedactPattern: "ACME-[0-9]+"})
-	text, decoded, why := s.payload(t.Context(), []byte(`{"email":"alice@example.com","card":"4111 1111 1111 1111","ref":"ACME-42","token":"abc"}`))
+	text, decoded, why := payload.Render(t.Context(), nil, s.redactor(), []byte(`{"email":"alice@example.com","card":"4111 1111 1111 1111","ref":"ACME-42","token":"abc"}`))
 	for _, secret := range []string{"alice@example.com", "4111", "ACME-42", `"abc"`} {
 		if strings.Contains(text, secret) {
 			t.Errorf("%q shown in %s", secret, text)
@@ -207,7 +208,7 @@ func TestPayloadIsRedacted(t *testing.T) {
 	// Binary (a registry-framed record the registry cannot decode): its
 	// size and first bytes, never its content.
 	bin := append([]byte{0, 0, 0, 0, 1, 0x12}, "password=hunter2 alice@example.com 4111111111111111 ok-text"...)
-	got := shown(s.redactor(), bin)
+	got := payload.Shown(s.redactor(), bin)
 	for _, secret := range []string{"hunter2", "alice@example.com", "4111", "ok-text", "68756e74657232"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("%q shown in %q", secret, got)
@@ -218,7 +219,7 @@ func TestPayloadIsRedacted(t *testing.T) {
 	}
 	// A decoded record: a secret-named field masked whole (an array too),
 	// bytes and fixed fields by their redacted text, never base64.
-	rec := sanitize(s.redactor(), map[string]any{"blob": []byte("token=abc123 x"), "fixed": [4]byte{'s', 'e', 'c', 'r'},
+	rec := payload.Sanitize(s.redactor(), map[string]any{"blob": []byte("token=abc123 x"), "fixed": [4]byte{'s', 'e', 'c', 'r'},
 		"apiKeys": []any{"k-1", "k-2"}, "note": "mail bob@example.com", "n": 1}).(map[string]any)
 	if b, _ := rec["blob"].(string); strings.Contains(b, "abc123") || !strings.Contains(b, "token=") {
 		t.Errorf("bytes field shown as %q", rec["blob"])

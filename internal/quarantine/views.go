@@ -1,11 +1,15 @@
 package quarantine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"relay/internal/checks"
 	"relay/internal/config"
+	"relay/internal/payload"
+	"relay/internal/schema"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -58,6 +62,13 @@ type Shown struct {
 	// RecordGone says the quarantine record is past retention: the view
 	// holds only what the ledger knows.
 	RecordGone bool `json:"-"`
+	// Payload is the failed record's value as an operator may see it
+	// (ShowDecoded): decoded through the registry as JSON text when it
+	// can be, raw text or the first bytes of binary otherwise; redacted.
+	Payload        string `json:"payload,omitempty"`
+	PayloadDecoded bool   `json:"payloadDecoded,omitempty"`
+	// PayloadNote says why the payload is not decoded.
+	PayloadNote string `json:"payloadNote,omitempty"`
 }
 
 // Show is failure id's envelope and history; false if it is in neither
@@ -68,6 +79,31 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 		return Shown{}, false
 	}
 	return ShowFailure(fl, s.traceURL), true
+}
+
+// ShowDecoded is Show with the failed record's value, decoded through
+// the registry cfg names (Avro, Protobuf or JSON Schema, by its writer
+// schema) and redacted as the console shows it.
+func (s *Snapshot) ShowDecoded(ctx context.Context, cfg *config.Config, id string) (Shown, bool) {
+	out, ok := s.Show(id)
+	if !ok || s.ByID[id].Record == nil || !s.ByID[id].Record.Kept {
+		return out, ok
+	}
+	var reg *schema.Client
+	if cfg.SchemaRegistryURL != "" {
+		c, err := checks.RegistryClient(cfg)
+		if err != nil {
+			out.PayloadNote = "schema registry: " + err.Error()
+		}
+		reg = c
+	}
+	red := envelope.NewRedactor(cfg.RedactPattern, payload.MaxShown)
+	var note string
+	out.Payload, out.PayloadDecoded, note = payload.Render(ctx, reg, red, s.ByID[id].Record.Value)
+	if out.PayloadNote == "" {
+		out.PayloadNote = note
+	}
+	return out, true
 }
 
 // ShowFailure is fl's envelope and history; traceURL is RELAY_TRACE_URL.

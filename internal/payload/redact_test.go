@@ -1,8 +1,10 @@
-package console
+package payload
 
 import (
 	"strings"
 	"testing"
+
+	"relay/internal/envelope"
 )
 
 // Each leak a review found in what the failure page shows is masked: JSON
@@ -10,8 +12,7 @@ import (
 // whole, whatever it is), PEM blocks and JWTs in any string, and the cut
 // comes after the redaction.
 func TestEveryKnownLeakIsMasked(t *testing.T) {
-	s := newTestServer(t, nil)
-	red := s.redactor()
+	red := envelope.NewRedactor(nil, MaxShown)
 	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz"
 	pem := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----"
 	for name, c := range map[string]struct {
@@ -43,7 +44,7 @@ func TestEveryKnownLeakIsMasked(t *testing.T) {
 		"a document sent as a JSON string": {in: `"{\"password\":\"hunter2\",\"api_key\":\"sk_live_abc\"}"`, leaks: []string{"hunter2", "sk_live_abc"}},
 		"escaped JSON in text":             {in: `request failed body={\"password\":\"hunter2\"}`, leaks: []string{"hunter2"}},
 	} {
-		got := shown(red, []byte(c.in))
+		got := Shown(red, []byte(c.in))
 		for _, l := range c.leaks {
 			if strings.Contains(got, l) {
 				t.Errorf("%s: %q shown in %s", name, l, got)
@@ -60,20 +61,20 @@ func TestEveryKnownLeakIsMasked(t *testing.T) {
 // A card number across the display limit is masked whole: the cut comes
 // after the redaction, never before it.
 func TestTheCutComesAfterTheRedaction(t *testing.T) {
-	s := newTestServer(t, nil)
+	red := envelope.NewRedactor(nil, MaxShown)
 	for name, v := range map[string]string{
-		"text": strings.Repeat("a", maxShown-8) + " 4111111111111111 end",
-		"json": `{"pad":"` + strings.Repeat("a", maxShown-30) + `","n":"4111 1111 1111 1111"}`,
+		"text": strings.Repeat("a", MaxShown-8) + " 4111111111111111 end",
+		"json": `{"pad":"` + strings.Repeat("a", MaxShown-30) + `","n":"4111 1111 1111 1111"}`,
 	} {
-		got := shown(s.redactor(), []byte(v))
+		got := Shown(red, []byte(v))
 		if strings.Contains(got, "4111") || strings.Contains(got, "1111 1111") {
 			t.Errorf("%s: part of the card shown: …%s", name, got[max(0, len(got)-60):])
 		}
-		if len(got) > maxShown+len("\n… (cut)") {
+		if len(got) > MaxShown+len("\n… (cut)") {
 			t.Errorf("%s: %d bytes shown, more than the bound", name, len(got))
 		}
 	}
-	text, _, _ := s.payload(t.Context(), []byte(strings.Repeat("b", maxShown-4)+" 4111111111111111"))
+	text, _, _ := Render(t.Context(), nil, red, []byte(strings.Repeat("b", MaxShown-4)+" 4111111111111111"))
 	if strings.Contains(text, "4111") {
 		t.Errorf("a raw payload cut before its redaction: …%s", text[len(text)-40:])
 	}

@@ -1,0 +1,195 @@
+// Package payload shows a record's bytes to an operator: decoded through
+// the schema registry when it can be, and redacted by structure (a value
+// under a secret's name is masked whole) and by pattern, then cut. The
+// console's failure page and relay quarantine show use it.
+package payload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"relay/internal/envelope"
+	"relay/internal/schema"
+)
+
+// MaxShown bounds the payload shown.
+const MaxShown = 64 << 10
+
+// Render is a record's value as an operator may see it: decoded through
+// the registry (Avro, Protobuf or JSON Schema, by its writer schema) when
+// it can be, raw otherwise (text, or the first bytes of binary), always
+// redacted by red, and cut at MaxShown after the redaction. why says why
+// it is shown raw.
+func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v []byte) (text string, decoded bool, why string) {
+	if v == nil {
+		return "", false, "the record has no value (a tombstone)"
+	}
+	if reg != nil {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		dec, err := schema.Decode(c, reg, v)
+		if err == nil {
+			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
+			if err == nil {
+				return cut(redactLines(red, b)), true, ""
+			}
+			why = red.Redact(err.Error())
+		} else {
+			why = red.Redact("not decoded: " + err.Error())
+		}
+	} else {
+		why = "no schema registry configured"
+	}
+	return Shown(red, v), false, why
+}
+
+// cut bounds what a page shows of a payload, after its redaction: a
+// secret across the cut is masked whole, never shown in part.
+func cut(s string) string {
+	if len(s) <= MaxShown {
+		return s
+	}
+	end := MaxShown
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "\n… (cut)"
+}
+
+// Sanitize makes a decoded record safe to show: the value of a field
+// whose name says it holds a secret is masked whole; a string is
+// redacted; a bytes or fixed field is shown by its redacted text, never as
+// base64 or numbers (which no redaction pattern could read).
+func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red, v, 0) }
+
+// maxDepth bounds how deep JSON inside JSON strings is followed.
+const maxDepth = 4
+
+func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if envelope.SecretName(k) {
+				out[k] = envelope.Mask
+				continue
+			}
+			out[k] = sanitizeAt(red, e, depth)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = sanitizeAt(red, e, depth)
+		}
+		return out
+	case []byte:
+		return Shown(red, x)
+	case string:
+		// JSON inside a string (a payload that carries a document as
+		// text) is redacted by its structure too.
+		if depth < maxDepth {
+			if tree, ok := jsonTree([]byte(x)); ok {
+				if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
+					return red.Redact(string(b))
+				}
+			}
+		}
+		return red.Redact(x)
+	}
+	// An Avro fixed decodes as a byte array ([N]byte).
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
+		b := make([]byte, rv.Len())
+		reflect.Copy(reflect.ValueOf(b), rv)
+		return Shown(red, b)
+	}
+	return v
+}
+
+// jsonTree parses b when it is a JSON object or array (numbers kept as
+// they were written).
+func jsonTree(b []byte) (any, bool) {
+	s := bytes.TrimSpace(b)
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || !json.Valid(s) {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// jsonLines redacts JSON Lines (one document a line) by structure, each
+// line on its own; ok is false unless every line that is not blank is a
+// JSON object or array.
+func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
+	var out []string
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		tree, ok := jsonTree(line)
+		if !ok {
+			return "", false
+		}
+		j, err := json.Marshal(Sanitize(red, tree))
+		if err != nil {
+			return "", false
+		}
+		out = append(out, red.Redact(string(j)))
+	}
+	return strings.Join(out, "\n"), len(out) > 1
+}
+
+// redactLines redacts each line of a JSON document, keeping its layout.
+func redactLines(red *envelope.Redactor, b []byte) string {
+	var out bytes.Buffer
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		lead := len(line) - len(bytes.TrimLeft(line, " "))
+		out.Write(line[:lead])
+		out.WriteString(red.Redact(string(line[lead:])))
+	}
+	return out.String()
+}
+
+// Shown is b as an operator may see it, redacted: its text when it is
+// UTF-8 without control characters; else (binary the registry cannot
+// decode) only its size and first bytes (the wire format's magic byte and
+// schema id): a secret in binary is out of reach of every redaction
+// pattern, which needs the field's name beside it.
+func Shown(red *envelope.Redactor, b []byte) string {
+	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark
+		var quoted string
+		if s := bytes.TrimSpace(b); len(s) > 1 && s[0] == '"' && json.Unmarshal(s, &quoted) == nil {
+			// A JSON document sent as a JSON string: redacted as the
+			// document it holds.
+			b = []byte(quoted)
+		}
+		if tree, ok := jsonTree(b); ok {
+			// JSON is redacted by its structure: a value under a secret's
+			// name is masked whole, whatever it is (a string of several
+			// words, an array, an object).
+			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
+				return cut(redactLines(red, out))
+			}
+		}
+		if lines, ok := jsonLines(red, b); ok {
+			return cut(lines)
+		}
+		return red.Redact(string(b))
+	}
+	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
+}
