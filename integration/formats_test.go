@@ -156,8 +156,12 @@ func TestProtobufEndStates(t *testing.T) {
 		m = protowire.AppendString(protowire.AppendTag(m, 2, protowire.BytesType), "EUR")
 		return protowire.AppendBytes(protowire.AppendTag(b, 4, protowire.BytesType), m)
 	}
-	legacy := func(b []byte) []byte { return protowire.AppendVarint(protowire.AppendTag(b, 9, protowire.VarintType), 77) }
-	unknown := func(b []byte) []byte { return protowire.AppendVarint(protowire.AppendTag(b, 15, protowire.VarintType), 1) }
+	legacy := func(b []byte) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(b, 9, protowire.VarintType), 77)
+	}
+	unknown := func(b []byte) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(b, 15, protowire.VarintType), 1)
+	}
 	first := []byte{0}
 	batch := func(i0, n int) []rec {
 		out := make([]rec, 0, n)
@@ -198,14 +202,14 @@ func TestProtobufEndStates(t *testing.T) {
 		for b := body[1:]; len(b) > 0; {
 			num, typ, n := protowire.ConsumeTag(b)
 			if n < 0 {
-				return fmt.Errorf("body does not parse: %v", protowire.ParseError(n))
+				return fmt.Errorf("body does not parse: %w", protowire.ParseError(n))
 			}
 			if num != 1 && num != 2 && num != 4 {
 				return fmt.Errorf("field %d is not in the canonical version", num)
 			}
 			m := protowire.ConsumeFieldValue(num, typ, b[n:])
 			if m < 0 {
-				return fmt.Errorf("body does not parse: %v", protowire.ParseError(m))
+				return fmt.Errorf("body does not parse: %w", protowire.ParseError(m))
 			}
 			b = b[n+m:]
 		}
