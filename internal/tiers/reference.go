@@ -16,11 +16,11 @@ type Row struct {
 // causeDoc says what each cause is, and gives the pattern of the codes
 // built from a name.
 var causeDoc = map[Cause]struct{ pattern, meaning string }{
-	CauseWireFormat:           {"", "the value is not in the Confluent wire format (magic byte 0, 4-byte schema id, body)"},
+	CauseWireFormat:           {"", "the value is not in the Confluent wire format (magic byte 0, 4-byte schema id, body; for Protobuf, a message-index array naming a message of the schema)"},
 	CauseSchemaNotFound:       {"", "the registry does not know the schema id"},
-	CauseSchemaUnsupported:    {"", "known schema, but its version is not among the accepted versions"},
-	CausePayloadMalformed:     {"", "the body does not decode with its writer schema"},
-	CauseFieldMissing:         {"", "the upcast needs a field the writer lacks and that has no default"},
+	CauseSchemaUnsupported:    {"", "known schema, but its version is not among the accepted versions, or it is of another schema type, or (Protobuf) the record is another message than the canonical one"},
+	CausePayloadMalformed:     {"", "the body does not decode with (JSON Schema: satisfy) its writer schema"},
+	CauseFieldMissing:         {"", "the record cannot be read as the canonical version: a field it needs has no default (Avro), a field changed its wire type (Protobuf), the canonical schema refuses it (JSON Schema)"},
 	CauseRegistryUnavailable:  {"", "the registry is unreachable, answers 5xx or times out"},
 	CauseRuleReject:           {RejectedPrefix + "<RULE>", "a rule with `action: reject` matched"},
 	CauseRuleQuarantine:       {RulePrefix + "<NAME>", "a rule with `action: quarantine` matched"},
