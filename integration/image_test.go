@@ -37,6 +37,9 @@ func TestImageRunsRelayAlone(t *testing.T) {
 	if !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/relay", "run"}) || c.User != "65532:65532" || c.StopSignal != "SIGTERM" {
 		t.Fatalf("image config: entrypoint %q, user %q, stop signal %q", c.Entrypoint, c.User, c.StopSignal)
 	}
+	if c.Labels["org.opencontainers.image.licenses"] != "Apache-2.0" {
+		t.Errorf("the image does not name its license: %v", c.Labels)
+	}
 	if _, ok := c.ExposedPorts["9464/tcp"]; !ok {
 		t.Errorf("the image does not expose relay's metrics port: %v", c.ExposedPorts)
 	}
@@ -82,6 +85,7 @@ type imageConfig struct {
 		Env          []string            `json:"Env"`
 		ExposedPorts map[string]struct{} `json:"ExposedPorts"`
 		StopSignal   string              `json:"StopSignal"`
+		Labels       map[string]string   `json:"Labels"`
 	} `json:"config"`
 }
 

@@ -103,6 +103,7 @@ func (o *options) build() error {
 		"org.opencontainers.image.version":     o.version,
 		"org.opencontainers.image.revision":    o.revision,
 		"org.opencontainers.image.created":     created.Format(time.RFC3339),
+		"org.opencontainers.image.licenses":    "Apache-2.0",
 	}
 
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)

@@ -35,7 +35,14 @@ type (
 		Version     string     `json:"version,omitempty"`
 		Description string     `json:"description,omitempty"`
 		PURL        string     `json:"purl,omitempty"`
+		Licenses    []license  `json:"licenses,omitempty"`
 		Properties  []property `json:"properties,omitempty"`
+	}
+	// license is a CycloneDX license choice by SPDX id.
+	license struct {
+		License struct {
+			ID string `json:"id"`
+		} `json:"license"`
 	}
 	property struct {
 		Name  string `json:"name"`
@@ -59,6 +66,9 @@ func cycloneDX(file, version, librdkafka string, created time.Time) ([]byte, err
 	}
 	main := component{Type: "application", Name: "relay", Version: version, PURL: "pkg:golang/relay@" + version}
 	main.BOMRef = main.PURL
+	var apache license
+	apache.License.ID = "Apache-2.0" // the LICENSE file at the repository's root
+	main.Licenses = []license{apache}
 	goVersion := strings.TrimPrefix(info.GoVersion, "go")
 	comps := []component{
 		{Type: "library", Name: "stdlib", Version: goVersion, PURL: "pkg:golang/stdlib@" + goVersion, Description: "the Go standard library"},
