@@ -9,6 +9,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -182,6 +184,9 @@ func demo(o options) error {
 	relayCmd("quarantine", "stats")
 	relayCmd("replay", "--code", "SCHEMA_UNSUPPORTED", "--reason", "demo: would a replay help today?", "--dry-run")
 	relayCmd("audit", "--source", o.source, "--progress", "none")
+	if err := printConsole(o, group, subject, rulesPath); err != nil {
+		return err
+	}
 	fmt.Println("\nThe local stack keeps running. Stop it with: make down   (make down PURGE=1 also deletes its data)")
 	fmt.Println(`
 Next, on a real cluster:
@@ -425,4 +430,39 @@ func quoted(args []string) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// printConsole writes the variables relay console needs to see the
+// demo's quarantine (without the demo's in-process hook, gone with it)
+// and a fresh sign-in token to a file, and prints the one command that
+// opens it.
+func printConsole(o options, group, subject, rulesPath string) error {
+	tok := make([]byte, 12)
+	if _, err := rand.Read(tok); err != nil {
+		return err
+	}
+	token := "demo-" + hex.EncodeToString(tok)
+	path := ".cache/relay-demo-console.env"
+	vars := []string{
+		"RELAY_SOURCE_TOPICS=" + o.source,
+		"RELAY_GROUP_ID=" + group,
+		"RELAY_KAFKA_BOOTSTRAP_SERVERS=" + o.bootstrap,
+		"RELAY_SCHEMA_REGISTRY_URL=" + o.registry,
+		"RELAY_SCHEMA_SUBJECT=" + subject,
+		"RELAY_SCHEMA_ACCEPT=2-3",
+		"RELAY_SCHEMA_READER_VERSION=3",
+		"RELAY_RULES_FILE=" + rulesPath,
+		"RELAY_RETRY_TIERS=2s,10s",
+		"RELAY_CONSOLE_TOKEN=" + token,
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(vars, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Printf(`
+See the quarantine in relay's console:
+  env $(cat %s) %s console
+  then open http://127.0.0.1:9465 and sign in with the token %s
+  (any name) to replay or discard; reading needs no sign-in on this host.
+`, path, o.relayBin, token)
+	return nil
 }
