@@ -52,8 +52,10 @@ var mayImport = map[string][]string{
 	"internal/quarantine": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/statetopic", "internal/topics"},
 	"internal/replay": {"internal/checks", "internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger",
 		"internal/pipeline", "internal/quarantine", "internal/secret", "internal/statetopic", "internal/tiers", "internal/topics", "internal/tracing"},
-	"internal/console": {"internal/config", "internal/envelope", "internal/ledger", "internal/quarantine", "internal/replay", "internal/schema", "internal/secret",
+	"internal/console": {"internal/config", "internal/envelope", "internal/ledger", "internal/payload", "internal/quarantine", "internal/replay", "internal/schema", "internal/secret",
 		"internal/topics"},
+	// A record's bytes as an operator sees them, decoded and redacted.
+	"internal/payload": {"internal/checks", "internal/config", "internal/envelope", "internal/schema"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay audit: reads relay's topics and the ledger, and judges.
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/topics"},
@@ -70,7 +72,8 @@ var mayImport = map[string][]string{
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.
 	"cmd/relay-demo":  {"internal/envelope"},
-	"cmd/relay-bench": {"internal/envelope"},
+	// -formats measures admission itself, in-process, per payload format.
+	"cmd/relay-bench": {"internal/config", "internal/envelope", "internal/schema"},
 }
 
 func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {

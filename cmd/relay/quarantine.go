@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"relay/internal/cli"
+	"relay/internal/payload"
 	"relay/internal/quarantine"
 )
 
@@ -84,7 +85,7 @@ func (a *app) showCmd() *cobra.Command {
 			}
 			keep := func(x string) bool { return x == id }
 			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(o *ops, s *quarantine.Snapshot) int {
-				out, ok := s.ShowDecoded(c.Context(), o.cfg, id)
+				out, ok := s.ShowDecoded(c.Context(), id, payload.ForConfig(o.cfg))
 				return a.show(id, out, ok)
 			}))
 		},

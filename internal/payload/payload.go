@@ -14,12 +14,31 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"relay/internal/checks"
+	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/schema"
 )
 
 // MaxShown bounds the payload shown.
 const MaxShown = 64 << 10
+
+// ForConfig renders values through the registry cfg names (none: raw),
+// redacted with cfg's pattern: what relay quarantine show prints.
+func ForConfig(cfg *config.Config) func(ctx context.Context, v []byte) (string, bool, string) {
+	red := envelope.NewRedactor(cfg.RedactPattern, MaxShown)
+	return func(ctx context.Context, v []byte) (string, bool, string) {
+		var reg *schema.Client
+		if cfg.SchemaRegistryURL != "" {
+			c, err := checks.RegistryClient(cfg)
+			if err != nil {
+				return Shown(red, v), false, red.Redact("schema registry: " + err.Error())
+			}
+			reg = c
+		}
+		return Render(ctx, reg, red, v)
+	}
+}
 
 // Render is a record's value as an operator may see it: decoded through
 // the registry (Avro, Protobuf or JSON Schema, by its writer schema) when

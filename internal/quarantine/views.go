@@ -6,10 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"relay/internal/checks"
 	"relay/internal/config"
-	"relay/internal/payload"
-	"relay/internal/schema"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
@@ -81,28 +78,17 @@ func (s *Snapshot) Show(id string) (Shown, bool) {
 	return ShowFailure(fl, s.traceURL), true
 }
 
-// ShowDecoded is Show with the failed record's value, decoded through
-// the registry cfg names (Avro, Protobuf or JSON Schema, by its writer
-// schema) and redacted as the console shows it.
-func (s *Snapshot) ShowDecoded(ctx context.Context, cfg *config.Config, id string) (Shown, bool) {
+// Render shows a record's value to an operator: its text, whether it
+// was decoded through the registry, and why not (payload.ForConfig).
+type Render func(ctx context.Context, value []byte) (text string, decoded bool, note string)
+
+// ShowDecoded is Show with the failed record's value, as render shows it.
+func (s *Snapshot) ShowDecoded(ctx context.Context, id string, render Render) (Shown, bool) {
 	out, ok := s.Show(id)
 	if !ok || s.ByID[id].Record == nil || !s.ByID[id].Record.Kept {
 		return out, ok
 	}
-	var reg *schema.Client
-	if cfg.SchemaRegistryURL != "" {
-		c, err := checks.RegistryClient(cfg)
-		if err != nil {
-			out.PayloadNote = "schema registry: " + err.Error()
-		}
-		reg = c
-	}
-	red := envelope.NewRedactor(cfg.RedactPattern, payload.MaxShown)
-	var note string
-	out.Payload, out.PayloadDecoded, note = payload.Render(ctx, reg, red, s.ByID[id].Record.Value)
-	if out.PayloadNote == "" {
-		out.PayloadNote = note
-	}
+	out.Payload, out.PayloadDecoded, out.PayloadNote = render(ctx, s.ByID[id].Record.Value)
 	return out, true
 }
 
