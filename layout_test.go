@@ -55,7 +55,7 @@ var mayImport = map[string][]string{
 	"internal/console": {"internal/config", "internal/envelope", "internal/ledger", "internal/payload", "internal/quarantine", "internal/replay", "internal/schema", "internal/secret",
 		"internal/topics"},
 	// A record's bytes as an operator sees them, decoded and redacted.
-	"internal/payload": {"internal/checks", "internal/config", "internal/envelope", "internal/schema"},
+	"internal/payload":     {"internal/checks", "internal/config", "internal/envelope", "internal/schema"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay audit: reads relay's topics and the ledger, and judges.
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/topics"},
@@ -71,7 +71,7 @@ var mayImport = map[string][]string{
 	// The binary wires everything; only it exits.
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.
-	"cmd/relay-demo":  {"internal/envelope"},
+	"cmd/relay-demo": {"internal/envelope"},
 	// -formats measures admission itself, in-process, per payload format.
 	"cmd/relay-bench": {"internal/config", "internal/envelope", "internal/schema"},
 }
