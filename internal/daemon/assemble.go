@@ -35,9 +35,15 @@ func routes(cfg *config.Config, retired map[string][]pipeline.RetiredTier) []pip
 	return out
 }
 
+// hookMetrics hears the hook's requests and its timeouts.
+type hookMetrics interface {
+	hook.Observer
+	HookTimedOut()
+}
+
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), timedOut func()) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), hookMetrics hookMetrics) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -61,8 +67,9 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 			return nil, err
 		}
 		client.Authenticate(auth, hookAccess)
-		if timedOut != nil {
-			client.OnTimeout(timedOut)
+		if hookMetrics != nil {
+			client.OnTimeout(hookMetrics.HookTimedOut)
+			client.Observe(hookMetrics)
 		}
 		o.Hook = client
 		if cfg.HookBatch > 1 {

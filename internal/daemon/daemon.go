@@ -268,7 +268,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
-		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics.HookTimedOut)
+		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics)
 	if err != nil {
 		d.closeConsumer(consumer)
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)

@@ -211,12 +211,15 @@ func (c *Client) postBatch(body []byte, n int) ([]batchResult, error) {
 	hr.Header.Set(BatchHeader, strconv.Itoa(n))
 	// Not through the traced transport: the batch belongs to no one
 	// record's trace; each record carries its own context in the body.
+	done := c.observe()
 	resp, err := c.plain.Do(hr)
 	if err != nil {
+		done(0, err)
 		return nil, c.failed(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, min(maxBody*int64(max(n, 1)), maxBatchBody)))
+	done(resp.StatusCode, err)
 	if err != nil {
 		if c.timedOut != nil && timeout(err) {
 			c.timedOut()

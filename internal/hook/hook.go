@@ -54,7 +54,8 @@ type Client struct {
 	access  func(refused bool, status int) // nil: nobody listens
 	// timedOut hears of every call that got no answer in time (nil: nobody).
 	timedOut func()
-	safeURL  string // url without its secrets, for errors
+	obs      Observer // nil: nobody
+	safeURL  string   // url without its secrets, for errors
 }
 
 // Auth is how relay authenticates itself to the hook; the zero value sends
@@ -208,12 +209,15 @@ func (c *Client) Call(ctx context.Context, req *Request) (map[string]any, error)
 	}
 	c.prepare(hr, body)
 	hr.Header.Set("Idempotency-Key", req.MessageID)
+	done := c.observe()
 	resp, err := c.http.Do(hr)
 	if err != nil {
+		done(0, err)
 		return nil, c.failed(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	done(resp.StatusCode, err)
 	if err != nil {
 		if c.timedOut != nil && timeout(err) {
 			c.timedOut()

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +96,60 @@ func TestTimeoutAndRefusedAreTransient(t *testing.T) {
 	_, err = New("http://"+addr, time.Second, 1, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnavailable {
 		t.Fatalf("refused: %v", err)
+	}
+}
+
+// observed records what an Observer hears.
+type observed struct {
+	mu       sync.Mutex
+	inFlight int
+	outcomes []string
+}
+
+func (o *observed) HookStarted() { o.mu.Lock(); o.inFlight++; o.mu.Unlock() }
+func (o *observed) HookEnded(outcome string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inFlight--
+	if d <= 0 {
+		outcome += " (no duration)"
+	}
+	o.outcomes = append(o.outcomes, outcome)
+}
+
+// Every request is measured, once, with what came of it: an answer by
+// its status, no answer in time, no connection.
+func TestEveryRequestIsObserved(t *testing.T) {
+	statuses := []int{200, 204, 422, 400, 429, 401, 503, 302}
+	i := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(BatchHeader) != "" {
+			_, _ = w.Write([]byte(`{"results":[{"messageId":"t/0/4","status":204}]}`))
+			return
+		}
+		w.WriteHeader(statuses[i])
+	}))
+	defer srv.Close()
+	c := New(srv.URL, 100*time.Millisecond, 2, nil)
+	o := &observed{}
+	c.Observe(o)
+	for i = range statuses {
+		_, _ = c.Call(context.Background(), &Request{MessageID: "t/0/1"})
+	}
+	slowSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(300 * time.Millisecond) }))
+	defer slowSrv.Close()
+	slow := New(slowSrv.URL, 100*time.Millisecond, 2, nil)
+	slow.Observe(o)
+	_, _ = slow.Call(context.Background(), &Request{MessageID: "t/0/2"})
+	gone := New("http://127.0.0.1:1", 100*time.Millisecond, 2, nil)
+	gone.Observe(o)
+	_, _ = gone.Call(context.Background(), &Request{MessageID: "t/0/3"})
+	// A batch is one request.
+	if _, err := NewBatcher(c, 4, 4).Call(context.Background(), &Request{MessageID: "t/0/4"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ok", "ok", "rejected", "invalid", "rate_limited", "refused", "unavailable", "unexpected", "timeout", "error", "ok"}
+	if !slices.Equal(o.outcomes, want) || o.inFlight != 0 {
+		t.Fatalf("outcomes %v (in flight %d), want %v", o.outcomes, o.inFlight, want)
 	}
 }

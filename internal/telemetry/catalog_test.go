@@ -24,6 +24,8 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	m.Committed(1, 1, time.Millisecond)
 	m.Aborted("handler")
 	m.Wedged("send offsets")
+	m.HookStarted()
+	m.HookEnded("ok", 3*time.Millisecond)
 	m.Outcome("processed", "", 1)
 	m.Ended("processed", 2, time.Second)
 	m.Replayed("resolved", 1)

@@ -76,6 +76,7 @@ type Metrics struct {
 	quarantine                                           atomic.Pointer[QuarantineSource]
 	owners                                               atomic.Pointer[[]Ownership]
 	hookTimeouts                                         metric.Int64Counter
+	hook                                                 hookMeters
 	lag                                                  atomic.Pointer[LagSource]
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
@@ -137,7 +138,7 @@ func views() []sdkmetric.View {
 			Boundaries: []float64{.1, .5, 1, 5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
 		}},
 	)
-	return []sdkmetric.View{latency, attemptsView, durationView}
+	return []sdkmetric.View{latency, attemptsView, durationView, hookView()}
 }
 
 // instruments creates relay's counters, histograms and gauges.
@@ -193,6 +194,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.wedgeInstruments(meter); err != nil {
+		return err
+	}
+	if err = m.hookInstruments(meter); err != nil {
 		return err
 	}
 	if err = m.refusedGauge(meter); err != nil {
