@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test test-cluster unit integration bench up down cluster lint rules build release image fuzz deps
+.PHONY: demo test test-cluster test-matrix unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -47,6 +47,11 @@ rules:
 ## integration: only the integration tests (broker required)
 integration: up
 	RELAY_TEST_REQUIRE_BROKER=1 $(GO) test -count=1 -timeout 30m -v ./integration/...
+
+## test-matrix: the core integration tests against the oldest and the newest Kafka relay supports
+## (3.9.1 and 4.4.0, each a single broker from Maven); not part of make test (time)
+test-matrix: deps
+	scripts/test-matrix.sh
 
 ## bench: same-run throughput/latency ratio of relay against a librdkafka passthrough,
 ## and relay beside a Kafka Streams exactly_once_v2 passthrough (built by Maven)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make release: relay as static, stripped, reproducible Linux binaries, for
-# amd64 and arm64, in dist/ with their SHA256SUMS.
+# amd64 and arm64, and its Helm chart at the same version (deploy/chartpkg),
+# in dist/ with their SHA256SUMS.
 #
 # Static: librdkafka is the musl build that confluent-kafka-go bundles
 # (-tags musl), linked with Debian's musl-gcc (amd64) or the aarch64 cross
@@ -74,6 +75,10 @@ if ! cmp -s "$again/relay" "$OUT/relay-linux-$first"; then
 fi
 say "relay-linux-$first builds to the same bytes twice"
 
-(cd "$OUT" && sha256sum relay-linux-* > SHA256SUMS)
+# The chart, at the same version (its appVersion names the image tag).
+chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "../$OUT")"
+say "chart: $chart"
+
+(cd "$OUT" && sha256sum relay-linux-* "$(basename "$chart")" > SHA256SUMS)
 say "$OUT/SHA256SUMS:"
 sed 's/^/  /' "$OUT/SHA256SUMS"

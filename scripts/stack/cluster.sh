@@ -65,7 +65,7 @@ node_name() { printf 'cluster-%s\n' "$1"; }
 node_dir() { printf '%s/node-%s\n' "$CLUSTER_HOME" "$1"; }
 node_props() { printf '%s/server.properties\n' "$(node_dir "$1")"; }
 node_data() { printf '%s/data\n' "$(node_dir "$1")"; }
-# The broker logs through log4j2.yaml to cluster-N.log; the .out file gets
+# The broker logs through log4j2.properties to cluster-N.log; the .out file gets
 # only the JVM's own stdout/stderr (early startup failures).
 node_log() { printf '%s/cluster-%s.log\n' "$STACK_LOG_DIR" "$1"; }
 node_out() { printf '%s/cluster-%s.out\n' "$STACK_LOG_DIR" "$1"; }
@@ -128,10 +128,10 @@ cmd_install() {
 # java_cmd N: the broker JVM of node N. A smaller heap than kafka.sh's
 # single broker: three of these share two cores with it and the registry.
 java_cmd() {
-  # kafka.logs.dir and kafka.log.name feed log4j2.yaml's file name.
+  # kafka.logs.dir and kafka.log.name feed log4j2.properties's file name.
   printf '%s\0' java -Xms128m -Xmx512m -XX:+UseG1GC \
     -Djava.awt.headless=true \
-    "-Dlog4j2.configurationFile=$STACK_SCRIPT_DIR/log4j2.yaml" \
+    "-Dlog4j2.configurationFile=$STACK_SCRIPT_DIR/log4j2.properties" \
     "-Dkafka.logs.dir=$STACK_LOG_DIR" \
     "-Dkafka.log.name=$(node_name "$1")" \
     -cp "$KAFKA_LIB/*"

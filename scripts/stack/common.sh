@@ -52,9 +52,11 @@ STACK_RUN_DIR="$RELAY_STACK_DIR/run"
 # shellcheck disable=SC2034
 STACK_BIN_DIR="$RELAY_STACK_DIR/bin"
 
-# Used by the sourcing scripts. KAFKA_VERSION must match pom.xml.
+# Used by the sourcing scripts. The default must match pom.xml's
+# kafka.version; RELAY_STACK_KAFKA_VERSION runs another (make test-matrix),
+# in its own RELAY_STACK_DIR.
 # shellcheck disable=SC2034
-KAFKA_VERSION=4.1.1
+KAFKA_VERSION="${RELAY_STACK_KAFKA_VERSION:-4.1.1}"
 # shellcheck disable=SC2034
 APICURIO_VERSION=3.0.9
 

@@ -16,7 +16,7 @@ KAFKA_DATA="$KAFKA_HOME/data"
 KAFKA_PROPS="$KAFKA_CONFIG_DIR/server.properties"
 KAFKA_LOG="$STACK_LOG_DIR/kafka.log"
 # JVM stdout/stderr: only early startup failures and JVM messages land here;
-# the broker itself logs to kafka.log through log4j2.yaml.
+# the broker itself logs to kafka.log through log4j2.properties.
 KAFKA_OUT="$STACK_LOG_DIR/kafka.out"
 # Written only after a complete download; holds the pom hash so a pom edit
 # (new version, extra jar) triggers a fresh install.
@@ -35,7 +35,7 @@ usage() {
 }
 
 installed() {
-  [[ -f "$KAFKA_MARKER" && "$(<"$KAFKA_MARKER")" == "$(file_sha "$STACK_SCRIPT_DIR/pom.xml")" ]]
+  [[ -f "$KAFKA_MARKER" && "$(<"$KAFKA_MARKER")" == "$(file_sha "$STACK_SCRIPT_DIR/pom.xml") $KAFKA_VERSION" ]]
 }
 
 cmd_install() {
@@ -50,18 +50,18 @@ cmd_install() {
   mkdir -p "$KAFKA_LIB"
   # jansi.noreset: Maven 3.8 prints stray ANSI resets even with -q -B.
   (cd "$STACK_SCRIPT_DIR" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -q -B dependency:copy-dependencies \
-    -DoutputDirectory="$KAFKA_LIB" -DincludeScope=runtime) ||
+    -Dkafka.version="$KAFKA_VERSION" -DoutputDirectory="$KAFKA_LIB" -DincludeScope=runtime) ||
     die "Maven could not fetch the Kafka jars (see output above)"
   [[ -f "$KAFKA_LIB/kafka_2.13-$KAFKA_VERSION.jar" ]] ||
     die "kafka_2.13-$KAFKA_VERSION.jar missing from $KAFKA_LIB after Maven ran"
-  file_sha "$STACK_SCRIPT_DIR/pom.xml" >"$KAFKA_MARKER"
+  echo "$(file_sha "$STACK_SCRIPT_DIR/pom.xml") $KAFKA_VERSION" >"$KAFKA_MARKER"
 }
 
 java_cmd() {
-  # kafka.logs.dir feeds ${sys:kafka.logs.dir} in log4j2.yaml.
+  # kafka.logs.dir feeds ${sys:kafka.logs.dir} in log4j2.properties.
   printf '%s\0' java -Xms256m -Xmx1g -XX:+UseG1GC \
     -Djava.awt.headless=true \
-    "-Dlog4j2.configurationFile=$STACK_SCRIPT_DIR/log4j2.yaml" \
+    "-Dlog4j2.configurationFile=$STACK_SCRIPT_DIR/log4j2.properties" \
     "-Dkafka.logs.dir=$STACK_LOG_DIR" \
     "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://$STACK_TLS_DIR/jwks.json" \
     "-Dorg.apache.kafka.sasl.oauthbearer.allowed.files=$STACK_TLS_DIR/jwks.json" \
