@@ -77,7 +77,7 @@ say "relay-linux-$first builds to the same bytes twice"
 
 # The chart, at the same version (its appVersion names the image tag).
 chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "../$OUT")"
-say "chart: $chart"
+say "chart: $OUT/$(basename "$chart")"
 
 (cd "$OUT" && sha256sum relay-linux-* "$(basename "$chart")" > SHA256SUMS)
 say "$OUT/SHA256SUMS:"
