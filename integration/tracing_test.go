@@ -248,7 +248,7 @@ func TestQuarantineTraceAndReplayLink(t *testing.T) {
 	var replayTrace jaegerTrace
 	for _, rt := range traces {
 		for _, sp := range rt.Spans {
-			if strings.HasPrefix(sp.Name, "publish ") {
+			if strings.HasPrefix(sp.Name, "send ") {
 				publish, replayTrace = sp, rt
 			}
 		}

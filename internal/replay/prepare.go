@@ -21,7 +21,7 @@ type Plan struct {
 	Snapshot  *quarantine.Snapshot
 	Selection *Selection
 	w         *statetopic.Writer
-	// traces makes the replay's publish spans (none without tracing).
+	// traces makes the replay's send spans (none without tracing).
 	traces *tracing.Provider
 }
 
@@ -86,7 +86,7 @@ func (p *Plan) Close() {
 		p.w.Close()
 		p.w = nil
 	}
-	// The publish spans go out before the command ends, if they can
+	// The send spans go out before the command ends, if they can
 	// within 5 s.
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -83,7 +83,7 @@ type run struct {
 	pending     map[string]bool
 	changed     map[string]string
 	skippedLate map[string]int
-	tracer      trace.Tracer // nil: no publish spans
+	tracer      trace.Tracer // nil: no send spans
 	guard       *guard
 }
 

@@ -14,7 +14,7 @@ import (
 	"relay/internal/tracing"
 )
 
-// traceReplay starts the publish span of fl's replay record msg: the root
+// traceReplay starts the send span of fl's replay record msg: the root
 // of a new trace, linked to the quarantined record's trace (its
 // traceparent), and puts the span's trace context into msg in place of
 // the one the quarantined record carried, so the replayed record's
@@ -30,9 +30,9 @@ func (r *run) traceReplay(fl *quarantine.Failure, msg *kafka.Message) trace.Span
 			Attributes: []attribute.KeyValue{attribute.String("relay.link", "quarantined record")}}))
 	}
 	topic := *msg.TopicPartition.Topic
-	_, span := r.tracer.Start(context.Background(), "publish "+topic, opts...)
+	_, span := r.tracer.Start(context.Background(), "send "+topic, opts...)
 	span.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),
-		attribute.String("messaging.operation.name", "publish"), attribute.String("messaging.destination.name", topic),
+		attribute.String("messaging.operation.name", "send"), attribute.String("messaging.destination.name", topic),
 		attribute.String("messaging.destination.partition.id", strconv.Itoa(int(msg.TopicPartition.Partition))),
 		attribute.String("relay.failure.id", fl.ID), attribute.String("relay.replay.id", r.id))
 	tc := tracing.ContextOf(span.SpanContext())
@@ -59,7 +59,7 @@ func headerOf(hs []kafka.Header, key string) []byte {
 	return nil
 }
 
-// endSpans ends the publish spans of a transaction that ended with err.
+// endSpans ends the send spans of a transaction that ended with err.
 func endSpans(spans []trace.Span, err error) {
 	for _, s := range spans {
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"relay/internal/tracing"
 )
 
-// A replay record starts a trace whose publish span links to the
-// quarantined record's trace, and carries the publish span's context.
+// A replay record starts a trace whose send span links to the
+// quarantined record's trace, and carries the send span's context.
 func TestReplayRecordLinksTheQuarantinedTrace(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	r := &run{id: "rp-1", tracer: tracing.NewWith(spans).Tracer("test")}
@@ -24,7 +24,7 @@ func TestReplayRecordLinksTheQuarantinedTrace(t *testing.T) {
 		{Key: envelope.TraceParent, Value: []byte(old)}}}
 	endSpans([]oteltrace.Span{r.traceReplay(fl, msg)}, nil)
 	s := spans.Ended()[0]
-	if s.Parent().IsValid() || s.Name() != "publish o.replay" {
+	if s.Parent().IsValid() || s.Name() != "send o.replay" {
 		t.Fatalf("span %q parent %v", s.Name(), s.Parent())
 	}
 	if l := s.Links(); len(l) != 1 || l[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
