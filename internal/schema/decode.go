@@ -48,7 +48,9 @@ func Decode(ctx context.Context, c *Client, value []byte) (Decoded, error) {
 		if err != nil {
 			return out, fmt.Errorf("schema %d: %w", id, err)
 		}
-		out.Record = protoRecord(m)
+		if out.Record, err = protoRecord(m, false, len(msgBody)); err != nil {
+			return out, fmt.Errorf("schema %d: %w", id, err)
+		}
 	case FormatJSON:
 		obj, err := parseJSON(body)
 		if err != nil {

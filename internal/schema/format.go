@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hamba/avro/v2"
@@ -66,18 +67,23 @@ func fetchReferences(ctx context.Context, reg Registry, t Text) (*referenced, er
 	var walk func(refs []Reference, depth int) error
 	walk = func(refs []Reference, depth int) error {
 		if depth > maxReferenceDepth {
-			return fmt.Errorf("schema references nest deeper than %d", maxReferenceDepth)
+			return &compileError{fmt.Errorf("schema references nest deeper than %d", maxReferenceDepth)}
 		}
 		for _, r := range refs {
 			if _, ok := out.texts[r.Name]; ok {
 				continue
 			}
 			if len(out.texts) >= maxReferences {
-				return fmt.Errorf("schema has more than %d references", maxReferences)
+				return &compileError{fmt.Errorf("schema has more than %d references", maxReferences)}
 			}
 			_, rt, err := reg.ByVersion(ctx, r.Subject, r.Version)
 			if err != nil {
-				return fmt.Errorf("reference %q (subject %s version %d): %w", r.Name, r.Subject, r.Version, err)
+				err = fmt.Errorf("reference %q (subject %s version %d): %w", r.Name, r.Subject, r.Version, err)
+				if errors.Is(err, ErrNotFound) {
+					// The schema is known; what it needs is not there.
+					return &compileError{err}
+				}
+				return err
 			}
 			out.texts[r.Name] = rt // marked before its own references: a cycle ends here
 			if err := walk(rt.References, depth+1); err != nil {
@@ -117,6 +123,11 @@ func compileText(ctx context.Context, reg Registry, t Text) (*compiled, error) {
 		err = fmt.Errorf("schema type %q is not one relay reads (AVRO, PROTOBUF, JSON)", t.Format)
 	}
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// The compile was cut short (the lookup's deadline, a
+			// shutdown): no verdict on the schema, which may compile.
+			return nil, &UnavailableError{fmt.Errorf("compiling the schema: %w", cerr)}
+		}
 		return nil, &compileError{err}
 	}
 	return c, nil

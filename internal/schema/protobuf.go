@@ -79,27 +79,13 @@ func standard(fd protoreflect.FileDescriptor, reg *protoregistry.Files) (protore
 	return out, nil
 }
 
-// wireType is the wire type a field's values are written with.
-func wireType(k protoreflect.Kind) protowire.Type {
-	switch k {
-	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
-		return protowire.Fixed32Type
-	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
-		return protowire.Fixed64Type
-	case protoreflect.StringKind, protoreflect.BytesKind, protoreflect.MessageKind:
-		return protowire.BytesType
-	case protoreflect.GroupKind:
-		return protowire.StartGroupType
-	}
-	return protowire.VarintType
-}
-
 // protoReadable says whether messages written as w can be read as c by
-// field number: every number both declare has the same wire type (so a
-// packed repeated field's elements read the same too), down through
-// nested messages. Fields only one declares are fine: the
-// canonical side's missing ones take their defaults, the writer's extra
-// ones are dropped.
+// field number: every number both declare has the same kind (int32 and
+// sint32 share a wire type but not a meaning; a string is not a message)
+// and the same cardinality (a packed list is not a scalar), down through
+// nested messages. Fields only one declares are fine: the canonical
+// side's missing ones take their defaults, the writer's extra ones are
+// dropped.
 func protoReadable(w, c protoreflect.MessageDescriptor, seen map[[2]protoreflect.FullName]bool) error {
 	key := [2]protoreflect.FullName{w.FullName(), c.FullName()}
 	if seen[key] {
@@ -113,11 +99,10 @@ func protoReadable(w, c protoreflect.MessageDescriptor, seen map[[2]protoreflect
 		if wfd == nil {
 			continue
 		}
-		wt, ct := wireType(wfd.Kind()), wireType(cfd.Kind())
-		if wfd.IsMap() != cfd.IsMap() {
-			return fmt.Errorf("field %d (%s) is a map on one side only", cfd.Number(), cfd.Name())
+		if wfd.IsMap() != cfd.IsMap() || wfd.IsList() != cfd.IsList() {
+			return fmt.Errorf("field %d (%s) is a list or a map on one side only", cfd.Number(), cfd.Name())
 		}
-		if wt != ct {
+		if wfd.Kind() != cfd.Kind() {
 			return fmt.Errorf("field %d is %s %s in the writer and %s %s in the canonical version", cfd.Number(), wfd.Name(), wfd.Kind(), cfd.Name(), cfd.Kind())
 		}
 		if wfd.Message() != nil && cfd.Message() != nil {
@@ -140,6 +125,11 @@ func protoSubset(w, c protoreflect.MessageDescriptor, seen map[[2]protoreflect.F
 		return true
 	}
 	seen[key] = true
+	// proto2 and proto3 check strings' UTF-8 differently (editions may
+	// choose): bytes valid for one are not for the other.
+	if ws, cs := w.ParentFile().Syntax(), c.ParentFile().Syntax(); ws != cs || ws == protoreflect.Editions {
+		return false
+	}
 	wf := w.Fields()
 	for i := range wf.Len() {
 		wfd := wf.Get(i)
@@ -160,6 +150,53 @@ func protoSubset(w, c protoreflect.MessageDescriptor, seen map[[2]protoreflect.F
 	return true
 }
 
+// maxProtoBody bounds a Protobuf body, as Avro's decoder bounds its;
+// maxProtoMessages bounds the messages it holds, nested ones included:
+// the runtime's dynamic message costs about 2 KiB each, and an empty one
+// is 2 bytes of body.
+const (
+	maxProtoBody     = 8 << 20
+	maxProtoMessages = 1 << 16
+)
+
+// countMessages counts the messages b holds as md (nested and map entries
+// included) from its wire bytes, before any is built, and refuses more
+// than maxProtoMessages. Malformed bytes are left for the decoder to
+// report.
+func countMessages(md protoreflect.MessageDescriptor, b []byte) error {
+	n := 0
+	var walk func(md protoreflect.MessageDescriptor, b []byte, depth int) error
+	walk = func(md protoreflect.MessageDescriptor, b []byte, depth int) error {
+		if n++; n > maxProtoMessages {
+			return fmt.Errorf("protobuf body holds more than %d messages", maxProtoMessages)
+		}
+		for len(b) > 0 && depth < protoIn.RecursionLimit {
+			num, typ, k := protowire.ConsumeTag(b)
+			if k < 0 {
+				return nil
+			}
+			b = b[k:]
+			if fd := md.Fields().ByNumber(num); fd != nil && fd.Message() != nil && typ == protowire.BytesType {
+				v, k := protowire.ConsumeBytes(b)
+				if k < 0 {
+					return nil
+				}
+				if err := walk(fd.Message(), v, depth+1); err != nil {
+					return err
+				}
+				b = b[k:]
+				continue
+			}
+			if k = protowire.ConsumeFieldValue(num, typ, b); k < 0 {
+				return nil
+			}
+			b = b[k:]
+		}
+		return nil
+	}
+	return walk(md, b, 0)
+}
+
 // The decoder's options bound what garbage can make it do. Required
 // fields (proto2) are checked apart, only where a schema has them: the
 // check walks every message.
@@ -170,6 +207,12 @@ var protoUpcast = proto.UnmarshalOptions{RecursionLimit: 64, AllowPartial: true,
 // checks required fields if md's tree declares any (required, from
 // hasRequired).
 func unmarshalProto(opts proto.UnmarshalOptions, md protoreflect.MessageDescriptor, body []byte, required bool) (*dynamicpb.Message, error) {
+	if len(body) > maxProtoBody {
+		return nil, fmt.Errorf("protobuf body is %d bytes, more than %d", len(body), maxProtoBody)
+	}
+	if err := countMessages(md, body); err != nil {
+		return nil, err
+	}
 	m := dynamicpb.NewMessage(md)
 	if err := opts.Unmarshal(body, m); err != nil {
 		return nil, err
@@ -248,20 +291,33 @@ func noUnknown(m protoreflect.Message, depth int) error {
 // null, scalars at their defaults otherwise (as in proto3 JSON with
 // unpopulated fields emitted); enums by name, 64-bit integers as int64 or
 // uint64, bytes as bytes, map keys as text, nested messages as maps.
-func protoRecord(m protoreflect.Message) map[string]any {
-	rec, _ := protoRecordOf(m, false)
-	return rec
+// Strict, it also refuses (as noUnknown does) a message holding a field
+// its descriptor does not declare, in the same walk. bodyLen is the size
+// of the bytes m was read from: a record may hold at most
+// recordValues(bodyLen) values, for a few bytes of empty nested messages
+// must not make relay build millions of default fields.
+func protoRecord(m protoreflect.Message, strict bool, bodyLen int) (map[string]any, error) {
+	w := &recordWalk{strict: strict, left: recordValues(bodyLen)}
+	return w.message(m)
 }
 
-// protoRecordOf is protoRecord; strict, it also refuses (as noUnknown
-// does) a message holding a field its descriptor does not declare, in the
-// same walk.
-func protoRecordOf(m protoreflect.Message, strict bool) (map[string]any, error) {
-	if strict && len(m.GetUnknown()) > 0 {
+// recordValues bounds the values of a record read from n bytes.
+func recordValues(n int) int { return 4096 + 16*n }
+
+type recordWalk struct {
+	strict bool
+	left   int // values the record may still hold
+}
+
+func (w *recordWalk) message(m protoreflect.Message) (map[string]any, error) {
+	if w.strict && len(m.GetUnknown()) > 0 {
 		n, _, _ := protowire.ConsumeTag(m.GetUnknown())
 		return nil, fmt.Errorf("protobuf body holds field %d, which %s does not declare", n, m.Descriptor().FullName())
 	}
 	fields := m.Descriptor().Fields()
+	if w.left -= fields.Len(); w.left < 0 {
+		return nil, errors.New("protobuf record has more fields than its size allows (empty nested messages?)")
+	}
 	out := make(map[string]any, fields.Len())
 	for i := range fields.Len() {
 		fd := fields.Get(i)
@@ -269,7 +325,7 @@ func protoRecordOf(m protoreflect.Message, strict bool) (map[string]any, error) 
 			out[string(fd.Name())] = nil
 			continue
 		}
-		v, err := protoField(fd, m.Get(fd), strict)
+		v, err := w.field(fd, m.Get(fd))
 		if err != nil {
 			return nil, err
 		}
@@ -278,33 +334,67 @@ func protoRecordOf(m protoreflect.Message, strict bool) (map[string]any, error) 
 	return out, nil
 }
 
-func protoField(fd protoreflect.FieldDescriptor, v protoreflect.Value, strict bool) (any, error) {
+func (w *recordWalk) field(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, error) {
 	var err error
 	switch {
 	case fd.IsMap():
 		out := make(map[string]any, v.Map().Len())
 		v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
-			out[k.String()], err = protoScalar(fd.MapValue(), e, strict)
+			out[k.String()], err = w.scalar(fd.MapValue(), e)
 			return err == nil
 		})
 		return out, err
 	case fd.IsList():
 		l := v.List()
+		if w.left -= l.Len(); w.left < 0 {
+			return nil, errors.New("protobuf record has more values than its size allows")
+		}
 		out := make([]any, l.Len())
 		for i := 0; i < l.Len() && err == nil; i++ {
-			out[i], err = protoScalar(fd, l.Get(i), strict)
+			out[i], err = w.scalar(fd, l.Get(i))
 		}
 		return out, err
 	}
-	return protoScalar(fd, v, strict)
+	return w.scalar(fd, v)
 }
 
-func protoScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value, strict bool) (any, error) {
+func (w *recordWalk) scalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, error) {
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return protoRecordOf(v.Message(), strict)
+		return w.message(v.Message())
 	}
 	return protoPlain(fd, v), nil
+}
+
+// declaredBy refuses a set field of m (read as the canonical message) that
+// the writer's message w does not declare, down through nested messages:
+// the strict check of a subset writer's bytes, read as the canonical
+// message.
+func declaredBy(m protoreflect.Message, w protoreflect.MessageDescriptor) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		wfd := w.Fields().ByNumber(fd.Number())
+		if wfd == nil {
+			err = fmt.Errorf("protobuf body holds field %d, which %s does not declare", fd.Number(), w.FullName())
+			return false
+		}
+		switch {
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, e protoreflect.Value) bool {
+				err = declaredBy(e.Message(), wfd.MapValue().Message())
+				return err == nil
+			})
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = declaredBy(l.Get(i).Message(), wfd.Message())
+			}
+		case !fd.IsMap() && !fd.IsList() && fd.Message() != nil:
+			err = declaredBy(v.Message(), wfd.Message())
+		}
+		return err == nil
+	})
+	return err
 }
 
 // protoPlain is a value of a field that is not a message.

@@ -188,7 +188,7 @@ func TestProtobufAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatalf("upcast body does not parse strictly as the canonical message: %v", err)
 	}
-	if r := protoRecord(m); r["id"] != "o2" || r["channel"] != "" || r["amount"].(map[string]any)["units"] != int64(-5) {
+	if r, _ := protoRecord(m, false, len(msg)); r["id"] != "o2" || r["channel"] != "" || r["amount"].(map[string]any)["units"] != int64(-5) {
 		t.Fatalf("upcast record: %v", r)
 	}
 	if _, ok := up.Record["legacy"]; ok || up.Record["channel"] != "" {

@@ -102,10 +102,14 @@ func (a *Admitter) admitProto(out Admitted, w *writer, value, body []byte) (Admi
 	}
 	if w.same || w.subset {
 		// The bytes are the canonical message's: one walk checks them
-		// and builds the record.
+		// and builds the record (and, for a subset, one more that the
+		// writer declares every field they hold).
 		cm, err := unmarshalProto(protoIn, a.reader.msg, msgBody, a.reader.required)
+		if err == nil && !w.same {
+			err = declaredBy(cm, md)
+		}
 		if err == nil {
-			out.Record, err = protoRecordOf(cm, true)
+			out.Record, err = protoRecord(cm, true, len(msgBody))
 		}
 		if err != nil {
 			return out, tiers.Failf(tiers.CausePayloadMalformed, "protobuf body does not parse as %s: %v", md.FullName(), err)
@@ -124,7 +128,9 @@ func (a *Admitter) admitProto(out Admitted, w *writer, value, body []byte) (Admi
 	if err != nil {
 		return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %v", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
 	}
-	out.Record = protoRecord(cm)
+	if out.Record, err = protoRecord(cm, false, len(msgBody)); err != nil {
+		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
+	}
 	if out.Value, err = a.frameProto(cm); err != nil {
 		return out, fmt.Errorf("upcast %s v%d to v%d: %w", w.info.Subject, w.info.Version, a.set.ReaderVersion, err)
 	}
@@ -155,11 +161,11 @@ func (a *Admitter) admitJSON(out Admitted, w *writer, value, body []byte) (Admit
 	if err != nil {
 		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
 	}
-	if err := w.json.Validate(obj); err != nil {
+	if err := validate(w.json, obj); err != nil {
 		return out, tiers.Failf(tiers.CausePayloadMalformed, "JSON body does not satisfy %s version %d: %s", w.info.Subject, w.info.Version, validationProblem(err))
 	}
 	if !w.same {
-		if err := a.reader.schema.json.Validate(obj); err != nil {
+		if err := validate(a.reader.schema.json, obj); err != nil {
 			return out, tiers.Failf(tiers.CauseFieldMissing, "%s version %d cannot be read as version %d: %s", w.info.Subject, w.info.Version, a.set.ReaderVersion, validationProblem(err))
 		}
 	}
@@ -181,7 +187,7 @@ func (a *Admitter) encodeJSON(rec map[string]any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.reader.schema.json.Validate(obj); err != nil {
+	if err := validate(a.reader.schema.json, obj); err != nil {
 		return nil, fmt.Errorf("does not satisfy the canonical version: %s", validationProblem(err))
 	}
 	return AppendWire(make([]byte, 0, headerSize+len(b)), a.reader.ID, b), nil
