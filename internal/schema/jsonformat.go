@@ -112,27 +112,33 @@ func parseJSON(body []byte) (map[string]any, error) {
 }
 
 // jsonDepth refuses a body nested deeper than maxJSONDepth, in one pass
-// over its bytes (brackets inside strings do not count).
+// over its bytes: strings (where brackets do not count, and where a
+// record's bytes mostly are) are skipped by IndexByte to their closing
+// quote.
 func jsonDepth(b []byte) error {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for {
+				k := bytes.IndexByte(b[i+1:], '"')
+				if k < 0 {
+					return nil // unterminated: the parser says so
+				}
+				i += 1 + k
+				escapes := 0
+				for j := i - 1; b[j] == '\\'; j-- {
+					escapes++
+				}
+				if escapes%2 == 0 {
+					break
+				}
 			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
+		case '{', '[':
 			if depth++; depth > maxJSONDepth {
 				return fmt.Errorf("JSON body nests deeper than %d levels", maxJSONDepth)
 			}
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
 		}
 	}

@@ -128,3 +128,20 @@ func TestFormatChecksEachHaveATest(t *testing.T) {
 		}
 	})
 }
+
+// The nesting scan skips strings whole, escaped quotes included.
+func TestJSONDepthSkipsStrings(t *testing.T) {
+	deep := bytes.Repeat([]byte("["), maxJSONDepth+1)
+	for body, ok := range map[string]bool{
+		`{"a":"` + string(deep) + `"}`:                 true,
+		`{"a":"x\"` + string(deep) + `"}`:              true,
+		`{"a":"x\\"}` + string(deep):                   false,
+		`{"a":"x\\\"` + string(deep) + `"}`:            true,
+		string(deep):                                   false,
+		`{"a":[[[` + `]]],"b":"` + string(deep) + `"}`: true,
+	} {
+		if err := jsonDepth([]byte(body)); (err == nil) != ok {
+			t.Errorf("%.40s…: %v", body, err)
+		}
+	}
+}
