@@ -20,7 +20,7 @@ var causeDoc = map[Cause]struct{ pattern, meaning string }{
 	CauseSchemaNotFound:       {"", "the registry does not know the schema id"},
 	CauseSchemaUnsupported:    {"", "known schema, but its version is not among the accepted versions, or it is of another schema type, or (Protobuf) the record is another message than the canonical one"},
 	CausePayloadMalformed:     {"", "the body does not decode with (JSON Schema: satisfy) its writer schema"},
-	CauseFieldMissing:         {"", "the record cannot be read as the canonical version: a field it needs has no default (Avro), a field changed its wire type (Protobuf), the canonical schema refuses it (JSON Schema)"},
+	CauseFieldMissing:         {"", "the record cannot be read as the canonical version: a field it needs has no default (Avro), a field changed its kind or cardinality (Protobuf), the canonical schema refuses it (JSON Schema)"},
 	CauseRegistryUnavailable:  {"", "the registry is unreachable, answers 5xx or times out"},
 	CauseRuleReject:           {RejectedPrefix + "<RULE>", "a rule with `action: reject` matched"},
 	CauseRuleQuarantine:       {RulePrefix + "<NAME>", "a rule with `action: quarantine` matched"},
