@@ -110,6 +110,8 @@ func exercise(m *telemetry.Metrics) {
 	m.Committed(1, 1, 5*time.Millisecond)
 	m.Aborted("handler")
 	m.Wedged("send offsets")
+	m.HookStarted()
+	m.HookEnded("ok", 20*time.Millisecond)
 	m.Outcome(ledger.OutcomeQuarantined, "SCHEMA_UNSUPPORTED", 1)
 	m.Ended(ledger.OutcomeProcessed, 2, time.Second)
 	m.Replayed("failed-again", 1)
