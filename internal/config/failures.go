@@ -175,9 +175,10 @@ func (p *parser) validateBudget(c *Config) {
 	c.Kafka["partition.assignment.strategy"] = "range"
 	// KIP-848's consumer group protocol assigns on the broker and takes
 	// neither a client assignor nor relay's session settings; librdkafka
-	// makes it generally available in 2.12, relay is built with 2.11.1.
+	// 2.11.1, relay's, logs that it is a Preview not to be used in
+	// production (generally available from 2.12).
 	if gp, ok := c.Kafka["group.protocol"]; ok && gp != "classic" {
-		p.fail(c.VarForProperty("group.protocol"), "%q: relay runs the classic group protocol only. The consumer protocol (KIP-848) is generally available from librdkafka 2.12 (relay has 2.11.1), "+
+		p.fail(c.VarForProperty("group.protocol"), "%q: relay runs the classic group protocol only. The consumer protocol (KIP-848) is a Preview in librdkafka 2.11.1, relay's (\"MUST NOT be used in production\"; generally available from 2.12), "+
 			"takes no client assignor (relay needs range, so a source partition and its tier and replay partitions go to one member) and no session.timeout.ms or heartbeat.interval.ms (relay sets them)", gp)
 	}
 	if c.WaitsInPlace() && len(c.RetryTiers) == 0 && c.RetryMaxAttempts > c.BlockingAttempts+1 {
