@@ -1,17 +1,18 @@
 package replay
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"relay/internal/ledger"
 	"relay/internal/secret"
@@ -242,37 +243,24 @@ func scrapeURL(ctx context.Context, hc *http.Client, u string) (float64, float64
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	found, sum, started := false, 0.0, 0.0
-	for sc.Scan() {
-		if v, ok := sampleOf(sc.Text(), MetricHookTimeouts); ok {
-			found, sum = true, sum+v
-		} else if v, ok := sampleOf(sc.Text(), metricStarted); ok {
-			started = v
-		}
-	}
-	if err := sc.Err(); err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
 		return 0, 0, err
 	}
-	if !found {
+	timeouts, ok := families[MetricHookTimeouts]
+	if !ok {
 		return 0, 0, fmt.Errorf("no %s there (is it relay's /metrics?)", MetricHookTimeouts)
 	}
+	sum, started := 0.0, 0.0
+	for _, m := range timeouts.GetMetric() {
+		sum += m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+	}
+	if st, ok := families[metricStarted]; ok && len(st.GetMetric()) > 0 {
+		m := st.GetMetric()[0]
+		started = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+	}
 	return sum, started, nil
-}
-
-// sampleOf is the value of a sample line of metric name.
-func sampleOf(line, name string) (float64, bool) {
-	rest, ok := strings.CutPrefix(line, name)
-	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-		return 0, false
-	}
-	fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-	if len(fields) == 0 {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	return v, err == nil
 }
 
 // Watching says which stop conditions a replay with o watches, for its
