@@ -1,30 +1,62 @@
-{{/* The release's name for every object, cut to Kubernetes' 63. */}}
+{{/* The chart's name in names and labels: nameOverride replaces it. */}}
+{{- define "relay.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's name for every object, cut to Kubernetes' 63;
+fullnameOverride replaces it whole. */}}
 {{- define "relay.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "relay.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "relay.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "relay.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* Every object's labels: the selector's, the chart's, and
+commonLabels (which cannot replace the chart's own). */}}
 {{- define "relay.labels" -}}
+{{- range $k, $v := .Values.commonLabels }}
+{{- if has $k (list "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "helm.sh/chart" "app.kubernetes.io/component") }}
+{{- fail (printf "commonLabels: %s is the chart's own label" $k) }}
+{{- end }}
+{{- end }}
 {{ include "relay.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "relay.tag" . | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "relay.tag" -}}
 {{- default .Chart.AppVersion .Values.image.tag -}}
 {{- end -}}
 
+{{/* The image: global.imageRegistry before the repository (a mirror),
+and the digest, when given, instead of the tag (what runs cannot change
+under the tag). */}}
 {{- define "relay.image" -}}
-{{- printf "%s:%s" .Values.image.repository (include "relay.tag" .) -}}
+{{- $repo := .Values.image.repository -}}
+{{- with (.Values.global).imageRegistry -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- end -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" $repo .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (include "relay.tag" .) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "relay.serviceAccountName" -}}

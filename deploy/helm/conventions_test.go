@@ -1,0 +1,68 @@
+package helm_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// The names, labels and image the conventions of other charts set:
+// nameOverride, fullnameOverride, commonLabels, global.imageRegistry and
+// image.digest reach every object, and the chart's own labels stay its.
+func TestChartConventions(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	v := valuesFile(t, "full.yaml")
+	v["fullnameOverride"] = "orders-relay"
+	v["nameOverride"] = "ingress"
+	v["commonLabels"] = map[string]any{"team": "payments"}
+	v["global"] = map[string]any{"imageRegistry": "mirror.internal:5000/"}
+	v["image"].(map[string]any)["digest"] = digest
+	v["relay"].(map[string]any)["env"] = map[string]any{"OTEL_SERVICE_NAME": "orders-relay"}
+	delete(v, "affinity")
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.statefulSet
+	if s.Name != "orders-relay" || s.Labels["team"] != "payments" || s.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "ingress" {
+		t.Fatalf("StatefulSet %s, labels %v, selector %v", s.Name, s.Labels, s.Spec.Selector.MatchLabels)
+	}
+	if img := s.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "mirror.internal:5000/") || strings.Contains(img, "//") || !strings.HasSuffix(img, "@"+digest) {
+		t.Errorf("image %q", img)
+	}
+	otel := false
+	for _, e := range s.Spec.Template.Spec.Containers[0].Env {
+		otel = otel || (e.Name == "OTEL_SERVICE_NAME" && e.Value == "orders-relay")
+	}
+	if !otel {
+		t.Error("OTEL_SERVICE_NAME from relay.env is not in the pod's environment")
+	}
+	if a := s.Spec.Template.Spec.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 2 ||
+		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.LabelSelector.MatchLabels["app.kubernetes.io/name"] != "ingress" {
+		t.Errorf("default affinity: %+v", a)
+	}
+	for _, c := range r.cronJobs {
+		if img := c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "mirror.internal:5000/") || !strings.HasSuffix(img, "@"+digest) {
+			t.Errorf("audit image %q", img)
+		}
+		if c.Labels["team"] != "payments" {
+			t.Errorf("CronJob labels %v", c.Labels)
+		}
+	}
+	for _, svc := range r.services {
+		if svc.Labels["team"] != "payments" || !strings.HasPrefix(svc.Name, "orders-relay") {
+			t.Errorf("Service %s labels %v", svc.Name, svc.Labels)
+		}
+	}
+	for name, edit := range map[string]func(v map[string]any){
+		"a chart label in commonLabels": func(v map[string]any) {
+			v["commonLabels"] = map[string]any{"app.kubernetes.io/name": "x"}
+		},
+		"a digest that is not sha256": func(v map[string]any) { v["image"] = map[string]any{"repository": "relay", "digest": "latest"} },
+	} {
+		v := valuesFile(t, "minimal.yaml")
+		edit(v)
+		if _, err := render(t, v); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
+	}
+}
