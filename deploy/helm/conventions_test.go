@@ -18,6 +18,12 @@ func TestChartConventions(t *testing.T) {
 	v["image"].(map[string]any)["digest"] = digest
 	v["relay"].(map[string]any)["env"] = map[string]any{"OTEL_SERVICE_NAME": "orders-relay"}
 	delete(v, "affinity")
+	restricted := map[string]any{"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": map[string]any{"drop": []any{"ALL"}},
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+	v["extraVolumes"] = []any{map[string]any{"name": "ca", "configMap": map[string]any{"name": "trust-bundle"}}}
+	v["extraVolumeMounts"] = []any{map[string]any{"name": "ca", "mountPath": "/etc/ssl/extra", "readOnly": true}}
+	v["initContainers"] = []any{map[string]any{"name": "wait", "image": "busybox:1", "command": []any{"true"}, "securityContext": restricted}}
+	v["sidecars"] = []any{map[string]any{"name": "shipper", "image": "shipper:1", "securityContext": restricted}}
 	r, err := render(t, v)
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +34,12 @@ func TestChartConventions(t *testing.T) {
 	}
 	if img := s.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "mirror.internal:5000/") || strings.Contains(img, "//") || !strings.HasSuffix(img, "@"+digest) {
 		t.Errorf("image %q", img)
+	}
+	assertRestricted(t, "with init containers and sidecars", &s.Spec.Template)
+	pod := s.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 2 || pod.Containers[1].Name != "shipper" ||
+		pod.Volumes[len(pod.Volumes)-1].Name != "ca" || pod.Containers[0].VolumeMounts[len(pod.Containers[0].VolumeMounts)-1].MountPath != "/etc/ssl/extra" {
+		t.Errorf("extra volumes, mounts, init containers and sidecars: %+v", pod)
 	}
 	otel := false
 	for _, e := range s.Spec.Template.Spec.Containers[0].Env {
