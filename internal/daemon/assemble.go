@@ -10,6 +10,7 @@ import (
 	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/hook"
+	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/pipeline"
 	"relay/internal/rules"
@@ -54,6 +55,9 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log, alive),
 		Tracer: traces.Tracer(pipeline.TracerName),
 	}
+	o.Clients.ConsumerID, o.Clients.ProducerID = kafkaclient.ClientIDs(cfg.Kafka)
+	o.Clients.Broker, _, _ = strings.Cut(cfg.Kafka["bootstrap.servers"], ",")
+	o.Clients.Broker = strings.TrimSpace(o.Clients.Broker)
 	if adm != nil {
 		o.Admitter = adm
 	}

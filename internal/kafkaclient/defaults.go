@@ -58,6 +58,16 @@ var defaults = []Default{
 // the reference.
 func Defaults() []Default { return append([]Default(nil), defaults...) }
 
+// ClientIDs are the client.id of relay's consumer and producer: the
+// passthrough's (RELAY_KAFKA_CLIENT_ID), else relay's defaults.
+func ClientIDs(kafka map[string]string) (consumer, producer string) {
+	consumer, producer = "relay-consumer", "relay-producer"
+	if id := kafka["client.id"]; id != "" {
+		return id, id
+	}
+	return consumer, producer
+}
+
 // intProps are the Go client's properties that must be ints, not the
 // strings the passthrough carries.
 var intProps = map[string]bool{"go.events.channel.size": true, "go.produce.channel.size": true}

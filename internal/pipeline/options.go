@@ -64,6 +64,8 @@ type Options struct {
 	// pass carry its trace context; none: no span, and records carry
 	// the trace context they came with.
 	Tracer trace.Tracer
+	// Clients names the broker and the clients on the spans.
+	Clients Clients
 }
 
 // New builds the machine of o: it checks the required parts and puts a
@@ -86,7 +88,7 @@ func New(o Options) (*Machine, error) {
 		table: o.Table, group: o.Group, policy: o.Policy, admitter: o.Admitter, rules: o.Rules, callHook: noHook,
 		redactor: o.Redactor, compat: o.Compat, outcomes: o.Outcomes, log: o.Log, now: o.Now,
 		waitInPlace: o.WaitInPlace, keyOrder: o.Keys != nil, keys: o.Keys, stateTopic: o.StateTopic, actor: o.Actor,
-		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer, spans: newSpanOpts(),
+		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer, spans: newSpanOpts(o.Clients),
 	}
 	switch {
 	case m.admitter == nil:

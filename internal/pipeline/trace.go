@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -48,6 +50,7 @@ const (
 	AttrSystem       = attribute.Key("messaging.system")
 	AttrOperation    = attribute.Key("messaging.operation.type")
 	AttrOperationNam = attribute.Key("messaging.operation.name")
+	AttrClientID     = attribute.Key("messaging.client.id")
 )
 
 // startSpan starts p's process span, a child of the trace context its
@@ -80,6 +83,7 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("process"), AttrOperationNam.String("process"),
 		AttrDestination.String(rec.Topic), AttrPartitionID.String(strconv.Itoa(int(rec.Partition))), AttrOffset.Int64(rec.Offset),
 		AttrGroup.String(m.group), AttrMessageID.String(p.id), AttrAttempt.Int(p.st.Attempt), AttrOrigin.String(originName(p.origin)))
+	span.SetAttributes(m.spans.consumer...)
 	if len(rec.Key) > 0 && len(rec.Key) <= maxKeyAttr && utf8.Valid(rec.Key) {
 		span.SetAttributes(AttrKey.String(string(rec.Key)))
 	}
@@ -99,14 +103,35 @@ type spanOpts struct {
 	process []trace.SpanStartOption // a consumer span
 	root    []trace.SpanStartOption // the same, the root of a new trace
 	send    []trace.SpanStartOption // a producer span
-	names   sync.Map                // topic → "process <topic>"
-	sends   sync.Map                // topic → "send <topic>"
+	// consumer and producer are the attributes of every process and send
+	// span: the broker relay was given (server.address, server.port) and
+	// the client's messaging.client.id.
+	consumer, producer []attribute.KeyValue
+	names              sync.Map // topic → "process <topic>"
+	sends              sync.Map // topic → "send <topic>"
 }
 
-func newSpanOpts() *spanOpts {
+func newSpanOpts(c Clients) *spanOpts {
 	kind := trace.WithSpanKind(trace.SpanKindConsumer)
-	return &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
+	var server []attribute.KeyValue
+	if host, port, err := net.SplitHostPort(c.Broker); err == nil {
+		server = append(server, attribute.String("server.address", host))
+		if n, err := strconv.Atoi(port); err == nil {
+			server = append(server, attribute.Int("server.port", n))
+		}
+	}
+	o := &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
 		send: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}}
+	o.consumer = append(slices.Clip(server), AttrClientID.String(c.ConsumerID))
+	o.producer = append(slices.Clip(server), AttrClientID.String(c.ProducerID))
+	return o
+}
+
+// Clients names the Kafka clients of relay's spans: the first bootstrap
+// server (host:port), and the consumer's and producer's client.id.
+type Clients struct {
+	Broker                 string
+	ConsumerID, ProducerID string
 }
 
 func (o *spanOpts) name(topic string) string { return cachedName(&o.names, "process ", topic) }
@@ -206,6 +231,7 @@ func (p *pass) send(topic string, partition int32) tracing.Context {
 	_, span := p.sender.tracer.Start(p.sender.ctx, p.sender.opts.sendName(topic), p.sender.opts.send...)
 	span.SetAttributes(AttrSystem.String("kafka"), AttrOperation.String("send"), AttrOperationNam.String("send"),
 		AttrDestination.String(topic), AttrMessageID.String(p.id))
+	span.SetAttributes(p.sender.opts.producer...)
 	if partition >= 0 { // else the producer's partitioner picks it
 		span.SetAttributes(AttrPartitionID.String(strconv.Itoa(int(partition))))
 	}

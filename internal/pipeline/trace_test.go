@@ -21,6 +21,7 @@ func traced(a Admitter, now *time.Time) (*Machine, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
 	m, _ := newMachine(a, now)
 	m.tracer = tracing.NewWith(rec).Tracer(TracerName)
+	m.spans = newSpanOpts(Clients{Broker: "kafka-0.kafka:9092", ConsumerID: "relay-consumer", ProducerID: "relay-producer"})
 	return m, rec
 }
 
@@ -81,7 +82,8 @@ func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
 		t.Fatalf("trace %s", got)
 	}
 	want := map[attribute.Key]string{AttrSystem: "kafka", AttrOperation: "process", AttrOperationNam: "process",
-		AttrDestination: "orders", AttrPartitionID: "3", AttrGroup: "relay", AttrKey: "k1", AttrOutcome: "processed", AttrMessageID: "orders/3/7"}
+		AttrDestination: "orders", AttrPartitionID: "3", AttrGroup: "relay", AttrKey: "k1", AttrOutcome: "processed", AttrMessageID: "orders/3/7",
+		"server.address": "kafka-0.kafka", AttrClientID: "relay-consumer"}
 	for k, v := range want {
 		if got, ok := attrOf(s, k); !ok || got.String() != v {
 			t.Errorf("%s = %q, want %q", k, got.String(), v)
@@ -95,7 +97,7 @@ func TestProcessSpanContinuesTheRecordsTrace(t *testing.T) {
 		t.Fatalf("send span %q, parent %v; want send orders.valid, the process span's child", send.Name(), send.Parent())
 	}
 	for k, v := range map[attribute.Key]string{AttrSystem: "kafka", AttrOperation: "send", AttrDestination: "orders.valid",
-		AttrPartitionID: "3", AttrMessageID: "orders/3/7"} {
+		AttrPartitionID: "3", AttrMessageID: "orders/3/7", "server.address": "kafka-0.kafka", AttrClientID: "relay-producer"} {
 		if got, ok := attrOf(send, k); !ok || got.String() != v {
 			t.Errorf("send span %s = %q, want %q", k, got.String(), v)
 		}
