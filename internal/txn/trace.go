@@ -23,6 +23,7 @@ const MaxLinks = 128
 const (
 	AttrTxnSeq        = attribute.Key("relay.transaction.seq")
 	AttrTxnRecords    = attribute.Key("relay.transaction.records")
+	AttrBatchCount    = attribute.Key("messaging.batch.message_count")
 	AttrTxnOutputs    = attribute.Key("relay.transaction.outputs")
 	AttrTxnPartitions = attribute.Key("relay.transaction.partitions")
 	AttrTxnOutcome    = attribute.Key("relay.transaction.outcome")
@@ -111,7 +112,11 @@ func (l *Loop) traceEnd(outcome string, partitions int) {
 	_, span := l.set.Tracer.Start(context.Background(), "commit", trace.WithNewRoot(), trace.WithTimestamp(l.started),
 		trace.WithLinks(t.links...), trace.WithAttributes(AttrTxnSeq.Int64(int64(t.seq)), //nolint:gosec // a count of transactions
 			AttrTxnRecords.Int(l.records), AttrTxnOutputs.Int(l.outputs), AttrTxnPartitions.Int(partitions),
-			AttrTxnOutcome.String(outcome), attribute.Int("relay.transaction.spans", t.spans)))
+			AttrTxnOutcome.String(outcome), attribute.Int("relay.transaction.spans", t.spans),
+			// The messaging conventions: committing offsets settles the
+			// records the transaction consumed.
+			attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "settle"),
+			attribute.String("messaging.operation.name", "commit"), AttrBatchCount.Int(l.records)))
 	if outcome != TxnCommitted {
 		span.SetStatus(codes.Error, "transaction "+outcome)
 	}

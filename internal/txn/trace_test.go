@@ -60,7 +60,7 @@ func TestCommitSpanFindsTheRecordsSpans(t *testing.T) {
 		t.Fatalf("%d commit spans, %d process spans", len(commits), len(process))
 	}
 	cs := commits[0]
-	if attr(cs, AttrTxnOutcome).AsString() != TxnCommitted || attr(cs, AttrTxnRecords).AsInt64() != 2 ||
+	if attr(cs, AttrTxnOutcome).AsString() != TxnCommitted || attr(cs, AttrTxnRecords).AsInt64() != 2 || attr(cs, AttrBatchCount).AsInt64() != 2 ||
 		attr(cs, AttrTxnOutputs).AsInt64() != 2 || attr(cs, AttrTxnPartitions).AsInt64() != 2 ||
 		attr(cs, "relay.transaction.spans").AsInt64() != 4 || len(cs.Links()) != 2 {
 		t.Fatalf("commit span attributes %v", cs.Attributes())
