@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"golang.org/x/time/rate"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
@@ -19,7 +20,7 @@ import (
 // ledger change; it stops early (why) when the repeat-failure threshold
 // passes (check) or ctx ends.
 func (r *run) publish(ctx context.Context, recs []*quarantine.Failure, check bool) (why string, err error) {
-	start := time.Now()
+	pace := newPacer(r.o.Rate)
 	for i := 0; i < len(recs); {
 		if ctx.Err() != nil {
 			return "interrupted", nil //nolint:nilerr // an interrupt is reported by Run, not as a publish error
@@ -32,23 +33,43 @@ func (r *run) publish(ctx context.Context, recs []*quarantine.Failure, check boo
 		if why := r.guard.stop(ctx, r.tally); why != "" {
 			return why, nil
 		}
-		due := min(len(recs), int(time.Since(start).Seconds()*r.o.Rate)+1)
-		if due > i {
-			// A tenth of a second's worth at most: a slow commit does
-			// not turn into a burst, and the threshold is checked often.
-			batch := recs[i:min(due, i+max(1, int(r.o.Rate/10)))]
-			if err := r.publishBatch(ctx, batch); err != nil {
-				return "", err
-			}
-			i += len(batch)
+		n := min(len(recs)-i, pace.batch)
+		if wait := pace.take(time.Now(), n); wait > 0 {
+			r.poll(min(wait, 100*time.Millisecond))
 			r.prog.Update(r.counts())
 			continue
 		}
-		next := start.Add(time.Duration(float64(i) / r.o.Rate * float64(time.Second)))
-		r.poll(min(time.Until(next), 100*time.Millisecond))
+		if err := r.publishBatch(ctx, recs[i:i+n]); err != nil {
+			return "", err
+		}
+		i += n
 		r.prog.Update(r.counts())
 	}
 	return "", nil
+}
+
+// pacer holds the replay to its rate as a ceiling (x/time/rate's token
+// bucket): a batch is a tenth of a second's worth at most, and time spent
+// in a slow commit buys at most one batch more, never the backlog back to
+// back.
+type pacer struct {
+	lim   *rate.Limiter
+	batch int
+}
+
+func newPacer(perSecond float64) *pacer {
+	batch := max(1, int(perSecond/10))
+	return &pacer{lim: rate.NewLimiter(rate.Limit(perSecond), batch), batch: batch}
+}
+
+// take takes n records' tokens at now, or says how long until there are
+// enough (taking none).
+func (p *pacer) take(now time.Time, n int) time.Duration {
+	if p.lim.AllowN(now, n) {
+		return 0
+	}
+	short := float64(n) - p.lim.TokensAt(now)
+	return max(time.Millisecond, time.Duration(short/float64(p.lim.Limit())*float64(time.Second)))
 }
 
 // publishBatch writes one transaction: the replay records of the batch
