@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -14,9 +13,14 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"relay/internal/audit"
 	"relay/internal/ledger"
 	"relay/internal/telemetry"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // scrapeSeries are the series Prometheus adds to every target it scrapes,
@@ -127,28 +131,31 @@ func exercise(m *telemetry.Metrics) {
 	m.SetOwners([]telemetry.Ownership{{Topic: "orders.quarantine", Owner: "payments-team", Threshold: 100}})
 }
 
-// parseExposition reads the Prometheus text format: "# TYPE name type"
-// lines, and samples "name{labels} value" or "name value".
+// parseExposition reads the Prometheus text format (expfmt): each
+// family's type, and the names of its samples (a histogram's _bucket,
+// _sum and _count).
 func parseExposition(r io.Reader) (exposition, error) {
 	e := exposition{samples: map[string]bool{}, types: map[string]string{}}
-	lines := bufio.NewScanner(r)
-	lines.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for lines.Scan() {
-		line := lines.Text()
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			if name, typ, ok := strings.Cut(rest, " "); ok {
-				e.types[name] = typ
-			}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return e, err
+	}
+	for name, f := range fams {
+		e.types[name] = strings.ToLower(f.GetType().String())
+		if len(f.GetMetric()) == 0 {
 			continue
 		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if end := strings.IndexAny(line, "{ "); end > 0 {
-			e.samples[line[:end]] = true
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+			e.samples[name+"_bucket"], e.samples[name+"_sum"], e.samples[name+"_count"] = true, true, true
+		case dto.MetricType_SUMMARY:
+			e.samples[name], e.samples[name+"_sum"], e.samples[name+"_count"] = true, true, true
+		default:
+			e.samples[name] = true
 		}
 	}
-	return e, lines.Err()
+	return e, nil
 }
 
 // missing says why name is not one relay exports, or "" when it is (or is

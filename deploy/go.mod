@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/google/go-containerregistry v0.22.1
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.72.0
 	go.yaml.in/yaml/v3 v3.0.6
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
@@ -67,8 +69,6 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
