@@ -14,6 +14,8 @@ func TestChartConventions(t *testing.T) {
 	v["fullnameOverride"] = "orders-relay"
 	v["nameOverride"] = "ingress"
 	v["commonLabels"] = map[string]any{"team": "payments"}
+	v["commonAnnotations"] = map[string]any{"owner": "payments-sre"}
+	v["service"] = map[string]any{"annotations": map[string]any{"owner": "the-service", "prometheus.io/scrape": "true"}}
 	v["global"] = map[string]any{"imageRegistry": "mirror.internal:5000/"}
 	v["image"].(map[string]any)["digest"] = digest
 	v["relay"].(map[string]any)["env"] = map[string]any{"OTEL_SERVICE_NAME": "orders-relay"}
@@ -60,9 +62,20 @@ func TestChartConventions(t *testing.T) {
 			t.Errorf("CronJob labels %v", c.Labels)
 		}
 	}
+	if s.Annotations["owner"] != "payments-sre" {
+		t.Errorf("StatefulSet annotations %v", s.Annotations)
+	}
 	for _, svc := range r.services {
 		if svc.Labels["team"] != "payments" || !strings.HasPrefix(svc.Name, "orders-relay") {
 			t.Errorf("Service %s labels %v", svc.Name, svc.Labels)
+		}
+		if svc.Name == "orders-relay" && (svc.Annotations["owner"] != "the-service" || svc.Annotations["prometheus.io/scrape"] != "true") {
+			t.Errorf("the Service's own annotations must win: %v", svc.Annotations)
+		}
+	}
+	for _, sa := range r.serviceAccounts {
+		if sa.Annotations["owner"] != "payments-sre" {
+			t.Errorf("ServiceAccount %s annotations %v", sa.Name, sa.Annotations)
 		}
 	}
 	for name, edit := range map[string]func(v map[string]any){

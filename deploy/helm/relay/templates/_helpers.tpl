@@ -262,3 +262,16 @@ daemon's secrets.
 {{- $hosts = concat $hosts .Values.console.allowedHosts | uniq }}
 {{- join "," $hosts -}}
 {{- end -}}
+
+{{/* An object's annotations: extra (the object's own values) and
+commonAnnotations, the object's winning; nothing when both are empty.
+Call with (dict "ctx" $ "extra" <map or nil>). */}}
+{{- define "relay.annotations" -}}
+{{- $a := dict -}}
+{{- with .extra }}{{ $a = merge $a . }}{{ end -}}
+{{- with .ctx.Values.commonAnnotations }}{{ $a = merge $a . }}{{ end -}}
+{{- with $a }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
