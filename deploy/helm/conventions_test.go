@@ -1,8 +1,12 @@
 package helm_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The names, labels and image the conventions of other charts set:
@@ -89,5 +93,41 @@ func TestChartConventions(t *testing.T) {
 		if _, err := render(t, v); err == nil {
 			t.Errorf("%s: rendered", name)
 		}
+	}
+}
+
+// OpenShift's restricted-v2 assigns the pods' user: with the chart's
+// OpenShift values no pod names one, and each still passes the restricted
+// profile; without them, relay's image user stays.
+func TestChartOnOpenShift(t *testing.T) {
+	plain, err := render(t, valuesFile(t, "full.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := plain.statefulSet.Spec.Template.Spec.SecurityContext; sc.RunAsUser == nil || *sc.RunAsUser != 65532 {
+		t.Fatalf("default pod security context %+v", sc)
+	}
+	v := valuesFile(t, "full.yaml")
+	os, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "values-openshift.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v["global"] = os["global"]
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := []*corev1.PodTemplateSpec{&r.statefulSet.Spec.Template}
+	for i := range r.cronJobs {
+		pods = append(pods, &r.cronJobs[i].Spec.JobTemplate.Spec.Template)
+	}
+	for i := range r.deployments {
+		pods = append(pods, &r.deployments[i].Spec.Template)
+	}
+	for _, p := range pods {
+		if sc := p.Spec.SecurityContext; sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.FSGroup != nil {
+			t.Errorf("%s names its user or groups on OpenShift: %+v", p.Name, sc)
+		}
+		assertRestricted(t, "on OpenShift", p)
 	}
 }

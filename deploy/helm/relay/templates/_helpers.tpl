@@ -156,11 +156,25 @@ Secret change, and relay reads a rotated file without a restart.
 {{- end -}}
 
 {{/* The restricted Pod Security Standard, for relay and its audit. */}}
+{{/* "true" when the pod must leave its user and groups to the platform:
+OpenShift's restricted-v2 SCC assigns a UID from the namespace's range
+and refuses a pod that names another. global.compatibility.openshift.
+adaptSecurityContext: auto (when the cluster serves OpenShift's security
+API), force, or disabled. */}}
+{{- define "relay.platformAssignsIDs" -}}
+{{- $mode := default "auto" ((((.Values.global).compatibility).openshift).adaptSecurityContext) -}}
+{{- if or (eq $mode "force") (and (eq $mode "auto") (.Capabilities.APIVersions.Has "security.openshift.io/v1")) -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{- define "relay.podSecurityContext" -}}
 runAsNonRoot: true
+{{- if not (include "relay.platformAssignsIDs" .) }}
 runAsUser: 65532
 runAsGroup: 65532
 fsGroup: 65532
+{{- end }}
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
