@@ -108,11 +108,11 @@ func TestChartOnOpenShift(t *testing.T) {
 		t.Fatalf("default pod security context %+v", sc)
 	}
 	v := valuesFile(t, "full.yaml")
-	os, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "values-openshift.yaml"))
+	openshift, err := chartutil.ReadValuesFile(filepath.Join(chartDir, "values-openshift.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v["global"] = os["global"]
+	v["global"] = openshift["global"]
 	r, err := render(t, v)
 	if err != nil {
 		t.Fatal(err)
