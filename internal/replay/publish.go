@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"golang.org/x/time/rate"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
