@@ -25,9 +25,13 @@ type kafkaProxy struct {
 	l        net.Listener
 	withhold atomic.Bool
 	withheld atomic.Int64
-	mu       sync.Mutex
-	conns    []net.Conn
-	wg       sync.WaitGroup
+	// unknown counts FindCoordinator requests of a version (or header)
+	// the proxy cannot read while withholding: its verdict on them would
+	// be a guess.
+	unknown atomic.Int64
+	mu      sync.Mutex
+	conns   []net.Conn
+	wg      sync.WaitGroup
 }
 
 const apiFindCoordinator = 10
@@ -80,9 +84,15 @@ func (p *kafkaProxy) requests(c, b net.Conn) {
 		if _, err := io.ReadFull(c, frame[4:]); err != nil {
 			return
 		}
-		if p.withhold.Load() && groupLookupBy(frame[4:], "relay-producer") {
-			p.withheld.Add(1)
-			continue
+		if p.withhold.Load() {
+			group, known := groupLookupBy(frame[4:], "relay-producer")
+			if !known {
+				p.unknown.Add(1)
+			}
+			if group {
+				p.withheld.Add(1)
+				continue
+			}
 		}
 		if _, err := b.Write(frame); err != nil {
 			return
@@ -90,38 +100,61 @@ func (p *kafkaProxy) requests(c, b net.Conn) {
 	}
 }
 
+// maxFindCoordinator is the newest FindCoordinator version the proxy
+// reads; a newer one is counted (unread), and the wedge test fails on it
+// rather than misread it.
+const maxFindCoordinator = 6
+
 // groupLookupBy reports whether req (a request without its size) is a
-// FindCoordinator for a group, sent by client.
-func groupLookupBy(req []byte, client string) bool {
+// FindCoordinator for a group, sent by client; known is false for a
+// FindCoordinator version the proxy cannot read.
+func groupLookupBy(req []byte, client string) (group, known bool) {
 	if len(req) < 10 || binary.BigEndian.Uint16(req) != apiFindCoordinator {
-		return false
+		return false, true
 	}
 	version := binary.BigEndian.Uint16(req[2:])
-	n := int(int16(binary.BigEndian.Uint16(req[8:]))) // client_id, a nullable string
+	if version > maxFindCoordinator {
+		return false, false
+	}
+	// Request header: api key, version, correlation id, client_id (a
+	// nullable int16-length string, in every header version).
+	n := int(int16(binary.BigEndian.Uint16(req[8:])))
 	rest := req[10:]
 	if n < 0 {
 		n = 0
 	}
 	if len(rest) < n || string(rest[:n]) != client {
-		return false
+		return false, true
 	}
 	rest = rest[n:]
+	if version >= 3 {
+		// Flexible versions (3+): the header's tagged fields; relay's
+		// clients send none (a count of 0).
+		if len(rest) < 1 || rest[0] != 0 {
+			return false, false
+		}
+		rest = rest[1:]
+	}
 	switch {
 	case version == 0:
-		return true // groups only
-	case version <= 3:
-		// key (string), key_type (int8)
+		return true, true // key only: groups only
+	case version <= 2:
+		// key (int16-length string), key_type (int8)
 		if len(rest) < 2 {
-			return false
+			return false, true
 		}
 		k := int(binary.BigEndian.Uint16(rest))
-		if len(rest) < 2+k+1 {
-			return false
+		return len(rest) >= 2+k+1 && rest[2+k] == 0, true
+	case version == 3:
+		// key (compact string: uvarint length + 1), key_type (int8)
+		k, w := binary.Uvarint(rest)
+		if w <= 0 || k == 0 || len(rest) < w+int(k-1)+1 {
+			return false, true
 		}
-		return rest[2+k] == 0
+		return rest[w+int(k-1)] == 0, true
 	default:
-		// Flexible header: tagged fields (none, one byte), then key_type.
-		return len(rest) >= 2 && rest[0] == 0 && rest[1] == 0
+		// 4+ (KIP-699): key_type (int8) first, then the keys.
+		return len(rest) >= 1 && rest[0] == 0, true
 	}
 }
 
@@ -142,27 +175,41 @@ func TestKafkaProxyReadsGroupLookups(t *testing.T) {
 		b = binary.BigEndian.AppendUint16(b, version)
 		b = binary.BigEndian.AppendUint32(b, 7)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(client)))
-		return append(b, client...)
+		b = append(b, client...)
+		if version >= 3 {
+			b = append(b, 0) // no tagged fields
+		}
+		return b
 	}
 	v2 := func(client string, keyType byte) []byte {
 		b := header(2, client)
 		b = binary.BigEndian.AppendUint16(b, 3)
 		return append(append(b, "grp"...), keyType)
 	}
+	v3 := func(keyType byte) []byte {
+		b := append(header(3, "relay-producer"), 4) // compact string "grp": length 3 + 1
+		return append(append(b, "grp"...), keyType, 0)
+	}
+	v4 := func(keyType byte) []byte {
+		return append(header(4, "relay-producer"), keyType, 2, 4, 'g', 'r', 'p', 0)
+	}
 	cases := []struct {
-		req  []byte
-		want bool
+		req          []byte
+		group, known bool
 	}{
-		{v2("relay-producer", 0), true},
-		{v2("relay-producer", 1), false}, // a transaction coordinator lookup
-		{v2("relay-consumer", 0), false},
-		{append(header(4, "relay-producer"), 0, 0, 1, 'x'), true},
-		{append(header(4, "relay-producer"), 0, 1, 1, 'x'), false},
-		{[]byte(strings.Repeat("x", 3)), false},
+		{v2("relay-producer", 0), true, true},
+		{v2("relay-producer", 1), false, true}, // a transaction coordinator lookup
+		{v2("relay-consumer", 0), false, true},
+		{v3(0), true, true},
+		{v3(1), false, true},
+		{v4(0), true, true},
+		{v4(1), false, true},
+		{append(header(7, "relay-producer"), 0), false, false}, // newer than the proxy reads
+		{[]byte(strings.Repeat("x", 3)), false, true},
 	}
 	for i, c := range cases {
-		if got := groupLookupBy(c.req, "relay-producer"); got != c.want {
-			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		if group, known := groupLookupBy(c.req, "relay-producer"); group != c.group || known != c.known {
+			t.Errorf("case %d: group %v known %v, want %v %v", i, group, known, c.group, c.known)
 		}
 	}
 }

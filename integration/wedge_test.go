@@ -36,6 +36,9 @@ func TestWedgedSendOffsetsIsAbandoned(t *testing.T) {
 	if proxy.withheld.Load() == 0 {
 		t.Fatal("the proxy withheld no lookup")
 	}
+	if n := proxy.unknown.Load(); n > 0 {
+		t.Fatalf("the proxy met %d FindCoordinator requests of a version or header it cannot read", n)
+	}
 	proxy.withhold.Store(false)
 	s.src.produce(t, 300)
 	waitCaughtUp(t, s.group, s.src.topic, partitions, 90*time.Second)
