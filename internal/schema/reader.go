@@ -90,13 +90,13 @@ var protoOut = proto.MarshalOptions{Deterministic: true}
 // are dropped) and written again.
 func (a *Admitter) admitProto(out Admitted, w *writer, value, body []byte) (Admitted, error) {
 	path, msgBody, err := ParseIndexes(body)
+	var md protoreflect.MessageDescriptor
 	if err == nil {
-		_, err = messageAt(w.file, path)
+		md, err = messageAt(w.file, path)
 	}
 	if err != nil {
 		return out, tiers.Fail(tiers.CauseWireFormat, err)
 	}
-	md, _ := messageAt(w.file, path)
 	if md.FullName() != a.reader.msg.FullName() {
 		return out, tiers.Failf(tiers.CauseSchemaUnsupported, "%s version %d: the record is a %s, the canonical message is %s", w.info.Subject, w.info.Version, md.FullName(), a.reader.msg.FullName())
 	}
