@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -45,20 +42,7 @@ func registerOrders(t *testing.T) *orders {
 		// Schema ids are global: make each test's schemas its own by
 		// a doc string, or another test's identical schema shares ids.
 		text := strings.Replace(s, `"name":"Order"`, `"name":"Order","doc":"`+o.subject+`"`, 1)
-		body, _ := json.Marshal(map[string]string{"schema": text})
-		resp, err := http.Post(registryURL+"/subjects/"+o.subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("schema registry: %v", err)
-		}
-		var out struct {
-			ID int `json:"id"`
-		}
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ID == 0 {
-			t.Fatalf("register v%d: %d %s", v+1, resp.StatusCode, b)
-		}
-		o.ids[v+1] = out.ID
+		o.ids[v+1] = registerAs(t, o.subject, "AVRO", text)
 	}
 	return o
 }
@@ -71,9 +55,7 @@ func (o *orders) value(t *testing.T, v int, rec map[string]any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := []byte{0}
-	b = binary.BigEndian.AppendUint32(b, uint32(o.ids[v]))
-	return append(b, body...)
+	return frame(o.ids[v], nil, body)
 }
 
 // env is the admission configuration for o, through registry base url.
