@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,10 +14,12 @@ func (a *app) configCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "print the effective configuration, secrets masked",
-		Long: `Prints every relay variable with its value, default or derived value, and
-the librdkafka properties passed through, secrets masked; a RELAY_ variable
-relay does not know is named on stderr. With -o json, one JSON object of
-variable names to values.`,
+		Long: `Prints every relay variable with its value, default or derived value, the
+librdkafka properties passed through and those relay sets by default, and
+the OpenTelemetry (OTEL_*) settings, secrets masked, in groups that say
+where each value comes from (environment, file, derived, default). A
+RELAY_ variable relay does not know is named on stderr. With -o json, one
+JSON object of variable names to values.`,
 		Args: cli.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			return cli.Status(a.printConfig(out))
@@ -34,12 +34,7 @@ func (a *app) printConfig(out cli.Output) int {
 	if !ok {
 		return cli.Usage
 	}
-	lines, m := cfg.Effective(), map[string]string{}
-	for _, line := range lines {
-		k, v, _ := strings.Cut(line, "=")
-		m[k] = v
-	}
-	a.print(out, m, func(w io.Writer) { fmt.Fprintln(w, strings.Join(lines, "\n")) })
+	cli.ShowConfig(a.stdout, out, cfg, a.environ)
 	for _, name := range config.Unknown(a.environ) {
 		fmt.Fprintf(a.stderr, "warning: %s is not a relay variable (typo?); it is ignored\n", name)
 	}

@@ -88,6 +88,9 @@ type Config struct {
 
 	// raw holds every relay variable's effective text, for Effective.
 	raw map[string]string
+	// set names the relay variables the environment sets (the others
+	// are at their default).
+	set map[string]bool
 
 	// Kafka holds the librdkafka properties from RELAY_KAFKA_*, with relay's
 	// defaults applied (auto.offset.reset=earliest).
@@ -155,7 +158,7 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // and environ (os.Environ, for the RELAY_KAFKA_* passthrough). It returns
 // every problem found, each as an *Error naming its variable.
 func Load(lookup func(string) (string, bool), environ []string) (*Config, error) {
-	p := parser{lookup: lookup, seen: map[string]string{}}
+	p := parser{lookup: lookup, seen: map[string]string{}, set: map[string]bool{}}
 	c := &Config{}
 	p.readLoop(c)
 	p.readFailures(c)
@@ -177,7 +180,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
-	c.raw = p.seen
+	c.raw, c.set = p.seen, p.set
 	return c, nil
 }
 
@@ -441,46 +444,6 @@ func (c *Config) FileSecrets() []*secret.Value {
 	sort.Strings(props)
 	for _, p := range props {
 		out = append(out, c.KafkaSecrets[p])
-	}
-	return out
-}
-
-// Effective lists the configuration as NAME=value lines, secrets masked, in
-// the order of Vars and then the passthrough properties sorted by name.
-func (c *Config) Effective() []string {
-	var out []string
-	for _, v := range Vars {
-		if strings.HasPrefix(v.Name, KafkaPrefix) {
-			continue
-		}
-		val := c.raw[v.Name]
-		switch {
-		case v.Name == EnvSchemaReaderVersion && val == "" && c.SchemaReaderVersion > 0:
-			val = strconv.Itoa(c.SchemaReaderVersion) // derived from the accepted versions
-		case v.Secret && c.raw[v.Name+secret.FileSuffix] != "":
-			out = append(out, v.Name+secret.FileSuffix+"="+c.raw[v.Name+secret.FileSuffix])
-			continue
-		case v.Secret && val != "":
-			val = "****"
-		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:
-			val = secret.MaskURL(val)
-		}
-		out = append(out, v.Name+"="+val)
-	}
-	props := make([]string, 0, len(c.Kafka))
-	for p := range c.Kafka {
-		props = append(props, p)
-	}
-	sort.Strings(props)
-	for _, p := range props {
-		val := c.Kafka[p]
-		switch s := c.KafkaSecrets[p]; {
-		case s != nil:
-			val = s.File
-		case secretProp(p):
-			val = "****"
-		}
-		out = append(out, c.VarForProperty(p)+"="+val)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ type parser struct {
 	lookup func(string) (string, bool)
 	errs   []error
 	seen   map[string]string // effective text of each variable read
+	set    map[string]bool   // the variables read that the environment sets
 }
 
 func (p *parser) fail(name, format string, args ...any) {
@@ -28,7 +29,7 @@ func (p *parser) fail(name, format string, args ...any) {
 // the endpoint off.
 func (p *parser) raw(name string) string {
 	if v, ok := p.lookup(name); ok {
-		p.seen[name] = strings.TrimSpace(v)
+		p.seen[name], p.set[name] = strings.TrimSpace(v), true
 		return strings.TrimSpace(v)
 	}
 	for _, v := range Vars {
@@ -59,7 +60,7 @@ func (p *parser) secret(name string) *secret.Value {
 		p.seen[name+secret.FileSuffix] = v.File
 		return v
 	}
-	p.seen[name] = v.Get()
+	p.seen[name], p.set[name] = v.Get(), true
 	return v
 }
 

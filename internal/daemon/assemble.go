@@ -53,7 +53,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		WaitInPlace: cfg.WaitsInPlace(),
 		StateTopic:  cfg.StateTopicName(), Actor: "relay/" + cfg.TransactionalID,
 		Settled: &ledger.Settled{}, Discards: discards, LoadState: statetopic.Loader(cfg, log, alive),
-		Tracer: traces.Tracer(pipeline.TracerName),
+		Tracer: traces.Tracer(pipeline.TracerName), Propagation: traces.Propagation(),
 	}
 	o.Clients.ConsumerID, o.Clients.ProducerID = kafkaclient.ClientIDs(cfg.Kafka)
 	o.Clients.Broker, _, _ = strings.Cut(cfg.Kafka["bootstrap.servers"], ",")
@@ -65,7 +65,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Rules = rs
 	}
 	if cfg.HookURL != "" {
-		client := hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider())
+		client := hook.New(cfg.HookURL, cfg.HookTimeout, cfg.HookConcurrency, traces.TracerProvider(), traces.Propagation().TextMap)
 		auth, err := HookAuth(cfg)
 		if err != nil {
 			return nil, err

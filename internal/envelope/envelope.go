@@ -3,6 +3,7 @@ package envelope
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +256,17 @@ func StripWithRoom[H AnyHeader](headers []H, n int) []H {
 func isOwn(k string) bool {
 	return !strings.HasPrefix(k, Prefix) && k != TraceParent && k != TraceState &&
 		!strings.HasPrefix(k, springPrefix) && !strings.HasPrefix(k, connectPrefix)
+}
+
+// All yields the key and value of each of headers, in order.
+func All[H AnyHeader](headers []H) iter.Seq2[string, []byte] {
+	return func(yield func(string, []byte) bool) {
+		for _, x := range headers {
+			if h := Header(x); !yield(h.Key, h.Value) {
+				return
+			}
+		}
+	}
 }
 
 // Lookup returns the value of the last header named key.

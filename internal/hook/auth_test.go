@@ -60,7 +60,7 @@ func TestTokenAndSignatureAreSentAndFollowRotation(t *testing.T) {
 	}))
 	defer srv.Close()
 	token, key := "t1", "k1"
-	c := New(srv.URL, time.Second, 1, nil)
+	c := New(srv.URL, time.Second, 1, nil, nil)
 	c.Authenticate(Auth{Token: func() string { return token }, SigningSecret: func() string { return key }}, nil)
 	if _, err := c.Call(context.Background(), &Request{MessageID: "o/0/1"}); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestRefusedCredentialIsReportedAndCleared(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
 	defer srv.Close()
 	var heard []string
-	c := New(srv.URL, time.Second, 1, nil)
+	c := New(srv.URL, time.Second, 1, nil, nil)
 	c.Authenticate(Auth{}, func(refused bool, st int) { heard = append(heard, strconv.FormatBool(refused)+"/"+strconv.Itoa(st)) })
 	for _, status = range []int{401, 403, 503, 204} {
 		_, err := c.Call(context.Background(), &Request{MessageID: "o/0/1"})
@@ -105,7 +105,7 @@ func TestRefusedCredentialIsReportedAndCleared(t *testing.T) {
 func TestBatchRefusedIsUnauthorized(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
 	defer srv.Close()
-	b := NewBatcher(New(srv.URL, time.Second, 2, nil), 2, 2)
+	b := NewBatcher(New(srv.URL, time.Second, 2, nil, nil), 2, 2)
 	_, err := b.Call(context.Background(), &Request{MessageID: "o/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnauthorized {
 		t.Fatalf("batch 401: %v", err)
@@ -126,14 +126,14 @@ func TestClientCertificateIsPresented(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(srv.Certificate())
 	// Without a certificate the hook refuses relay: unauthorized, not the record's fault.
-	c := New(srv.URL, time.Second, 1, nil)
+	c := New(srv.URL, time.Second, 1, nil, nil)
 	c.Authenticate(Auth{TLS: &tls.Config{RootCAs: roots}}, nil)
 	_, err := c.Call(context.Background(), &Request{MessageID: "o/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnauthorized {
 		t.Fatalf("without a client certificate: %v", err)
 	}
 	cert := srv.TLS.Certificates[0] // any certificate will do for this server
-	c = New(srv.URL, time.Second, 1, nil)
+	c = New(srv.URL, time.Second, 1, nil, nil)
 	c.Authenticate(Auth{TLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}, nil)
 	if _, err := c.Call(context.Background(), &Request{MessageID: "o/0/1"}); err != nil {
 		t.Fatalf("with a client certificate: %v", err)
@@ -149,7 +149,7 @@ func TestErrorsDoNotShowTheURLsSecrets(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	_ = l.Close() // refused from now on
-	c := New("http://user:pa55@"+addr+"/hook?code=s3cret-key", time.Second, 1, nil)
+	c := New("http://user:pa55@"+addr+"/hook?code=s3cret-key", time.Second, 1, nil, nil)
 	_, err = c.Call(context.Background(), &Request{MessageID: "o/0/1"})
 	if err == nil || strings.Contains(err.Error(), "s3cret-key") || strings.Contains(err.Error(), "pa55") || !strings.Contains(err.Error(), "code=%2A%2A%2A%2A") {
 		t.Fatalf("error %v", err)

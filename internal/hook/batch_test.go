@@ -105,7 +105,7 @@ func TestBatchProtocolGivesEachRecordItsResult(t *testing.T) {
 	}}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	b := NewBatcher(New(srv.URL, time.Second, 24, nil), 8, 24)
+	b := NewBatcher(New(srv.URL, time.Second, 24, nil, nil), 8, 24)
 	var ids []string
 	for i := range 4 {
 		for _, p := range []string{"ok", "rp", "rj", "rl", "dn", "sw", "ns"} {
@@ -171,7 +171,7 @@ func TestBatchAnswersForTheWholeBatch(t *testing.T) {
 		{&batchServer{status: -200}, tiers.CauseHookUnavailable}, // 200 with no body: a hook without the protocol
 	} {
 		srv := httptest.NewServer(tc.s)
-		b := NewBatcher(New(srv.URL, time.Second, 4, nil), 4, 4)
+		b := NewBatcher(New(srv.URL, time.Second, 4, nil, nil), 4, 4)
 		for id, r := range callAll(t, b, []string{"a", "b", "c", "d"}) {
 			if causeOf(r.err) != tc.want {
 				t.Errorf("status %d trim %v: %s got %v, want cause %v", tc.s.status, tc.s.trim, id, r.err, tc.want)
@@ -199,7 +199,7 @@ func TestBatchCallerGivesUp(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	b := NewBatcher(New(srv.URL, 5*time.Second, 4, nil), 4, 4)
+	b := NewBatcher(New(srv.URL, 5*time.Second, 4, nil, nil), 4, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -234,7 +234,7 @@ func TestBatchCallWithdrawnBeforeItIsSent(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
 	}))
 	defer srv.Close()
-	b := NewBatcher(New(srv.URL, 5*time.Second, 1, nil), 4, 1) // one request in flight at most
+	b := NewBatcher(New(srv.URL, 5*time.Second, 1, nil, nil), 4, 1) // one request in flight at most
 	first := make(chan error, 1)
 	go func() {
 		_, err := b.Call(context.Background(), &Request{MessageID: "a"})

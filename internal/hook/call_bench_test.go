@@ -14,7 +14,7 @@ import (
 func BenchmarkCall(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	c := New(srv.URL, time.Second, 8, nil)
+	c := New(srv.URL, time.Second, 8, nil, nil)
 	key := "k-17"
 	req := &Request{MessageID: "orders/0/17", Topic: "orders", Partition: 0, Offset: 17, Key: &key,
 		Record: map[string]any{"id": "order-000017", "amount": int64(4200), "payload": make([]byte, 984), "currency": "EUR"}}

@@ -19,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/secret"
@@ -174,9 +175,12 @@ func (c *Client) heard(st int) {
 // is how many calls relay makes at once at most: the client keeps that
 // many connections open for them, so none is opened per call. With a
 // tracer provider (tp not nil) each call is a client span, a child of
-// the span in its context, and carries that context (traceparent,
-// tracestate).
-func New(target string, timeout time.Duration, concurrency int, tp trace.TracerProvider) *Client {
+// the span in its context, and carries that context as prop writes it
+// (OTEL_PROPAGATORS; nil: traceparent and tracestate).
+func New(target string, timeout time.Duration, concurrency int, tp trace.TracerProvider, prop propagation.TextMapPropagator) *Client {
+	if prop == nil {
+		prop = tracing.Propagator
+	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = max(concurrency, 2)
 	base.MaxIdleConns = max(base.MaxIdleConns, base.MaxIdleConnsPerHost)
@@ -188,7 +192,7 @@ func New(target string, timeout time.Duration, concurrency int, tp trace.TracerP
 	c := plain
 	if tp != nil {
 		c = &http.Client{Timeout: timeout, CheckRedirect: noRedirect, Transport: otelhttp.NewTransport(base, otelhttp.WithTracerProvider(tp),
-			otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+			otelhttp.WithPropagators(prop), otelhttp.WithMeterProvider(noop.NewMeterProvider()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "hook " + r.Method }))}
 	}
 	return &Client{url: target, timeout: timeout, http: c, plain: plain, base: base, safeURL: secret.MaskURL(target)}

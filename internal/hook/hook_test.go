@@ -50,7 +50,7 @@ func TestStatusMapping(t *testing.T) {
 			w.WriteHeader(tc.status)
 			_, _ = w.Write([]byte(tc.body))
 		}))
-		c := New(srv.URL, time.Second, 1, nil)
+		c := New(srv.URL, time.Second, 1, nil, nil)
 		rec, err := c.Call(context.Background(), &Request{MessageID: "orders/1/2", Topic: "orders", Partition: 1, Offset: 2, Record: map[string]any{"id": "x"}})
 		srv.Close()
 		if gotKey != "orders/1/2" || gotReq.MessageID != "orders/1/2" || gotReq.Record["id"] != "x" {
@@ -86,14 +86,14 @@ func TestTimeoutAndRefusedAreTransient(t *testing.T) {
 	defer slow.Close()
 	defer close(stop)
 	start := time.Now()
-	_, err := New(slow.URL, 100*time.Millisecond, 1, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
+	_, err := New(slow.URL, 100*time.Millisecond, 1, nil, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnavailable || time.Since(start) > 2*time.Second {
 		t.Fatalf("timeout: %v after %s", err, time.Since(start))
 	}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := l.Addr().String()
 	_ = l.Close()
-	_, err = New("http://"+addr, time.Second, 1, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
+	_, err = New("http://"+addr, time.Second, 1, nil, nil).Call(context.Background(), &Request{MessageID: "a/0/1"})
 	if _, code := tiers.Classify(err); code != tiers.CodeHookUnavailable {
 		t.Fatalf("refused: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestEveryRequestIsObserved(t *testing.T) {
 		w.WriteHeader(statuses[i])
 	}))
 	defer srv.Close()
-	c := New(srv.URL, 100*time.Millisecond, 2, nil)
+	c := New(srv.URL, 100*time.Millisecond, 2, nil, nil)
 	o := &observed{}
 	c.Observe(o)
 	for i = range statuses {
@@ -138,10 +138,10 @@ func TestEveryRequestIsObserved(t *testing.T) {
 	}
 	slowSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(300 * time.Millisecond) }))
 	defer slowSrv.Close()
-	slow := New(slowSrv.URL, 100*time.Millisecond, 2, nil)
+	slow := New(slowSrv.URL, 100*time.Millisecond, 2, nil, nil)
 	slow.Observe(o)
 	_, _ = slow.Call(context.Background(), &Request{MessageID: "t/0/2"})
-	gone := New("http://127.0.0.1:1", 100*time.Millisecond, 2, nil)
+	gone := New("http://127.0.0.1:1", 100*time.Millisecond, 2, nil, nil)
 	gone.Observe(o)
 	_, _ = gone.Call(context.Background(), &Request{MessageID: "t/0/3"})
 	// A batch is one request.

@@ -22,7 +22,7 @@ import (
 func BenchmarkHandleBatchHook(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	benchBatches(b, batchMachine(b, hook.New(srv.URL, time.Second, 32, nil), 32))
+	benchBatches(b, batchMachine(b, hook.New(srv.URL, time.Second, 32, nil, nil), 32))
 }
 
 // benchBatches hands m batches of 256 source records of an Avro-like
@@ -67,7 +67,7 @@ func BenchmarkHandleBatchHookBatched(b *testing.B) {
 		_, _ = w.Write(out.Bytes())
 	}))
 	defer srv.Close()
-	m := batchMachine(b, hook.NewBatcher(hook.New(srv.URL, time.Second, 256, nil), 64, 256), 256)
+	m := batchMachine(b, hook.NewBatcher(hook.New(srv.URL, time.Second, 256, nil, nil), 64, 256), 256)
 	benchBatches(b, m)
 }
 

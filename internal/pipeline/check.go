@@ -2,13 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/schema"
 	"relay/internal/tiers"
+	"relay/internal/tracing"
 )
 
 // Admission checks a value against the registry and decodes it.
@@ -36,7 +37,7 @@ func Check(ctx context.Context, adm Admission, rules Rules, value []byte) (schem
 		ctx, span = parent.TracerProvider().Tracer(TracerName).Start(ctx, "rules")
 		defer span.End()
 		if err := rules.Check(ctx, a.Record); err != nil {
-			span.SetStatus(codes.Error, "a rule failed")
+			tracing.Fail(span, fmt.Sprintf("%T", err), "a rule failed")
 			return a, err
 		}
 		return a, nil

@@ -11,6 +11,7 @@ import (
 	"relay/internal/envelope"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
+	"relay/internal/tracing"
 )
 
 // Options is what a Machine is built from. Table, Group and Redactor are
@@ -64,6 +65,10 @@ type Options struct {
 	// pass carry its trace context; none: no span, and records carry
 	// the trace context they came with.
 	Tracer trace.Tracer
+	// Propagation is what OTEL_PROPAGATORS asks for besides W3C trace
+	// context: the foreign propagators read from a source record without
+	// a traceparent and written on its records. None: W3C alone.
+	Propagation *tracing.Propagation
 	// Clients names the broker and the clients on the spans.
 	Clients Clients
 }
@@ -88,7 +93,7 @@ func New(o Options) (*Machine, error) {
 		table: o.Table, group: o.Group, policy: o.Policy, admitter: o.Admitter, rules: o.Rules, callHook: noHook,
 		redactor: o.Redactor, compat: o.Compat, outcomes: o.Outcomes, log: o.Log, now: o.Now,
 		waitInPlace: o.WaitInPlace, keyOrder: o.Keys != nil, keys: o.Keys, stateTopic: o.StateTopic, actor: o.Actor,
-		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer, spans: newSpanOpts(o.Clients),
+		settled: o.Settled, discards: o.Discards, loadState: o.LoadState, loaded: map[int32]bool{}, tracer: o.Tracer, spans: newSpanOpts(o.Clients, o.Propagation),
 	}
 	switch {
 	case m.admitter == nil:

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
@@ -66,6 +66,9 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 		ts, _ := envelope.Lookup(rec.Headers, envelope.TraceState)
 		parent = tracing.Parent(tp, ts)
 	}
+	if !parent.IsValid() && m.spans.prop != nil {
+		parent = m.spans.prop.Extract(envelope.All(rec.Headers))
+	}
 	opts := m.spans.process
 	switch {
 	case parent.IsValid():
@@ -74,7 +77,7 @@ func (m *Machine) startSpan(ctx context.Context, p *pass) context.Context {
 		opts = m.spans.root // ctx came with a span: it is not the record's trace
 	}
 	ctx, span := m.tracer.Start(ctx, m.spans.name(rec.Topic), opts...)
-	p.span, p.tc = span, tracing.ContextOf(span.SpanContext())
+	p.span, p.tc = span, m.spans.prop.ContextOf(span.SpanContext())
 	txn.NoteSpan(ctx, span.SpanContext())
 	if !span.IsRecording() {
 		return ctx
@@ -107,11 +110,12 @@ type spanOpts struct {
 	// span: the broker relay was given (server.address, server.port) and
 	// the client's messaging.client.id.
 	consumer, producer []attribute.KeyValue
-	names              sync.Map // topic → "process <topic>"
-	sends              sync.Map // topic → "send <topic>"
+	prop               *tracing.Propagation // nil: W3C alone
+	names              sync.Map             // topic → "process <topic>"
+	sends              sync.Map             // topic → "send <topic>"
 }
 
-func newSpanOpts(c Clients) *spanOpts {
+func newSpanOpts(c Clients, prop *tracing.Propagation) *spanOpts {
 	kind := trace.WithSpanKind(trace.SpanKindConsumer)
 	var server []attribute.KeyValue
 	if host, port, err := net.SplitHostPort(c.Broker); err == nil {
@@ -121,7 +125,7 @@ func newSpanOpts(c Clients) *spanOpts {
 		}
 	}
 	o := &spanOpts{process: []trace.SpanStartOption{kind}, root: []trace.SpanStartOption{kind, trace.WithNewRoot()},
-		send: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}}
+		send: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}, prop: prop}
 	o.consumer = append(slices.Clip(server), AttrClientID.String(c.ConsumerID))
 	o.producer = append(slices.Clip(server), AttrClientID.String(c.ProducerID))
 	return o
@@ -170,7 +174,7 @@ func (p *pass) traceOutcome(outcome ledger.Outcome, class, code, msg string) {
 		return
 	}
 	p.span.SetAttributes(AttrFailureID.String(p.id), AttrErrorClass.String(class), AttrErrorType.String(code))
-	p.span.SetStatus(codes.Error, msg)
+	tracing.Fail(p.span, code, msg)
 }
 
 // traceRetry notes an in-place retry on p's span, as an event.
@@ -192,7 +196,7 @@ func (m *Machine) endSpan(p *pass, err error) {
 			p.span.AddEvent("not due", trace.WithAttributes(attribute.String("relay.not_before", notDue.Error())))
 		} else {
 			p.span.SetAttributes(AttrErrorType.String("_OTHER"))
-			p.span.SetStatus(codes.Error, m.redactor.Redact(err.Error()))
+			tracing.Fail(p.span, fmt.Sprintf("%T", err), m.redactor.Redact(err.Error()))
 		}
 	}
 	p.span.End()
@@ -212,6 +216,12 @@ func appendTrace(dst []txn.Header, p *pass, topic string, partition int32) []txn
 		dst = append(dst, txn.Header{Key: envelope.TraceParent, Value: tc.Parent})
 		if tc.State != nil {
 			dst = append(dst, txn.Header{Key: envelope.TraceState, Value: tc.State})
+		}
+		if tc.Foreign != nil { // the source record's own are its producer's context, not this hop's
+			dst = slices.DeleteFunc(dst, func(h txn.Header) bool { return tc.Replaces(h.Key) })
+			for _, h := range tc.Foreign {
+				dst = append(dst, txn.Header{Key: h.Key, Value: h.Value})
+			}
 		}
 		return dst
 	}
@@ -236,7 +246,7 @@ func (p *pass) send(topic string, partition int32) tracing.Context {
 		span.SetAttributes(AttrPartitionID.String(strconv.Itoa(int(partition))))
 	}
 	span.End()
-	return tracing.ContextOf(span.SpanContext())
+	return p.sender.opts.prop.ContextOf(span.SpanContext())
 }
 
 // sender is what a recorded pass needs for its send spans.

@@ -21,7 +21,7 @@ func traced(a Admitter, now *time.Time) (*Machine, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
 	m, _ := newMachine(a, now)
 	m.tracer = tracing.NewWith(rec).Tracer(TracerName)
-	m.spans = newSpanOpts(Clients{Broker: "kafka-0.kafka:9092", ConsumerID: "relay-consumer", ProducerID: "relay-producer"})
+	m.spans = newSpanOpts(Clients{Broker: "kafka-0.kafka:9092", ConsumerID: "relay-consumer", ProducerID: "relay-producer"}, nil)
 	return m, rec
 }
 
@@ -190,6 +190,8 @@ func TestTiersThenProcessedIsOneTrace(t *testing.T) {
 			want = "processed"
 		} else if v, _ := attrOf(s, AttrErrorType); v.AsString() != "SCHEMA_REGISTRY_UNAVAILABLE" || s.Status().Code.String() != "Error" {
 			t.Errorf("span %d: error.type %q status %v", i, v.AsString(), s.Status())
+		} else if !hasException(s, "SCHEMA_REGISTRY_UNAVAILABLE", s.Status().Description) {
+			t.Errorf("span %d: no exception event of type SCHEMA_REGISTRY_UNAVAILABLE with the status's message: %v", i, s.Events())
 		}
 		if v, _ := attrOf(s, AttrOutcome); v.AsString() != want {
 			t.Errorf("span %d: outcome %q, want %q", i, v.AsString(), want)
@@ -218,4 +220,19 @@ func TestWithoutTracerTheTraceparentIsCopied(t *testing.T) {
 	if v, _ := envelope.Lookup(outs[0].Headers, envelope.TraceParent); string(v) != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
 		t.Fatalf("traceparent %q", v)
 	}
+}
+
+// hasException says whether s has an exception event of type typ and
+// message msg (the OpenTelemetry conventions' record of a failure).
+func hasException(s sdktrace.ReadOnlySpan, typ, msg string) bool {
+	for _, e := range s.Events() {
+		got := map[attribute.Key]string{}
+		for _, kv := range e.Attributes {
+			got[kv.Key] = kv.Value.AsString()
+		}
+		if e.Name == "exception" && got["exception.type"] == typ && got["exception.message"] == msg && msg != "" {
+			return true
+		}
+	}
+	return false
 }

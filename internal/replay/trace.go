@@ -2,11 +2,11 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
@@ -63,7 +63,7 @@ func headerOf(hs []kafka.Header, key string) []byte {
 func endSpans(spans []trace.Span, err error) {
 	for _, s := range spans {
 		if err != nil {
-			s.SetStatus(codes.Error, "the replay's transaction failed")
+			tracing.Fail(s, fmt.Sprintf("%T", err), "the replay's transaction failed")
 		}
 		s.End()
 	}

@@ -92,7 +92,18 @@ func nibble(c byte) (byte, bool) {
 // records written under it: traceparent, and tracestate (nil when empty).
 // Both are nil for an invalid span context. The values are shared by the
 // records that carry them: read only.
-type Context struct{ Parent, State []byte }
+type Context struct {
+	Parent, State []byte
+	// Foreign are the headers of the other propagators OTEL_PROPAGATORS
+	// asks for (b3, jaeger, …): see Propagation.
+	Foreign []Header
+	prop    *Propagation
+}
+
+// Replaces says whether a record written under c drops a header named key
+// that its source record carried: a foreign propagator's header, when c
+// writes the foreign propagators' own.
+func (c Context) Replaces(key string) bool { return c.Foreign != nil && c.prop.Foreign(key) }
 
 const hexDigits = "0123456789abcdef"
 

@@ -21,6 +21,7 @@ import (
 type Provider struct {
 	sdk   *sdktrace.TracerProvider
 	drops *drops
+	prop  *Propagation
 }
 
 // ErrConfig marks a bad OTEL_* value: nothing was started.
@@ -40,11 +41,13 @@ func New(ctx context.Context, environ []string, instance string) (*Provider, err
 	errs = append(errs, err)
 	proto, err := env.Protocol(EnvTracesProtocol)
 	errs = append(errs, err)
+	prop, err := env.Propagation()
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if disabled || !on {
-		return &Provider{}, nil
+		return &Provider{prop: prop}, nil
 	}
 	res, err := newResource(ctx, instance)
 	if err != nil {
@@ -64,7 +67,7 @@ func New(ctx context.Context, environ []string, instance string) (*Provider, err
 	d := &drops{limit: env.queueLimit()}
 	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, d})
 	return &Provider{sdk: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(countingProcessor{bsp, d}), sdktrace.WithResource(res)),
-		drops: d}, nil
+		drops: d, prop: prop}, nil
 }
 
 // newResource is service.name relay and service.instance.id instance,
@@ -85,6 +88,15 @@ func newResource(ctx context.Context, instance string) (*resource.Resource, erro
 // exporter behind a synchronous processor).
 func NewWith(sp sdktrace.SpanProcessor, opts ...sdktrace.TracerProviderOption) *Provider {
 	return &Provider{sdk: sdktrace.NewTracerProvider(append(opts, sdktrace.WithSpanProcessor(sp))...)}
+}
+
+// Propagation is what OTEL_PROPAGATORS asks for (W3C when p is nil, and
+// for providers made by NewWith).
+func (p *Provider) Propagation() *Propagation {
+	if p == nil || p.prop == nil {
+		return W3C
+	}
+	return p.prop
 }
 
 // Enabled says whether spans are made.

@@ -2,10 +2,10 @@ package txn
 
 import (
 	"context"
+	"relay/internal/tracing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -118,7 +118,7 @@ func (l *Loop) traceEnd(outcome string, partitions int) {
 			attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "settle"),
 			attribute.String("messaging.operation.name", "commit"), AttrBatchCount.Int(l.records)))
 	if outcome != TxnCommitted {
-		span.SetStatus(codes.Error, "transaction "+outcome)
+		tracing.Fail(span, "transaction "+outcome, "transaction "+outcome)
 	}
 	span.End(trace.WithTimestamp(time.Now()))
 }
