@@ -36,13 +36,16 @@ unit:
 ## rules: promtool checks the alerting rules in deploy/prometheus and runs
 ## their unit tests; then deploy/'s Go tests check the dashboard and the
 ## rules against the metrics relay exports (RELAY_PROMTOOL: and that
-## promtool parses every dashboard query), and the Helm chart, with a
-## server-side dry run on a kube-apiserver built from source (RELAY_KUBE_APISERVER)
+## promtool parses every dashboard query), the Helm chart, with a
+## server-side dry run on a kube-apiserver built from source (RELAY_KUBE_APISERVER),
+## and the image's SBOM against the CycloneDX JSON schema (RELAY_CYCLONEDX_SCHEMA, from npm)
 rules:
 	promtool="$$($(PROMTOOL_PATH))" && kube_apiserver="$$(scripts/tools/kube-apiserver.sh path)" && \
+	  cyclonedx_schema="$$(scripts/tools/cyclonedx-schema.sh path)" && \
 	  "$$promtool" check rules deploy/prometheus/relay-alerts.yml && \
 	  "$$promtool" test rules deploy/prometheus/relay-alerts.test.yml && \
-	  cd deploy && RELAY_PROMTOOL="$$promtool" RELAY_KUBE_APISERVER="$$kube_apiserver" $(GO) test -count=1 ./...
+	  cd deploy && RELAY_PROMTOOL="$$promtool" RELAY_KUBE_APISERVER="$$kube_apiserver" \
+	    RELAY_CYCLONEDX_SCHEMA="$$cyclonedx_schema" RELAY_TEST_REQUIRE_CYCLONEDX_SCHEMA=1 $(GO) test -count=1 ./...
 
 ## integration: only the integration tests (broker required)
 integration: up

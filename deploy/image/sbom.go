@@ -1,106 +1,82 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/json"
 	"fmt"
+	"path"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/package-url/packageurl-go"
 )
 
-// The CycloneDX 1.5 JSON document, in the parts relay's SBOM uses.
-type (
-	bom struct {
-		BOMFormat    string       `json:"bomFormat"`
-		SpecVersion  string       `json:"specVersion"`
-		SerialNumber string       `json:"serialNumber"`
-		Version      int          `json:"version"`
-		Metadata     metadata     `json:"metadata"`
-		Components   []component  `json:"components"`
-		Dependencies []dependency `json:"dependencies"`
-	}
-	metadata struct {
-		Timestamp string    `json:"timestamp"`
-		Tools     tools     `json:"tools"`
-		Component component `json:"component"`
-	}
-	tools struct {
-		Components []component `json:"components"`
-	}
-	component struct {
-		Type        string     `json:"type"`
-		BOMRef      string     `json:"bom-ref,omitempty"`
-		Name        string     `json:"name"`
-		Version     string     `json:"version,omitempty"`
-		Description string     `json:"description,omitempty"`
-		PURL        string     `json:"purl,omitempty"`
-		Licenses    []license  `json:"licenses,omitempty"`
-		Properties  []property `json:"properties,omitempty"`
-	}
-	// license is a CycloneDX license choice by SPDX id.
-	license struct {
-		License struct {
-			ID string `json:"id"`
-		} `json:"license"`
-	}
-	property struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	}
-	dependency struct {
-		Ref       string   `json:"ref"`
-		DependsOn []string `json:"dependsOn,omitempty"`
-	}
+const (
+	// specVersion is the CycloneDX version relay's SBOM is written in.
+	specVersion = cdx.SpecVersion1_5
+	// relayLicense is the SPDX id of the LICENSE file at the repository's
+	// root.
+	relayLicense = "Apache-2.0"
+	// moduleSumProperty holds a Go module's go.sum hash (h1:…), as the
+	// binary's build information records it.
+	moduleSumProperty = "go:module:sum"
+	// cyclonedxModule is the library that writes the SBOM, named among its
+	// tools.
+	cyclonedxModule = "github.com/CycloneDX/cyclonedx-go"
 )
 
 // cycloneDX is the SBOM of the relay binary in file: the Go modules linked
 // into it, as its build information records them (the module graph the
 // build used, not go.mod's wider one), the Go standard library, and the
-// librdkafka bundled in confluent-kafka-go. Its serial number is derived
-// from its content, so it is reproducible too.
+// librdkafka bundled in confluent-kafka-go (librdkafka is its version, as
+// `relay version` prints it). Its timestamp is created and its serial
+// number is derived from its content, so the same inputs give the same
+// bytes.
 func cycloneDX(file, version, librdkafka string, created time.Time) ([]byte, error) {
 	info, err := buildinfo.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	main := component{Type: "application", Name: "relay", Version: version, PURL: "pkg:golang/relay@" + version}
-	main.BOMRef = main.PURL
-	var apache license
-	apache.License.ID = "Apache-2.0" // the LICENSE file at the repository's root
-	main.Licenses = []license{apache}
-	goVersion := strings.TrimPrefix(info.GoVersion, "go")
-	comps := []component{
-		{Type: "library", Name: "stdlib", Version: goVersion, PURL: "pkg:golang/stdlib@" + goVersion, Description: "the Go standard library"},
-		{Type: "library", Name: "librdkafka", Version: librdkafka, PURL: "pkg:generic/librdkafka@" + librdkafka,
+	relay := cdx.Component{
+		Type: cdx.ComponentTypeApplication, Name: "relay", Version: version, PackageURL: golangPURL("relay", version),
+		Licenses: &cdx.Licenses{{License: &cdx.License{ID: relayLicense}}},
+	}
+	relay.BOMRef = relay.PackageURL
+	// A toolchain built with experiments says so after a space
+	// ("go1.26.8 X:…"): the version is the first word.
+	goVersion, _, _ := strings.Cut(strings.TrimPrefix(info.GoVersion, "go"), " ")
+	comps := []cdx.Component{
+		{Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: goVersion, PackageURL: golangPURL("stdlib", goVersion),
+			Description: "the Go standard library"},
+		{Type: cdx.ComponentTypeLibrary, Name: "librdkafka", Version: librdkafka,
+			PackageURL:  packageurl.NewPackageURL(packageurl.TypeGeneric, "", "librdkafka", librdkafka, nil, "").ToString(),
 			Description: "the C client of Apache Kafka, statically linked: the musl build bundled in github.com/confluentinc/confluent-kafka-go/v2"},
 	}
 	for _, m := range info.Deps {
-		if m.Replace != nil {
-			m = m.Replace
-		}
-		c := component{Type: "library", Name: m.Path, Version: m.Version, PURL: "pkg:golang/" + m.Path + "@" + m.Version}
-		if m.Sum != "" {
-			c.Properties = []property{{Name: "go:module:sum", Value: m.Sum}}
-		}
-		comps = append(comps, c)
+		comps = append(comps, moduleComponent(m))
 	}
 	refs := make([]string, len(comps))
 	for i := range comps {
-		comps[i].BOMRef = comps[i].PURL
-		refs[i] = comps[i].PURL
+		comps[i].BOMRef = comps[i].PackageURL
+		refs[i] = comps[i].BOMRef
 	}
-	doc := bom{
-		BOMFormat: "CycloneDX", SpecVersion: "1.5", Version: 1,
-		Metadata: metadata{
-			Timestamp: created.Format(time.RFC3339),
-			Tools:     tools{Components: []component{{Type: "application", Name: "relay deploy/image"}}},
-			Component: main,
-		},
-		Components:   comps,
-		Dependencies: []dependency{{Ref: main.BOMRef, DependsOn: refs}},
+
+	bom := cdx.NewBOM()
+	bom.Metadata = &cdx.Metadata{
+		Timestamp: created.Format(time.RFC3339),
+		Tools:     &cdx.ToolsChoice{Components: tools()},
+		Component: &relay,
 	}
-	body, err := json.Marshal(doc)
+	bom.Components = &comps
+	// What the build information knows is which modules relay links, not
+	// which of them needs which: relay depends on every component, and the
+	// graph says nothing of the components' own dependencies.
+	bom.Dependencies = &[]cdx.Dependency{{Ref: relay.BOMRef, Dependencies: &refs}}
+
+	body, err := encode(bom, false)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +84,50 @@ func cycloneDX(file, version, librdkafka string, created time.Time) ([]byte, err
 	// A version 4 UUID's layout, from the content's digest.
 	sum[6] = sum[6]&0x0f | 0x40
 	sum[8] = sum[8]&0x3f | 0x80
-	doc.SerialNumber = fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
-	return json.MarshalIndent(doc, "", "  ")
+	bom.SerialNumber = fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
+	return encode(bom, true)
+}
+
+// moduleComponent is the component of a Go module linked into relay: the
+// module that replaced it, if one did.
+func moduleComponent(m *debug.Module) cdx.Component {
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	c := cdx.Component{Type: cdx.ComponentTypeLibrary, Name: m.Path, Version: m.Version, PackageURL: golangPURL(m.Path, m.Version)}
+	if m.Sum != "" {
+		c.Properties = &[]cdx.Property{{Name: moduleSumProperty, Value: m.Sum}}
+	}
+	return c
+}
+
+// golangPURL is the package URL of the Go module (or "stdlib") at version:
+// pkg:golang/<module path>@<version>, each part percent-encoded as the
+// purl specification says.
+func golangPURL(module, version string) string {
+	ns, name := path.Split(module)
+	return packageurl.NewPackageURL(packageurl.TypeGolang, strings.TrimSuffix(ns, "/"), name, version, nil, "").ToString()
+}
+
+// tools are the SBOM's tools: this program, and the CycloneDX library it
+// writes the SBOM with, at the version it was built with.
+func tools() *[]cdx.Component {
+	t := []cdx.Component{{Type: cdx.ComponentTypeApplication, Name: "relay deploy/image"}}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == cyclonedxModule {
+				t = append(t, moduleComponent(m))
+			}
+		}
+	}
+	return &t
+}
+
+// encode is bom as CycloneDX JSON in specVersion, indented if pretty.
+func encode(bom *cdx.BOM, pretty bool) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := cdx.NewBOMEncoder(&buf, cdx.BOMFileFormatJSON).SetPretty(pretty).EncodeVersion(bom, specVersion); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
