@@ -25,6 +25,8 @@ var mayImport = map[string][]string{
 	"internal/retry":     nil,
 	"internal/buildinfo": nil,
 	"internal/supervise": nil,
+	// Two malloc arenas, set by a C constructor when relay is loaded.
+	"internal/malloc": nil,
 	// The tracer provider from the OTEL_* variables, and the W3C trace
 	// context helpers.
 	"internal/tracing": nil,
@@ -66,8 +68,9 @@ var mayImport = map[string][]string{
 	// The reference reads the names of the packages users see.
 	"internal/reference": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/telemetry", "internal/tiers"},
 
-	// What every command shares: exit codes, output flags, printing.
-	"internal/cli": {"internal/config"},
+	// What every command shares: exit codes, output flags, printing, the
+	// effective configuration (relay's, librdkafka's defaults, OTEL_*).
+	"internal/cli": {"internal/config", "internal/kafkaclient", "internal/tracing"},
 	// The binary wires everything; only it exits.
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.

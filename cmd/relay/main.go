@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
 	"relay/internal/cli"
+	_ "relay/internal/malloc" // two malloc arenas: see the package
 	"relay/internal/supervise"
 )
 

@@ -45,7 +45,7 @@ func newRoot(a *app) *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.auditCmd(), a.consoleCmd(), a.versionCmd())
+	root.AddCommand(a.runCmd(), a.configCmd(), a.topicsCmd(), a.quarantineCmd(), a.replayCmd(), a.auditCmd(), a.consoleCmd(), a.probeCmd(), a.versionCmd())
 	cli.StderrFlags(root, a.stderr)
 	return root
 }

@@ -24,7 +24,7 @@ type group struct {
 // variables. With -o json, one object of names to values (relay's
 // variables, the passthrough and the OTEL_* variables).
 func ShowConfig(w io.Writer, out Output, cfg *config.Config, environ []string) {
-	relay, otel := cfg.Settings(), tracing.ParseEnv(environ).Settings()
+	relay, otel := cfg.Settings(), otelSettings(environ)
 	if out == JSON {
 		m := map[string]string{}
 		for _, s := range append(relay, otel...) {
@@ -74,6 +74,15 @@ func pick(settings []config.Setting, source string) []config.Setting {
 		if s.Source == source {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// otelSettings are the OTEL_* settings of environ, as config's.
+func otelSettings(environ []string) []config.Setting {
+	var out []config.Setting
+	for _, s := range tracing.ParseEnv(environ).Settings() {
+		out = append(out, config.Setting(s))
 	}
 	return out
 }

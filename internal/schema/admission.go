@@ -11,11 +11,11 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"relay/internal/tiers"
-	"relay/internal/tracing"
 )
 
 // VersionSet is the set of accepted schema versions (RELAY_SCHEMA_ACCEPT,
@@ -262,7 +262,9 @@ func (a *Admitter) lookup(ctx context.Context, id int) (w *writer, err error) {
 			if err != nil {
 				// A fixed text: the registry's answer is not redacted here;
 				// the process span carries the redacted message.
-				tracing.Fail(span, fmt.Sprintf("%T", err), "registry lookup failed")
+				span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", fmt.Sprintf("%T", err)),
+					attribute.String("exception.message", "registry lookup failed")))
+				span.SetStatus(codes.Error, "registry lookup failed")
 			}
 			span.End()
 		}()

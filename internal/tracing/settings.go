@@ -3,8 +3,18 @@ package tracing
 import (
 	"sort"
 	"strings"
+)
 
-	"relay/internal/config"
+// Setting is one OpenTelemetry setting and where its value comes from:
+// one of the Source constants (relay config shows them).
+type Setting struct{ Name, Value, Source string }
+
+// Where a setting's value comes from.
+const (
+	SourceEnv     = "env"
+	SourceDefault = "default"
+	SourceDerived = "derived"
+	SourceUnset   = "unset"
 )
 
 // The standard variables relay shows with their defaults, whether set or
@@ -33,25 +43,25 @@ var otelDefaults = []struct{ name, value string }{
 // the other OTEL_* variables set. The exporters are shown as derived from
 // the endpoint when unset; header values are masked (they carry
 // credentials).
-func (e Env) Settings() []config.Setting {
-	var out []config.Setting
+func (e Env) Settings() []Setting {
+	var out []Setting
 	shown := map[string]bool{}
 	_, traces := e.first(EnvTracesEndpoint, EnvEndpoint)
 	_, metrics := e.first("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", EnvEndpoint)
 	for _, d := range otelDefaults {
 		shown[d.name] = true
-		s := config.Setting{Name: d.name, Value: d.value, Source: config.SourceDefault}
+		s := Setting{Name: d.name, Value: d.value, Source: SourceDefault}
 		switch v, set := e[d.name]; {
 		case set:
-			s.Value, s.Source = v, config.SourceEnv
+			s.Value, s.Source = v, SourceEnv
 		case d.name == EnvTracesExporter || d.name == "OTEL_METRICS_EXPORTER":
 			// otlp when the signal has an endpoint (its own or the general one)
-			s.Value, s.Source = exporterNone, config.SourceDerived
+			s.Value, s.Source = exporterNone, SourceDerived
 			if (d.name == EnvTracesExporter && traces != "") || (d.name != EnvTracesExporter && metrics != "") {
 				s.Value = exporterOTLP
 			}
 		case d.value == "":
-			s.Source = config.SourceUnset
+			s.Source = SourceUnset
 		}
 		out = append(out, s)
 	}
@@ -63,7 +73,7 @@ func (e Env) Settings() []config.Setting {
 	}
 	sort.Strings(rest)
 	for _, k := range rest {
-		out = append(out, config.Setting{Name: k, Value: e[k], Source: config.SourceEnv})
+		out = append(out, Setting{Name: k, Value: e[k], Source: SourceEnv})
 	}
 	for i := range out {
 		if strings.HasSuffix(out[i].Name, "_HEADERS") {

@@ -2,10 +2,10 @@ package txn
 
 import (
 	"context"
-	"relay/internal/tracing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -118,7 +118,10 @@ func (l *Loop) traceEnd(outcome string, partitions int) {
 			attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "settle"),
 			attribute.String("messaging.operation.name", "commit"), AttrBatchCount.Int(l.records)))
 	if outcome != TxnCommitted {
-		tracing.Fail(span, "transaction "+outcome, "transaction "+outcome)
+		// The conventions' exception event (txn imports nothing of tracing).
+		span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", "transaction "+outcome),
+			attribute.String("exception.message", "transaction "+outcome)))
+		span.SetStatus(codes.Error, "transaction "+outcome)
 	}
 	span.End(trace.WithTimestamp(time.Now()))
 }
