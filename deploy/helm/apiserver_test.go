@@ -31,7 +31,9 @@ type apiServer struct {
 }
 
 // resources maps the kinds the chart renders to their collections; the
-// Prometheus Operator's kinds need its CRDs, which this server lacks.
+// Prometheus Operator's, Strimzi's and KEDA's kinds need their CRDs,
+// which this server lacks (the tests decode them strictly into local
+// structs instead).
 var resources = map[string]string{
 	"v1 Service":                         "/api/v1/namespaces/%s/services",
 	"v1 ConfigMap":                       "/api/v1/namespaces/%s/configmaps",
@@ -40,6 +42,7 @@ var resources = map[string]string{
 	"apps/v1 StatefulSet":                "/apis/apps/v1/namespaces/%s/statefulsets",
 	"policy/v1 PodDisruptionBudget":      "/apis/policy/v1/namespaces/%s/poddisruptionbudgets",
 	"batch/v1 CronJob":                   "/apis/batch/v1/namespaces/%s/cronjobs",
+	"batch/v1 Job":                       "/apis/batch/v1/namespaces/%s/jobs",
 	"apps/v1 Deployment":                 "/apis/apps/v1/namespaces/%s/deployments",
 	"networking.k8s.io/v1 Ingress":       "/apis/networking.k8s.io/v1/namespaces/%s/ingresses",
 	"networking.k8s.io/v1 NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies",

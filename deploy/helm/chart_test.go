@@ -55,9 +55,15 @@ type rendered struct {
 	deployments     []appsv1.Deployment
 	ingresses       []networkingv1.Ingress
 	netpols         []networkingv1.NetworkPolicy
-	// The Prometheus Operator's kinds (CRDs, outside k8s.io/api).
-	monitors []monitor
-	rules    []prometheusRule
+	pods            []corev1.Pod // the helm test's
+	jobs            []batchv1.Job
+	// The Prometheus Operator's, Strimzi's and KEDA's kinds (CRDs,
+	// outside k8s.io/api), in local structs of the fields the chart sets.
+	monitors      []monitor
+	rules         []prometheusRule
+	kafkaTopics   []kafkaTopic
+	kafkaUsers    []kafkaUser
+	scaledObjects []scaledObject
 	// docs are the manifests as rendered, for the server-side dry run.
 	docs [][]byte
 }
@@ -185,6 +191,16 @@ func (r *rendered) add(doc []byte) error {
 		return appendStrict(&r.monitors, strict)
 	case "monitoring.coreos.com/v1 PrometheusRule":
 		return appendStrict(&r.rules, strict)
+	case "v1 Pod":
+		return appendStrict(&r.pods, strict)
+	case "batch/v1 Job":
+		return appendStrict(&r.jobs, strict)
+	case "kafka.strimzi.io/v1beta2 KafkaTopic":
+		return appendStrict(&r.kafkaTopics, strict)
+	case "kafka.strimzi.io/v1beta2 KafkaUser":
+		return appendStrict(&r.kafkaUsers, strict)
+	case "keda.sh/v1alpha1 ScaledObject":
+		return appendStrict(&r.scaledObjects, strict)
 	default:
 		return fmt.Errorf("unexpected kind %s %s", tm.APIVersion, tm.Kind)
 	}
@@ -199,7 +215,7 @@ func appendStrict[T any](list *[]T, strict func(any) error) error {
 	return nil
 }
 
-var valueFiles = []string{"minimal.yaml", "full.yaml", "existing-rules.yaml"}
+var valueFiles = []string{"minimal.yaml", "full.yaml", "existing-rules.yaml", "strimzi.yaml", "keda.yaml"}
 
 // helm lint, as `helm lint deploy/helm/relay -f testdata/<file>`: no error
 // and no warning.
@@ -226,21 +242,36 @@ func TestChartRenders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pods := map[string]*corev1.PodTemplateSpec{"StatefulSet": &r.statefulSet.Spec.Template}
-			for i := range r.cronJobs {
-				pods["CronJob "+r.cronJobs[i].Name] = &r.cronJobs[i].Spec.JobTemplate.Spec.Template
-			}
-			for i := range r.deployments {
-				pods["Deployment "+r.deployments[i].Name] = &r.deployments[i].Spec.Template
-			}
-			for what, pod := range pods {
+			for what, pod := range r.podTemplates() {
 				assertRestricted(t, what, pod)
-				assertRelayConfigLoads(t, what, pod)
+				if pod.Spec.Containers[0].Name != "done" { // the helm test without its audit: relay version
+					assertRelayConfigLoads(t, what, pod)
+				}
 				assertSecretFiles(t, what, pod)
 			}
 			assertStatefulSet(t, r.statefulSet)
 		})
 	}
+}
+
+// podTemplates are every pod the chart renders, by what runs it: the
+// StatefulSet's, the CronJob's, the Deployment's, the Jobs' and the helm
+// test's (as a template, for the same checks).
+func (r *rendered) podTemplates() map[string]*corev1.PodTemplateSpec {
+	pods := map[string]*corev1.PodTemplateSpec{"StatefulSet": &r.statefulSet.Spec.Template}
+	for i := range r.cronJobs {
+		pods["CronJob "+r.cronJobs[i].Name] = &r.cronJobs[i].Spec.JobTemplate.Spec.Template
+	}
+	for i := range r.deployments {
+		pods["Deployment "+r.deployments[i].Name] = &r.deployments[i].Spec.Template
+	}
+	for i := range r.jobs {
+		pods["Job "+r.jobs[i].Name] = &r.jobs[i].Spec.Template
+	}
+	for i := range r.pods {
+		pods["Pod "+r.pods[i].Name] = &corev1.PodTemplateSpec{ObjectMeta: r.pods[i].ObjectMeta, Spec: r.pods[i].Spec}
+	}
+	return pods
 }
 
 // assertSecretFiles checks that every secret relay reads from a file
@@ -292,6 +323,15 @@ func assertRestricted(t *testing.T, what string, pod *corev1.PodTemplateSpec) {
 // $(POD_NAME); a value from a Secret or ConfigMap stands in as "x").
 func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSpec) {
 	t.Helper()
+	if _, err := relayConfig(t, what, pod); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
+}
+
+// relayConfig is relay's configuration from the first container's
+// environment, loaded as assertRelayConfigLoads describes.
+func relayConfig(t *testing.T, what string, pod *corev1.PodTemplateSpec) (*config.Config, error) {
+	t.Helper()
 	c := pod.Spec.Containers[0]
 	env := map[string]string{}
 	for _, e := range c.Env {
@@ -304,10 +344,10 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 		}
 		env[e.Name] = strings.ReplaceAll(v, "$(POD_NAME)", env["POD_NAME"])
 	}
-	if strings.Contains(what, "CronJob") || strings.Contains(what, "Deployment") {
-		// The audit and the console run with the daemon's environment,
-		// without an instance identity (relay's operator commands derive
-		// their own).
+	if what != "StatefulSet" {
+		// The audit, the console, the topics Job and the helm test run
+		// with the daemon's environment, without an instance identity
+		// (relay's operator commands derive their own).
 		if _, ok := env["RELAY_TRANSACTIONAL_ID"]; ok {
 			t.Errorf("%s: the audit has the instance's RELAY_TRANSACTIONAL_ID", what)
 		}
@@ -330,12 +370,14 @@ func assertRelayConfigLoads(t *testing.T, what string, pod *corev1.PodTemplateSp
 		environ = append(environ, k+"="+v)
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if _, err := config.Load(lookup, environ); err != nil {
-		t.Errorf("%s: relay refuses the rendered environment: %v", what, err)
+	cfg, err := config.Load(lookup, environ)
+	if err != nil {
+		return nil, fmt.Errorf("relay refuses the rendered environment: %w", err)
 	}
 	if unknown := config.Unknown(environ); len(unknown) > 0 {
-		t.Errorf("%s: variables relay does not know: %v", what, unknown)
+		return nil, fmt.Errorf("variables relay does not know: %v", unknown)
 	}
+	return cfg, nil
 }
 
 // assertStatefulSet checks what the chart promises about relay.
@@ -589,6 +631,22 @@ func TestChartRefuses(t *testing.T) {
 			v["console"] = map[string]any{"enabled": true, "userHeader": "X-User", "trustedProxies": []any{"10.0.0.1"},
 				"oauth2Proxy": map[string]any{"enabled": true, "secretName": "s", "image": map[string]any{"repository": "r", "tag": "t"}}}
 		}, "exclude each other"},
+		{"Strimzi without its cluster", func(v map[string]any) { v["strimzi"] = map[string]any{"enabled": true} }, "strimzi.cluster is required"},
+		{"KafkaTopics without the sources' partitions", func(v map[string]any) { v["strimzi"] = map[string]any{"enabled": true, "cluster": "c"} },
+			"strimzi.topics needs sourcePartitions.orders"},
+		{"KafkaTopics beside the topics Job", func(v map[string]any) {
+			v["strimzi"] = map[string]any{"enabled": true, "cluster": "c"}
+			v["sourcePartitions"] = map[string]any{"orders": 3}
+			v["topicsJob"] = map[string]any{"enabled": true}
+		}, "two owners"},
+		{"a KafkaUser for a command relay has not", func(v map[string]any) {
+			v["strimzi"] = map[string]any{"enabled": true, "cluster": "c", "topics": map[string]any{"enabled": false}, "user": map[string]any{"commands": []any{"run", "admin"}}}
+		}, "/strimzi/user/commands/1"},
+		{"a retention relay cannot read", func(v map[string]any) {
+			v["strimzi"] = map[string]any{"enabled": true, "cluster": "c"}
+			v["sourcePartitions"] = map[string]any{"orders": 3}
+			v["relay"].(map[string]any)["env"] = map[string]any{"RELAY_OUTPUT_RETENTION": "7 days"}
+		}, "RELAY_OUTPUT_RETENTION: \"7 days\" is not a duration"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := valuesFile(t, "minimal.yaml")

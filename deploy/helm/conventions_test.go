@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chartutil"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The names, labels and image the conventions of other charts set:
@@ -117,17 +116,10 @@ func TestChartOnOpenShift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := []*corev1.PodTemplateSpec{&r.statefulSet.Spec.Template}
-	for i := range r.cronJobs {
-		pods = append(pods, &r.cronJobs[i].Spec.JobTemplate.Spec.Template)
-	}
-	for i := range r.deployments {
-		pods = append(pods, &r.deployments[i].Spec.Template)
-	}
-	for _, p := range pods {
+	for what, p := range r.podTemplates() {
 		if sc := p.Spec.SecurityContext; sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.FSGroup != nil {
-			t.Errorf("%s names its user or groups on OpenShift: %+v", p.Name, sc)
+			t.Errorf("%s names its user or groups on OpenShift: %+v", what, sc)
 		}
-		assertRestricted(t, "on OpenShift", p)
+		assertRestricted(t, what+" on OpenShift", p)
 	}
 }

@@ -102,33 +102,41 @@ margin. A SIGKILL inside the bound races relay's final commit.
 {{- end -}}
 {{- end -}}
 
-{{/* The environment relay and its audit share. */}}
+{{/* The environment relay and its commands (audit, helm test) share. */}}
 {{- define "relay.env" -}}
+{{- include "relay.envWith" (dict "ctx" . "rules" true) -}}
+{{- end -}}
+
+{{/* relay.env, with the rules file or without it (rules false: the
+topics Job, a pre-install hook that runs before the rules' ConfigMap
+exists, and has no use for the rules). */}}
+{{- define "relay.envWith" -}}
+{{- $v := .ctx.Values -}}
 - name: RELAY_SOURCE_TOPICS
-  value: {{ required "relay.sourceTopics is required" .Values.relay.sourceTopics | quote }}
+  value: {{ required "relay.sourceTopics is required" $v.relay.sourceTopics | quote }}
 - name: RELAY_GROUP_ID
-  value: {{ .Values.relay.groupId | quote }}
+  value: {{ $v.relay.groupId | quote }}
 - name: RELAY_KAFKA_BOOTSTRAP_SERVERS
-  value: {{ required "kafka.bootstrapServers is required" .Values.kafka.bootstrapServers | quote }}
-{{- range $name, $value := .Values.kafka.properties }}
+  value: {{ required "kafka.bootstrapServers is required" $v.kafka.bootstrapServers | quote }}
+{{- range $name, $value := $v.kafka.properties }}
 - name: {{ include "relay.kafkaVar" $name }}
   value: {{ $value | toString | quote }}
 {{- end }}
-{{- if include "relay.rulesConfigMap" . }}
+{{- if and .rules (include "relay.rulesConfigMap" .ctx) }}
 - name: RELAY_RULES_FILE
-  value: {{ printf "/etc/relay/rules/%s" .Values.relay.rules.key | quote }}
+  value: {{ printf "/etc/relay/rules/%s" $v.relay.rules.key | quote }}
 {{- end }}
-{{- range $name, $value := .Values.relay.env }}
+{{- range $name, $value := $v.relay.env }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
 {{- end }}
-{{- range $i, $f := .Values.secretFiles }}
+{{- range $i, $f := $v.secretFiles }}
 {{- range $var, $key := $f.keys }}
 - name: {{ printf "%s_FILE" $var }}
   value: {{ printf "/var/run/secrets/relay/%s/%s" $f.secret $key | quote }}
 {{- end }}
 {{- end }}
-{{- with .Values.extraEnv }}
+{{- with $v.extraEnv }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
