@@ -129,6 +129,11 @@ func exercise(m *telemetry.Metrics) {
 		}
 	})
 	m.SetOwners([]telemetry.Ownership{{Topic: "orders.quarantine", Owner: "payments-team", Threshold: 100}})
+	// librdkafka's statistics, as the telemetry package's tests keep them.
+	if doc, err := os.ReadFile("../internal/telemetry/testdata/rdkafka-stats.json"); err == nil {
+		m.Statistics("producer", string(doc))
+		m.Statistics("consumer", string(doc))
+	}
 }
 
 // parseExposition reads the Prometheus text format (expfmt): each

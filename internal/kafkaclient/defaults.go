@@ -17,6 +17,8 @@ type Default struct {
 	Value    string
 	Client   string // "consumer" (the loop's and every reader) or "producer"
 	Why      string
+	// Loop: only the transactional loop's consumer and producer get it.
+	Loop bool
 }
 
 const (
@@ -52,7 +54,16 @@ var defaults = []Default{
 		Why: "Go client: 1000000, allocated up front (16 MB). Delivery reports on their way to relay, which reads them at once"},
 	{Property: "go.produce.channel.size", Value: "1000", Client: kindProducer,
 		Why: "Go client: 1000000, allocated up front (8 MB). relay does not produce through this channel"},
+	{Property: "statistics.interval.ms", Value: statsInterval, Client: kindConsumer, Loop: true,
+		Why: "librdkafka: 0 (none). The loop's consumer's statistics, of which relay exports a few as relay_kafka_* metrics; 0 turns them off"},
+	{Property: "statistics.interval.ms", Value: statsInterval, Client: kindProducer, Loop: true,
+		Why: "librdkafka: 0 (none). The loop's producer's statistics, of which relay exports a few as relay_kafka_* metrics; 0 turns them off"},
 }
+
+// statsInterval is how often the loop's clients emit their statistics:
+// often enough for a dashboard, rare enough that reading a thousand
+// partitions' worth costs nothing measurable.
+const statsInterval = "15000"
 
 // Defaults lists the properties relay sets unless RELAY_KAFKA_* does, for
 // the reference.
@@ -72,10 +83,22 @@ func ClientIDs(kafka map[string]string) (consumer, producer string) {
 // strings the passthrough carries.
 var intProps = map[string]bool{"go.events.channel.size": true, "go.produce.channel.size": true}
 
-// applyDefaults sets the defaults of kind that the passthrough left unset.
+// applyLoopDefaults sets the defaults of the loop's client of kind that
+// the passthrough left unset.
+func applyLoopDefaults(cfg *config.Config, m *kafka.ConfigMap, kind string) *kafka.ConfigMap {
+	for _, d := range defaults {
+		if _, set := cfg.Kafka[d.Property]; !set && d.Client == kind && d.Loop {
+			(*m)[d.Property] = d.Value
+		}
+	}
+	return m
+}
+
+// applyDefaults sets the defaults of kind that the passthrough left unset
+// (not the loop's own).
 func applyDefaults(m kafka.ConfigMap, kind string) {
 	for _, d := range defaults {
-		if _, set := m[d.Property]; !set && d.Client == kind {
+		if _, set := m[d.Property]; !set && d.Client == kind && !d.Loop {
 			m[d.Property] = d.Value
 		}
 	}

@@ -13,6 +13,7 @@ func TestDefaultsGoToTheirKindOnly(t *testing.T) {
 	prod := *loopProducerConfig(cfg, nil)
 	reader := *build(cfg, kindConsumer, kafka.ConfigMap{}, nil)
 	admin := *build(cfg, "", kafka.ConfigMap{}, nil)
+	both := map[string]bool{"client.id": true, "statistics.interval.ms": true}
 	for _, d := range defaults {
 		want, other := cons, prod
 		if d.Client == kindProducer {
@@ -21,15 +22,18 @@ func TestDefaultsGoToTheirKindOnly(t *testing.T) {
 		if _, ok := want[d.Property]; !ok {
 			t.Errorf("%s: not set on the %s", d.Property, d.Client)
 		}
-		// client.id is a default of both kinds, each with its own value.
-		if v, ok := other[d.Property]; ok && v == d.Value {
+		// client.id and statistics.interval.ms are defaults of both
+		// kinds, each its own.
+		if v, ok := other[d.Property]; ok && v == d.Value && !both[d.Property] {
 			t.Errorf("%s: set on the wrong kind of client", d.Property)
 		}
 		if _, ok := admin[d.Property]; ok {
 			t.Errorf("%s: set on the admin client", d.Property)
 		}
-		if _, ok := reader[d.Property]; d.Client == kindConsumer && !ok {
-			t.Errorf("%s: not set on a reader", d.Property)
+		// A reader gets the consumers' defaults, not the loop's own: it
+		// does not read statistics.
+		if _, ok := reader[d.Property]; d.Client == kindConsumer && ok == d.Loop {
+			t.Errorf("%s: on a reader %v, want %v", d.Property, ok, !d.Loop)
 		}
 	}
 }
@@ -38,12 +42,15 @@ func TestPassthroughOverridesDefaults(t *testing.T) {
 	cfg := testConfig(t, map[string]string{
 		"RELAY_KAFKA_QUEUED_MAX_MESSAGES_KBYTES": "65536", "RELAY_KAFKA_FETCH_QUEUE_BACKOFF_MS": "1000",
 		"RELAY_KAFKA_QUEUE_BUFFERING_MAX_KBYTES": "1048576", "RELAY_KAFKA_GO_EVENTS_CHANNEL_SIZE": "1000000",
-		"RELAY_KAFKA_GO_PRODUCE_CHANNEL_SIZE": "1000000",
+		"RELAY_KAFKA_GO_PRODUCE_CHANNEL_SIZE": "1000000", "RELAY_KAFKA_STATISTICS_INTERVAL_MS": "0",
 	})
 	cons := *loopConsumerConfig(cfg, nil)
 	prod := *loopProducerConfig(cfg, nil)
 	if cons["queued.max.messages.kbytes"] != "65536" || cons["fetch.queue.backoff.ms"] != "1000" {
 		t.Errorf("consumer kept relay's defaults over the passthrough: %v", cons)
+	}
+	if cons["statistics.interval.ms"] != "0" || prod["statistics.interval.ms"] != "0" {
+		t.Errorf("statistics.interval.ms=0 from the passthrough: consumer %v, producer %v", cons["statistics.interval.ms"], prod["statistics.interval.ms"])
 	}
 	if prod["queue.buffering.max.kbytes"] != "1048576" {
 		t.Errorf("producer kept relay's default over the passthrough: %v", prod["queue.buffering.max.kbytes"])

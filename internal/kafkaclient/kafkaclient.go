@@ -101,11 +101,11 @@ func loopConsumerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
 		// A static member (KIP-345): see config.EnvStaticMembership.
 		managed["group.instance.id"] = cfg.GroupInstanceID
 	}
-	return build(cfg, kindConsumer, managed, opts)
+	return applyLoopDefaults(cfg, build(cfg, kindConsumer, managed, opts), kindConsumer)
 }
 
 func loopProducerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
-	return build(cfg, kindProducer, kafka.ConfigMap{
+	return applyLoopDefaults(cfg, build(cfg, kindProducer, kafka.ConfigMap{
 		"transactional.id": cfg.TransactionalID,
 		// The commit says whether every message of the transaction was
 		// written; the reports of failed deliveries say which source
@@ -114,7 +114,7 @@ func loopProducerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
 		// reported, without its fields, and the loop drops the good ones.
 		"go.delivery.reports":       true,
 		"go.delivery.report.fields": "none",
-	}, opts)
+	}, opts), kindProducer)
 }
 
 // LoopConsumer is the transactional loop's consumer: the group's member,

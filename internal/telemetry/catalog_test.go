@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,12 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	})
 	m.SetOwners([]Ownership{{Topic: "t.quarantine", Owner: "payments-team", Threshold: 5}})
 	m.SetLag(func() []Lag { return []Lag{{Topic: "orders", Partition: 0, Records: 5}} })
+	stats, err := os.ReadFile("testdata/rdkafka-stats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Statistics("producer", string(stats))
+	m.Statistics("consumer", string(stats))
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

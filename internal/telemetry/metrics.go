@@ -77,6 +77,7 @@ type Metrics struct {
 	owners                                               atomic.Pointer[[]Ownership]
 	hookTimeouts                                         metric.Int64Counter
 	hook                                                 hookMeters
+	kstats                                               kafkaStats
 	lag                                                  atomic.Pointer[LagSource]
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
@@ -197,6 +198,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.hookInstruments(meter); err != nil {
+		return err
+	}
+	if err = m.kafkaStatsGauges(meter); err != nil {
 		return err
 	}
 	if err = m.refusedGauge(meter); err != nil {

@@ -109,6 +109,9 @@ func (l *Loop) pollBatch(first *kafka.Message, size int) []*kafka.Message {
 			continue
 		case kafka.Error:
 			l.consumerError(e)
+		case *kafka.Stats:
+			l.obs.Statistics(kindConsumer, e.String())
+			continue
 		}
 		break
 	}

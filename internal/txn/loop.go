@@ -239,6 +239,8 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			}
 		case kafka.Error:
 			l.consumerError(ev)
+		case *kafka.Stats:
+			l.obs.Statistics(kindConsumer, ev.String())
 		}
 		if ctx.Err() != nil {
 			// Stopping: the open transaction is committed below, under

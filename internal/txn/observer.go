@@ -31,6 +31,11 @@ type Observer interface {
 	// waits between tries of a call through an outage. A liveness probe
 	// tells a stuck loop from a waiting one by it. Called often: cheap.
 	Alive()
+	// Statistics hands on librdkafka's statistics (statistics.interval.ms)
+	// of the loop's consumer ("consumer") or producer ("producer"), as
+	// the JSON document librdkafka emits. The producer's come from
+	// another goroutine than the loop's.
+	Statistics(client, json string)
 }
 
 // NopObserver ignores every event.
@@ -45,3 +50,10 @@ func (NopObserver) Stalled(int)                       {}
 func (NopObserver) Wedged(string)                     {}
 func (NopObserver) Abandoned(int)                     {}
 func (NopObserver) Alive()                            {}
+func (NopObserver) Statistics(string, string)         {}
+
+// The clients Observer.Statistics names.
+const (
+	kindConsumer = "consumer"
+	kindProducer = "producer"
+)

@@ -124,6 +124,10 @@ func (l *Loop) drainEvents(h *handle) {
 			if !h.abandoned.Load() && l.deliveries.add(e.TopicPartition, n-1) {
 				l.log.Error("delivery failed; the transaction will abort", "topic", topicOf(e.TopicPartition), "partition", e.TopicPartition.Partition, "err", e.TopicPartition.Error)
 			}
+		case *kafka.Stats:
+			if !h.abandoned.Load() {
+				l.obs.Statistics(kindProducer, e.String())
+			}
 		case kafka.Error:
 			if credentialError(e) && !h.abandoned.Load() {
 				l.noteRefused("producer", e)

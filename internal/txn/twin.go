@@ -80,6 +80,8 @@ func (l *Loop) settleTwin(ctx context.Context) {
 	for ctx.Err() == nil && l.fatal == nil && l.assigns == w.assigns && time.Since(w.since) < l.twinWait() {
 		l.obs.Alive()
 		switch ev := l.consumer.Poll(100).(type) {
+		case *kafka.Stats:
+			l.obs.Statistics(kindConsumer, ev.String())
 		case kafka.Error:
 			l.consumerError(ev) // FENCED_INSTANCE_ID ends the loop there
 		case *kafka.Message:
