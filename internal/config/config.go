@@ -399,7 +399,7 @@ func (p *parser) validate(c *Config) {
 
 // secretProp reports whether a librdkafka property holds a secret.
 func secretProp(prop string) bool {
-	for _, s := range []string{"password", "secret", "jaas", "token", "ssl.key", "oauthbearer.config", "credential", ".pem"} {
+	for _, s := range []string{"password", "passphrase", "secret", "jaas", "token", "ssl.key", "oauthbearer.config", "credential", ".pem"} {
 		if strings.Contains(prop, s) {
 			return true
 		}

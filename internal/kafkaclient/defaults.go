@@ -87,12 +87,29 @@ var intProps = map[string]bool{"go.events.channel.size": true, "go.produce.chann
 // the passthrough left unset.
 func applyLoopDefaults(cfg *config.Config, m *kafka.ConfigMap, kind string) *kafka.ConfigMap {
 	for _, d := range defaults {
-		if _, set := cfg.Kafka[d.Property]; !set && d.Client == kind && d.Loop {
-			(*m)[d.Property] = d.Value
+		if d.Client == kind && d.Loop {
+			if v, set := cfg.Kafka[d.Property]; set {
+				(*m)[d.Property] = v // the passthrough's, which build leaves out
+			} else {
+				(*m)[d.Property] = d.Value
+			}
 		}
 	}
 	return m
 }
+
+// loopOnly are the properties only the loop's clients take, from the
+// passthrough as from relay's defaults: a client whose events nobody
+// reads would keep every statistics document librdkafka emits.
+var loopOnly = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range defaults {
+		if d.Loop {
+			m[d.Property] = true
+		}
+	}
+	return m
+}()
 
 // applyDefaults sets the defaults of kind that the passthrough left unset
 // (not the loop's own).

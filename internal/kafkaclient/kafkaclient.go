@@ -66,7 +66,9 @@ func offline(m kafka.ConfigMap) { delete(m, "bootstrap.servers") }
 func build(cfg *config.Config, kind string, managed kafka.ConfigMap, opts []Option) *kafka.ConfigMap {
 	m := kafka.ConfigMap{}
 	for k, v := range cfg.Kafka {
-		skipped := (kind != kindConsumer && consumerOnly[k]) || (kind != kindProducer && producerOnly[k])
+		// The loop's own (statistics.interval.ms) are applyLoopDefaults':
+		// no other client reads its statistics.
+		skipped := (kind != kindConsumer && consumerOnly[k]) || (kind != kindProducer && producerOnly[k]) || loopOnly[k]
 		if !skipped {
 			m[k] = v
 		}

@@ -74,23 +74,41 @@ func (m *Metrics) Statistics(client, doc string) {
 }
 
 // each calls f with every client's last statistics, in a stable order.
+// The lock is held only to take the documents: Statistics, on the loop's
+// goroutine, never waits for a parse or for the gauges' observers.
 func (k *kafkaStats) each(f func(client string, s *rdStats)) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	for c, doc := range k.raw {
+	raw := k.raw
+	if len(raw) > 0 {
+		k.raw = map[string]string{}
+	}
+	k.mu.Unlock()
+	fresh := map[string]*rdStats{}
+	for c, doc := range raw {
 		var s rdStats
 		if json.Unmarshal([]byte(doc), &s) == nil {
-			k.parsed[c] = &s
+			fresh[c] = &s
 		}
-		delete(k.raw, c)
 	}
-	clients := make([]string, 0, len(k.parsed))
-	for c := range k.parsed {
+	k.mu.Lock()
+	if k.parsed == nil {
+		k.parsed = map[string]*rdStats{}
+	}
+	for c, s := range fresh {
+		k.parsed[c] = s
+	}
+	parsed := make(map[string]*rdStats, len(k.parsed))
+	for c, s := range k.parsed {
+		parsed[c] = s
+	}
+	k.mu.Unlock()
+	clients := make([]string, 0, len(parsed))
+	for c := range parsed {
 		clients = append(clients, c)
 	}
 	sort.Strings(clients)
 	for _, c := range clients {
-		f(c, k.parsed[c])
+		f(c, parsed[c])
 	}
 }
 

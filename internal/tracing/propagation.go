@@ -88,11 +88,11 @@ func (p *Propagation) Extract(headers iter.Seq2[string, []byte]) trace.SpanConte
 	if p == nil || p.foreign == nil {
 		return trace.SpanContext{}
 	}
-	var c propagation.MapCarrier
+	var c foldCarrier
 	for k, v := range headers {
 		if p.Foreign(k) {
 			if c == nil {
-				c = propagation.MapCarrier{}
+				c = foldCarrier{}
 			}
 			c[strings.ToLower(k)] = string(v)
 		}
@@ -120,3 +120,11 @@ func (p *Propagation) ContextOf(sc trace.SpanContext) Context {
 	}
 	return c
 }
+
+// foldCarrier is a carrier of header names in lower case that finds a
+// name however a propagator spells it (xray asks for X-Amzn-Trace-Id).
+type foldCarrier map[string]string
+
+func (c foldCarrier) Get(key string) string { return c[strings.ToLower(key)] }
+func (c foldCarrier) Set(key, value string) { c[strings.ToLower(key)] = value }
+func (c foldCarrier) Keys() []string        { return slices.Collect(maps.Keys(c)) }

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"net/url"
 	"sort"
 	"strings"
 )
@@ -76,8 +77,11 @@ func (e Env) Settings() []Setting {
 		out = append(out, Setting{Name: k, Value: e[k], Source: SourceEnv})
 	}
 	for i := range out {
-		if strings.HasSuffix(out[i].Name, "_HEADERS") {
+		switch {
+		case strings.HasSuffix(out[i].Name, "_HEADERS"):
 			out[i].Value = maskHeaders(out[i].Value)
+		case strings.HasSuffix(out[i].Name, "_ENDPOINT"):
+			out[i].Value = maskURL(out[i].Value)
 		}
 	}
 	return out
@@ -91,8 +95,37 @@ func maskHeaders(v string) string {
 	}
 	parts := strings.Split(v, ",")
 	for i, h := range parts {
-		k, _, _ := strings.Cut(h, "=")
+		k, _, ok := strings.Cut(h, "=")
+		if !ok {
+			k = "****" // not key=value: it may be the credential alone
+		}
 		parts[i] = strings.TrimSpace(k) + "=****"
 	}
 	return strings.Join(parts, ",")
+}
+
+// maskURL is an endpoint with the password of its user info and every
+// value of its query string masked (as secret.MaskURL, which tracing does
+// not import); one that does not parse is masked whole.
+func maskURL(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "****"
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "****")
+		}
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"****"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }

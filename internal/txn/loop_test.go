@@ -73,6 +73,7 @@ type countingObserver struct {
 	committed, aborted int
 	reasons            []string
 	ready              []bool
+	stats              statsCount
 }
 
 func (o *countingObserver) Ready(r bool) { o.ready = append(o.ready, r) }
