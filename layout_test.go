@@ -70,7 +70,7 @@ var mayImport = map[string][]string{
 
 	// What every command shares: exit codes, output flags, printing, the
 	// effective configuration (relay's, librdkafka's defaults, OTEL_*).
-	"internal/cli": {"internal/config", "internal/kafkaclient", "internal/tracing"},
+	"internal/cli": {"internal/config", "internal/kafkaclient", "internal/secret", "internal/tracing"},
 	// The binary wires everything; only it exits.
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.

@@ -49,3 +49,17 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("not a URL: exit %d, %d fetches", code, hits-before)
 	}
 }
+
+// A timeout of 0 (no bound) is bad input; a URL's credentials are not
+// printed.
+func TestProbeRefusesNoTimeoutAndMasks(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := Probe(t.Context(), []string{"http://127.0.0.1:1/readyz"}, 0, &out, &errs); code != Usage {
+		t.Fatalf("timeout 0: exit %d", code)
+	}
+	errs.Reset()
+	if code := Probe(t.Context(), []string{"http://u:s3cret@127.0.0.1:1/readyz?token=t0k"}, time.Second, &out, &errs); code != Failure ||
+		strings.Contains(errs.String(), "s3cret") || strings.Contains(errs.String(), "t0k") {
+		t.Fatalf("exit %d, stderr %q", code, errs.String())
+	}
+}

@@ -47,7 +47,7 @@ func (c *Config) Settings() []Setting {
 			continue
 		case v.Secret && val != "":
 			val = "****"
-		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL:
+		case v.Name == EnvSchemaRegistryURL || v.Name == EnvHookURL || v.Name == EnvRegistryTokenURL:
 			val = secret.MaskURL(val)
 		}
 		out = append(out, Setting{v.Name, val, src})

@@ -73,7 +73,7 @@ var Instruments = []Metric{
 	{Name: MetricCredentialRefused, Kind: Gauge, Labels: []string{"dependency"}, Help: "1 while a dependency (schema_registry, hook) refuses relay's credential with 401 or 403",
 		Note: "No record is at fault: records wait within their retry budget (codes `SCHEMA_REGISTRY_UNAUTHORIZED`, `HOOK_UNAUTHORIZED`) and `/readyz` answers 503 until the credential is fixed. Alert when above 0."},
 	{Name: MetricKafkaBrokerRTT, Kind: Gauge, Unit: "s", Labels: []string{"client", "broker", "stat"}, Help: "round-trip time of requests to a broker over the last statistics interval (stat avg or p99), for the loop's consumer or producer",
-		Note: "From librdkafka's statistics, every RELAY_KAFKA_STATISTICS_INTERVAL_MS (15 s by default; 0 turns these relay_kafka_* gauges off). A broker spoken to by neither client in the interval is absent."},
+		Note: "From librdkafka's statistics of the loop's consumer and producer (no other client gets statistics.interval.ms), every RELAY_KAFKA_STATISTICS_INTERVAL_MS (15 s by default; 0 turns these relay_kafka_* gauges off). A broker spoken to by neither client in the interval is absent."},
 	{Name: MetricKafkaBrokerRequests, Kind: Gauge, Labels: []string{"client", "broker", "queue"}, Help: "requests to a broker waiting to be sent (queue waiting) and sent without an answer yet (queue in_flight)",
 		Note: "Requests that keep waiting while the round-trip time is low point at the client (CPU, a wedged call), not the broker."},
 	{Name: MetricKafkaProducerQueue, Kind: Gauge, Help: "records in the loop producer's queue, produced and not yet acknowledged",
