@@ -6,6 +6,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/secret"
 	"relay/internal/tracing"
 )
 
@@ -81,7 +82,7 @@ func pick(settings []config.Setting, source string) []config.Setting {
 // otelSettings are the OTEL_* settings of environ, as config's.
 func otelSettings(environ []string) []config.Setting {
 	var out []config.Setting
-	for _, s := range tracing.ParseEnv(environ).Settings() {
+	for _, s := range tracing.ParseEnv(environ).Settings(secret.MaskURL) {
 		out = append(out, config.Setting(s))
 	}
 	return out

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -77,5 +78,27 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// relay config masks credentials in the OTLP endpoints as it does in
+// relay's own URLs, and never shows a header entry it cannot split.
+func TestShowConfigMasksOTLPEndpointsAndMalformedHeaders(t *testing.T) {
+	environ := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=https://user:s3cret@collector.example:4318/?api_key=k3y",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=https://u:tr4ces@collector.example/v1/traces",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=https://collector.example/v1/metrics?token=m3trics",
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer t0ken,Bearer l00se",
+	}
+	settings := otelSettings(environ)
+	for _, s := range settings {
+		for _, secret := range []string{"s3cret", "k3y", "tr4ces", "m3trics", "t0ken", "l00se"} {
+			if strings.Contains(s.Value, secret) {
+				t.Errorf("%s=%s shows %s", s.Name, s.Value, secret)
+			}
+		}
+	}
+	if len(settings) == 0 || !strings.Contains(fmt.Sprint(settings), "collector.example:4318") {
+		t.Errorf("the endpoint's host is not shown: %v", settings)
 	}
 }

@@ -41,7 +41,7 @@ func TestPropagatorsFromTheEnvironment(t *testing.T) {
 func TestSettingsShowSources(t *testing.T) {
 	env := ParseEnv([]string{EnvEndpoint + "=http://collector:4318", EnvHeaders + "=authorization=Bearer s3cret,x-tenant=a", "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_LOGS_EXPORTER=none"})
 	got := map[string][2]string{}
-	for _, s := range env.Settings() {
+	for _, s := range env.Settings(func(s string) string { return s }) {
 		got[s.Name] = [2]string{s.Value, s.Source}
 	}
 	want := map[string][2]string{

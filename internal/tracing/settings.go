@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"net/url"
 	"sort"
 	"strings"
 )
@@ -43,8 +42,9 @@ var otelDefaults = []struct{ name, value string }{
 // standard variables relay's SDK reads, at their value or default, and
 // the other OTEL_* variables set. The exporters are shown as derived from
 // the endpoint when unset; header values are masked (they carry
-// credentials).
-func (e Env) Settings() []Setting {
+// credentials), and endpoints pass through maskURL (tracing imports
+// nothing of relay's: the caller gives secret.MaskURL).
+func (e Env) Settings(maskURL func(string) string) []Setting {
 	var out []Setting
 	shown := map[string]bool{}
 	_, traces := e.first(EnvTracesEndpoint, EnvEndpoint)
@@ -80,7 +80,7 @@ func (e Env) Settings() []Setting {
 		switch {
 		case strings.HasSuffix(out[i].Name, "_HEADERS"):
 			out[i].Value = maskHeaders(out[i].Value)
-		case strings.HasSuffix(out[i].Name, "_ENDPOINT"):
+		case strings.HasSuffix(out[i].Name, "_ENDPOINT") && out[i].Value != "":
 			out[i].Value = maskURL(out[i].Value)
 		}
 	}
@@ -102,30 +102,4 @@ func maskHeaders(v string) string {
 		parts[i] = strings.TrimSpace(k) + "=****"
 	}
 	return strings.Join(parts, ",")
-}
-
-// maskURL is an endpoint with the password of its user info and every
-// value of its query string masked (as secret.MaskURL, which tracing does
-// not import); one that does not parse is masked whole.
-func maskURL(raw string) string {
-	if raw == "" {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "****"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "****")
-		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"****"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
