@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,8 @@ func TestOffsetMetadataInTransactions(t *testing.T) {
 			err = p.CommitTransaction(ctx)
 		}
 		if err != nil {
-			if ke, ok := err.(kafka.Error); ok && ke.TxnRequiresAbort() {
+			var ke kafka.Error
+			if errors.As(err, &ke) && ke.TxnRequiresAbort() {
 				if aerr := p.AbortTransaction(ctx); aerr != nil {
 					t.Fatalf("abort after %v: %v", err, aerr)
 				}
@@ -83,7 +85,10 @@ func TestOffsetMetadataInTransactions(t *testing.T) {
 	if err == nil {
 		t.Fatalf("%d bytes of metadata were accepted: the broker's offset.metadata.max.bytes is larger than 4096", len(tooLarge))
 	}
-	ke, _ := err.(kafka.Error)
+	var ke kafka.Error
+	if !errors.As(err, &ke) {
+		t.Fatalf("metadata too large: %v, not a kafka.Error", err)
+	}
 	t.Logf("metadata too large: %v (code %v, fatal %v, abortable %v, retriable %v)", err, ke.Code(), ke.IsFatal(), ke.TxnRequiresAbort(), ke.IsRetriable())
 	if ke.IsFatal() {
 		t.Fatalf("metadata too large is fatal to the producer: %v", err)

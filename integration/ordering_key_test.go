@@ -221,13 +221,18 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 		rs[n].wait(10 * time.Second)
 		rs[n] = start(n, i+1)
 	}
-	// The random failures stay on until relay has met enough of them:
-	// on a loaded machine the kills and rebalances above can take the
-	// whole window, and a run without failures proves nothing of blocked
-	// keys.
-	for deadline := time.Now().Add(2 * time.Minute); h.failed.Load() < 50; time.Sleep(100 * time.Millisecond) {
+	// The random failures stay on until relay has committed 50 tier
+	// records. On a loaded machine the kills and rebalances above can take
+	// the whole window (a run once saw no failure at all), and a failed
+	// hook call is not a tier record: the failures of a transaction that a
+	// kill or a rebalance aborts leave none, so counting the hook's 503s
+	// (as this test once did) can stop the failures before any tier
+	// record is committed. What the final check counts is what is waited
+	// for here.
+	for deadline := time.Now().Add(3 * time.Minute); countCommitted(t, s.tiers, s.partitions) < 50; time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the hook failed only %d calls in 2 minutes: the run did not exercise blocked keys", h.failed.Load())
+			t.Fatalf("%d tier records committed in 3 minutes (the hook failed %d calls): the run did not exercise blocked keys",
+				countCommitted(t, s.tiers, s.partitions), h.failed.Load())
 		}
 	}
 	h.flaky.Store(0)
@@ -267,10 +272,7 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 			}
 		}
 	}
-	hops := 0
-	for _, topic := range s.tiers {
-		hops += len(readCommitted(t, topic, s.partitions))
-	}
+	hops := countCommitted(t, s.tiers, s.partitions)
 	t.Logf("%d keys, %d tier records over the run", len(byKey), hops)
 	if broken > 0 {
 		t.Fatalf("%d keys out of order", broken)
@@ -289,4 +291,14 @@ func TestKeyOrderingWholeRun(t *testing.T) {
 		t.Fatalf("only %d tier records: the run did not exercise blocked keys", hops)
 	}
 	_ = schema.ParseWire
+}
+
+// countCommitted is the number of committed records in topics.
+func countCommitted(t *testing.T, topics []string, partitions int) int {
+	t.Helper()
+	n := 0
+	for _, topic := range topics {
+		n += len(readCommitted(t, topic, partitions))
+	}
+	return n
 }
