@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,21 +165,12 @@ func addrOf(hostport string) (netip.Addr, bool) {
 }
 
 // forwarder says whether ip is one of the forwarders.
-func (a *auth) forwarder(ip netip.Addr) bool {
-	for _, p := range a.forwarders {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
+func (a *auth) forwarder(ip netip.Addr) bool { return within(a.forwarders, ip) }
 
 // trusted says whether ip is one of the trusted proxies.
-func (a *auth) trusted(ip netip.Addr) bool {
-	for _, p := range a.proxies {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+func (a *auth) trusted(ip netip.Addr) bool { return within(a.proxies, ip) }
+
+// within says whether one of prefixes holds ip.
+func within(prefixes []netip.Prefix, ip netip.Addr) bool {
+	return slices.ContainsFunc(prefixes, func(p netip.Prefix) bool { return p.Contains(ip) })
 }
