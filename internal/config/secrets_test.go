@@ -208,3 +208,29 @@ func TestCredentialsOverPlainHTTP(t *testing.T) {
 		}
 	}
 }
+
+// SASLCredentials: the username from the environment and the password
+// from its file as the file is now; a change to another secret is not
+// theirs.
+func TestSASLCredentials(t *testing.T) {
+	pw := writeFile(t, "sasl", "s3cret\n")
+	tok := writeFile(t, "token", "h00k-token\n")
+	c, err := load(t, with(map[string]string{
+		KafkaPrefix + "SASL_PASSWORD_FILE": pw, KafkaPrefix + "SASL_USERNAME": "relay", EnvHookToken + "_FILE": tok,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pw, []byte("r0tated\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KafkaSecrets["sasl.password"].Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if user, pass, of := c.SASLCredentials(c.KafkaSecrets["sasl.password"]); user != "relay" || pass != "r0tated" || !of {
+		t.Fatalf("SASLCredentials(the password) = %q, %q, %v", user, pass, of)
+	}
+	if _, _, of := c.SASLCredentials(c.HookToken); of {
+		t.Fatal("the hook token counted as a SASL credential")
+	}
+}

@@ -85,3 +85,19 @@ func (c *Config) Effective() []string {
 	}
 	return out
 }
+
+// SASLCredentials are the SASL username and password the Kafka clients
+// use now: each from its file when it has a _FILE form (read as it is
+// now), else from RELAY_KAFKA_SASL_*. of says whether v is one of them:
+// a change to another secret does not touch the SASL credentials.
+func (c *Config) SASLCredentials(v *secret.Value) (user, pass string, of bool) {
+	user, pass = c.Kafka["sasl.username"], c.Kafka["sasl.password"]
+	if s := c.KafkaSecrets["sasl.username"]; s != nil {
+		user = s.Get()
+	}
+	if s := c.KafkaSecrets["sasl.password"]; s != nil {
+		pass = s.Get()
+	}
+	of = v != nil && (v == c.KafkaSecrets["sasl.password"] || v == c.KafkaSecrets["sasl.username"])
+	return user, pass, of
+}

@@ -132,15 +132,9 @@ func watchSecrets(ctx context.Context, o Options) {
 	cfg := o.Config
 	sasl, _ := o.Admin.(interface{ SetSaslCredentials(user, pass string) error })
 	changed := func(v *secret.Value) {
-		if sasl == nil || (v != cfg.KafkaSecrets["sasl.password"] && v != cfg.KafkaSecrets["sasl.username"]) {
+		user, pass, of := cfg.SASLCredentials(v)
+		if sasl == nil || !of {
 			return
-		}
-		user, pass := cfg.Kafka["sasl.username"], cfg.Kafka["sasl.password"]
-		if s := cfg.KafkaSecrets["sasl.username"]; s != nil {
-			user = s.Get()
-		}
-		if s := cfg.KafkaSecrets["sasl.password"]; s != nil {
-			pass = s.Get()
 		}
 		if err := sasl.SetSaslCredentials(user, pass); err != nil {
 			o.Log.Warn("cannot give the admin client the new SASL credentials; it keeps the old ones until the console restarts", "err", err)

@@ -299,14 +299,8 @@ const (
 // built with it anyway). The registry's and the hook's are asked for at
 // every request.
 func (d *daemon) secretChanged(v *secret.Value) {
-	user, pass := d.cfg.Kafka["sasl.username"], d.cfg.Kafka["sasl.password"]
-	if s := d.cfg.KafkaSecrets["sasl.username"]; s != nil {
-		user = s.Get()
-	}
-	if s := d.cfg.KafkaSecrets["sasl.password"]; s != nil {
-		pass = s.Get()
-	}
-	if v != d.cfg.KafkaSecrets["sasl.password"] && v != d.cfg.KafkaSecrets["sasl.username"] {
+	user, pass, sasl := d.cfg.SASLCredentials(v)
+	if !sasl {
 		for _, k := range d.cfg.KafkaSecrets {
 			if k == v {
 				d.log.Warn("librdkafka reads this secret only when a client is built: the running clients keep the old value; restart relay to use the new one now",
