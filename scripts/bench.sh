@@ -39,6 +39,11 @@ bin/relay-bench -formats 35 -size 1024
 # times, against relay quarantine stats reading the same quarantine.
 bin/relay-bench -console 100000 -size 100
 
+# Three instances over 1,000 source partitions (every derived topic with
+# as many): start-up to first commit, RSS per owned partition, commit
+# latency under a steady load, and the stall when one instance is killed.
+bin/relay-bench -scale 3 -partitions 1000 -size 100
+
 # The replicated cluster: the baselines, relay and Kafka Streams only (the
 # other modes measure relay's own work, which replication does not change).
 scripts/stack/cluster.sh install

@@ -44,6 +44,7 @@ type options struct {
 	blocked    int
 	audit      int
 	formats    int
+	scale      int
 	console    int
 	hookDelays []time.Duration // (e) and (f) once per delay
 	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
@@ -77,6 +78,7 @@ func main() {
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
 	flag.IntVar(&o.console, "console", 0, "instead of the modes: relay console's memory over a quarantine of this many records relay quarantined, against relay quarantine stats on the same quarantine")
+	flag.IntVar(&o.scale, "scale", 0, "instead of the modes: this many relay instances in one group over -partitions partitions (every derived topic with as many): start-up to first commit, RSS per owned partition, commit latency under a steady load, and the stall when one instance is killed")
 	flag.IntVar(&o.formats, "formats", 0, "instead of the modes: admission and upcast of the same record in Avro, Protobuf and JSON Schema, in this process, for this many seconds; ratios to Avro")
 	flag.IntVar(&o.audit, "audit", 0, "instead of the modes: relay audit's scan of this many source records and their outputs, against a plain consumer reading the same topics")
 	flag.Parse()
@@ -184,6 +186,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	if o.formats > 0 {
 		return b.formats(ctx, o.formats)
+	}
+	if o.scale > 0 {
+		return b.scale(ctx, o.scale)
 	}
 	if o.console > 0 {
 		return b.consoleMemory(ctx, o.console)
