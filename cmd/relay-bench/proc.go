@@ -30,8 +30,24 @@ type process interface {
 // admin client dies of a segmentation fault when the broker answers an
 // offset fetch with NOT_COORDINATOR (see integration's committed).
 func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
+	got, err := b.groupCommitted(ctx, t)
+	if got == nil || err != nil {
+		return false, err
+	}
+	for p, end := range t.end {
+		if got[p] < end { // past it: under a steady load (-scale)
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// groupCommitted is t.group's committed offset of each partition of t.end;
+// nil when the group coordinator could not say it for all of them now
+// (transient: ask again).
+func (b *bench) groupCommitted(ctx context.Context, t topics) (map[int32]int64, error) {
 	if ctx.Err() != nil {
-		return false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	c, ok := b.offsets[t.group]
 	if !ok {
@@ -39,7 +55,7 @@ func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
 		c, err = kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": b.o.bootstrap, "group.id": t.group,
 			"enable.auto.commit": false, "isolation.level": "read_committed"})
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		b.offsets[t.group] = c
 	}
@@ -53,16 +69,18 @@ func (b *bench) groupCaughtUp(ctx context.Context, t topics) (bool, error) {
 		wait = max(min(wait, time.Until(d)), time.Millisecond)
 	}
 	res, err := c.Committed(tps, int(wait/time.Millisecond))
-	if err != nil {
+	if err != nil || len(res) != len(t.end) {
 		// Transient (e.g. coordinator loading): ask again.
-		return false, nil //nolint:nilerr // asked again by the caller
+		return nil, nil //nolint:nilerr // asked again by the caller
 	}
-	// A partition's error is transient too.
-	caught := len(res) == len(t.end)
+	out := make(map[int32]int64, len(res))
 	for _, tp := range res {
-		caught = caught && tp.Error == nil && int64(tp.Offset) >= t.end[tp.Partition] // past it: under a steady load (-scale)
+		if tp.Error != nil {
+			return nil, nil //nolint:nilerr // a partition's error is transient too: asked again by the caller
+		}
+		out[tp.Partition] = int64(tp.Offset)
 	}
-	return caught, nil
+	return out, nil
 }
 
 // procStatus reads one "Name:   123 kB" field of /proc/<pid>/status, in KiB.
