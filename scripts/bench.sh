@@ -35,9 +35,9 @@ bin/relay-bench -audit 20000000 -size 20
 # as ratios to Avro's.
 bin/relay-bench -formats 35 -size 1024
 
-# relay console over 100,000 quarantined records: its memory and page
+# relay console over 1,000,000 quarantined records: its memory and page
 # times, against relay quarantine stats reading the same quarantine.
-bin/relay-bench -console 100000 -size 100
+bin/relay-bench -console 1000000 -size 100
 
 # Three instances over 1,000 source partitions (every derived topic with
 # as many): start-up to first commit, RSS per owned partition, commit

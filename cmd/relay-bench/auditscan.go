@@ -157,8 +157,12 @@ func (b *bench) plainRead(ctx context.Context, topics []string) (time.Duration, 
 	var tps []kafka.TopicPartition
 	left := 0
 	for _, t := range topics {
-		for p := range int32(b.o.partitions) { //nolint:gosec // a partition count
-			tps = append(tps, kafka.TopicPartition{Topic: &t, Partition: p, Offset: kafka.OffsetBeginning})
+		md, err := c.GetMetadata(&t, false, 10000)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range md.Topics[t].Partitions {
+			tps = append(tps, kafka.TopicPartition{Topic: &t, Partition: p.ID, Offset: kafka.OffsetBeginning})
 			left++
 		}
 	}

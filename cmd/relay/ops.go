@@ -37,24 +37,24 @@ func (a *app) setup() (*ops, int) {
 	return &ops{cfg: cfg, admin: ad}, cli.OK
 }
 
-// withSnapshot runs an operator command's body on a fresh snapshot of the
-// ledger and the quarantine (keeping the bytes of the records keep asks
-// for); it returns the body's exit code, or the setup's or the read's.
-func (a *app) withSnapshot(ctx context.Context, name string, keep func(id string) bool, body func(o *ops, s *quarantine.Snapshot) int) int {
+// withIndex runs an operator command's body on a fresh index of the
+// ledger and the quarantine (of failure only, when set); it returns the
+// body's exit code, or the setup's or the read's.
+func (a *app) withIndex(ctx context.Context, name, only string, body func(o *ops, r *quarantine.Reader) int) int {
 	o, code := a.setup()
 	if code != cli.OK {
 		return code
 	}
 	defer o.admin.Close()
-	s, err := quarantine.Load(ctx, o.cfg, o.admin, keep)
-	if err != nil {
+	r := quarantine.NewReader(o.cfg, o.admin, only)
+	if err := r.CatchUp(ctx); err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
 		return cli.Failure
 	}
-	if s.Warning != nil {
-		fmt.Fprintf(a.stderr, "warning: %v\n", s.Warning)
+	if err := r.Index().Warning(); err != nil {
+		fmt.Fprintf(a.stderr, "warning: %v\n", err)
 	}
-	return body(o, s)
+	return body(o, r)
 }
 
 // fitTransactionTimeout checks, for a command that writes transactions,

@@ -47,12 +47,12 @@ it always did.`,
 				fmt.Fprintf(a.stderr, "relay quarantine list: %v\n", err)
 				return cli.ExitCode(cli.Usage)
 			}
-			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine list", nil, func(o *ops, s *quarantine.Snapshot) int {
+			return cli.Status(a.withIndex(c.Context(), "relay quarantine list", "", func(o *ops, r *quarantine.Reader) int {
 				if err := quarantine.CheckSource(o.cfg, f.Source); err != nil {
 					fmt.Fprintf(a.stderr, "relay quarantine list: %v\n", err)
 					return cli.Usage
 				}
-				items := s.Items(f, now)
+				items := r.Index().Items(f, now)
 				switch {
 				case jsonLines:
 					quarantine.WriteJSONLines(a.stdout, items)
@@ -83,9 +83,11 @@ func (a *app) showCmd() *cobra.Command {
 				fmt.Fprintf(a.stderr, "relay quarantine show: %v\n", err)
 				return cli.ExitCode(cli.Usage)
 			}
-			keep := func(x string) bool { return x == id }
-			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine show", keep, func(o *ops, s *quarantine.Snapshot) int {
-				out, ok := s.ShowDecoded(c.Context(), id, payload.ForConfig(o.cfg))
+			return cli.Status(a.withIndex(c.Context(), "relay quarantine show", id, func(o *ops, r *quarantine.Reader) int {
+				out, ok, err := r.Show(c.Context(), id, payload.ForConfig(o.cfg))
+				if err != nil {
+					fmt.Fprintf(a.stderr, "warning: %v\n", err)
+				}
 				return a.show(id, out, ok)
 			}))
 		},
@@ -114,9 +116,9 @@ func (a *app) statsCmd() *cobra.Command {
 		Long:  "Counts by state; unresolved by code, with the oldest; retention headroom per quarantine topic. -o json: one JSON object.",
 		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return cli.Status(a.withSnapshot(c.Context(), "relay quarantine stats", nil, func(_ *ops, s *quarantine.Snapshot) int {
+			return cli.Status(a.withIndex(c.Context(), "relay quarantine stats", "", func(_ *ops, r *quarantine.Reader) int {
 				now := time.Now()
-				st := s.Stats(now)
+				st := r.Index().Stats(now)
 				a.print(out, st, func(w io.Writer) { st.WriteText(w, now) })
 				return cli.OK
 			}))
@@ -152,11 +154,11 @@ func (a *app) discard(ctx context.Context, d *quarantine.Discard, actor string) 
 		return cli.Usage
 	}
 	d.Actor, d.Reason = quarantine.Actor(actor, a.lookup), strings.TrimSpace(d.Reason)
-	return a.withSnapshot(ctx, "relay quarantine discard", nil, func(o *ops, s *quarantine.Snapshot) int {
+	return a.withIndex(ctx, "relay quarantine discard", "", func(o *ops, r *quarantine.Reader) int {
 		if code := a.fitTransactionTimeout(ctx, o, "relay quarantine discard", "nothing was discarded"); code != cli.OK {
 			return code
 		}
-		inFlight, err := d.Apply(ctx, o.cfg, s)
+		inFlight, err := d.Apply(ctx, o.cfg, r.Index())
 		if err != nil {
 			fmt.Fprintf(a.stderr, "relay quarantine discard: %v\nnothing was discarded\n", err)
 			return codeOf(err)

@@ -202,11 +202,13 @@ func (s *Server) renderReplayForm(w http.ResponseWriter, r *http.Request, status
 			if len(ids) > 0 || form.Get("include-failed-again") == "1" {
 				f.States = append(f.States, ledger.FailedAgain)
 			}
-			for _, fl := range snap.Failures {
-				if (len(ids) == 0 || ids[fl.ID]) && f.Match(fl, time.Now()) {
+			now := time.Now()
+			snap.Each(func(fl *quarantine.Failure) bool {
+				if (len(ids) == 0 || ids[fl.ID]) && f.Match(fl, now) {
 					d.Matching++
 				}
-			}
+				return true
+			})
 		}
 	}
 	s.render(w, r, status, "replay", "Replay", d)

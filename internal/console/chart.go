@@ -35,39 +35,71 @@ var chartWindows = []struct {
 // discarded) over the smallest window that holds the oldest of them, up
 // to 30 days.
 func newChart(in, out []time.Time, now time.Time) chart {
-	oldest := now
-	for _, t := range in {
-		if t.Before(oldest) {
-			oldest = t
+	t := newTally(now)
+	for _, x := range in {
+		t.in(x.UnixNano())
+	}
+	for _, x := range out {
+		t.out(x.UnixNano())
+	}
+	return t.chart()
+}
+
+// tally is newChart one time (unix ns) at a time: it counts into every
+// window at once, so memory does not grow with the failures.
+type tally struct {
+	now, oldest time.Time
+	end         int64
+	start, step [4]int64
+	ins, outs   [4][chartBuckets]int
+}
+
+func newTally(now time.Time) *tally {
+	t := &tally{now: now, oldest: now, end: now.UnixNano()}
+	for w, c := range chartWindows {
+		t.start[w], t.step[w] = now.Add(-c.d).UnixNano(), int64(c.d/chartBuckets)
+	}
+	return t
+}
+
+func (t *tally) in(ns int64) {
+	if ns < t.oldest.UnixNano() {
+		t.oldest = time.Unix(0, ns)
+	}
+	t.count(ns, &t.ins)
+}
+
+func (t *tally) out(ns int64) { t.count(ns, &t.outs) }
+
+func (t *tally) count(ns int64, b *[4][chartBuckets]int) {
+	if ns > t.end {
+		return
+	}
+	for w := range chartWindows {
+		if ns >= t.start[w] {
+			b[w][min((ns-t.start[w])/t.step[w], chartBuckets-1)]++
 		}
 	}
-	w := chartWindows[len(chartWindows)-1]
-	for _, c := range chartWindows {
-		if now.Sub(oldest) <= c.d {
-			w = c
+}
+
+func (t *tally) chart() chart {
+	wi := len(chartWindows) - 1
+	for i, c := range chartWindows {
+		if t.now.Sub(t.oldest) <= c.d {
+			wi = i
 			break
 		}
 	}
+	w := chartWindows[wi]
+	ins, outs := t.ins[wi], t.outs[wi]
 	step := w.d / chartBuckets
-	start := now.Add(-w.d)
-	var ins, outs [chartBuckets]int
+	start := t.now.Add(-w.d)
 	ch := chart{Window: w.name}
-	count := func(ts []time.Time, b *[chartBuckets]int) int {
-		n := 0
-		for _, t := range ts {
-			if t.Before(start) || t.After(now) {
-				continue
-			}
-			i := min(int(t.Sub(start)/step), chartBuckets-1)
-			b[i]++
-			n++
-		}
-		return n
-	}
-	ch.Inflow, ch.Resolved = count(in, &ins), count(out, &outs)
 	top := 1
 	for i := range chartBuckets {
 		top = max(top, ins[i], outs[i])
+		ch.Inflow += ins[i]
+		ch.Resolved += outs[i]
 	}
 	for i := range chartBuckets {
 		ih, oh := ins[i]*chartHeight/top, outs[i]*chartHeight/top

@@ -11,10 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"relay/internal/config"
@@ -70,11 +70,16 @@ type Server struct {
 	dryRuns  chan struct{}
 	reads    chan struct{}
 
-	mu       sync.Mutex // one snapshot load at a time
-	snap     *quarantine.Snapshot
-	snapAt   time.Time
+	mu       sync.Mutex
+	reader   *quarantine.Reader
 	stale    bool
 	warnOnce sync.Once
+	// refreshing says a catch-up runs beside the pages; bg is those
+	// catch-ups, stopped by Close.
+	refreshing atomic.Bool
+	bg         sync.WaitGroup
+	bgCtx      context.Context
+	bgStop     context.CancelFunc
 }
 
 // New builds the console.
@@ -94,6 +99,7 @@ func New(o Options) (*Server, error) {
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
 		requests: newRequests(maxTracked), streams: newStreams()}
 	s.auth.forwarders = o.Config.Console.ForwardedBy
+	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -102,8 +108,13 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the replays in progress and waits for them to end.
-func (s *Server) Close() { s.replays.stopAll() }
+// Close stops the replays in progress and the quarantine's catch-up, and
+// waits for them to end.
+func (s *Server) Close() {
+	s.bgStop()
+	s.replays.stopAll()
+	s.bg.Wait()
+}
 
 // Handler serves the console.
 func (s *Server) Handler() http.Handler {
@@ -274,30 +285,53 @@ func actor(u who) string {
 	return u.Actor + " (console, " + how + ")"
 }
 
-// snapshot is the quarantine as of at most Refresh ago (fresh: now).
-func (s *Server) snapshot(ctx context.Context, fresh bool) (*quarantine.Snapshot, time.Time, error) {
+// snapshot is the quarantine, and as of when. The console reads the
+// topics once, then only what was written since: a catch-up costs what
+// changed, not the quarantine's size. A page is served from what was read
+// and, when that is older than Refresh, a catch-up starts beside it; the
+// first page, an action (fresh) and the page after one wait for theirs.
+func (s *Server) snapshot(ctx context.Context, fresh bool) (*quarantine.Index, time.Time, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.snap != nil && !fresh && !s.stale && time.Since(s.snapAt) < s.o.Refresh {
-		return s.snap, s.snapAt, nil
+	if s.reader == nil {
+		s.reader = quarantine.NewReader(s.cfg, s.o.Admin, "")
 	}
-	at := time.Now()
-	// The old snapshot goes before the new one is read, and its memory
-	// back to the system: the process holds one quarantine's metadata at a
-	// time, not two.
-	if s.snap != nil {
-		s.snap = nil
-		debug.FreeOSMemory()
+	r, stale := s.reader, s.stale
+	s.mu.Unlock()
+	at := r.At()
+	if at.IsZero() || fresh || stale {
+		if err := s.catchUp(ctx, r, stale); err != nil {
+			return nil, at, err
+		}
+		return r.Index(), r.At(), nil
 	}
-	snap, err := quarantine.Load(ctx, s.cfg, s.o.Admin, nil)
-	if err != nil {
-		return nil, at, err
+	if time.Since(at) >= s.o.Refresh && s.refreshing.CompareAndSwap(false, true) {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			defer s.refreshing.Store(false)
+			if err := s.catchUp(s.bgCtx, r, false); err != nil && s.bgCtx.Err() == nil {
+				s.log.Warn("reading the quarantine", "err", err)
+			}
+		}()
 	}
-	if snap.Warning != nil {
-		s.warnOnce.Do(func() { s.log.Warn("a ledger record cannot be read", "err", snap.Warning) })
+	return r.Index(), at, nil
+}
+
+// catchUp reads what was written since the last catch-up; stale says an
+// action asked for it.
+func (s *Server) catchUp(ctx context.Context, r *quarantine.Reader, stale bool) error {
+	if err := r.CatchUp(ctx); err != nil {
+		return err
 	}
-	s.snap, s.snapAt, s.stale = snap, at, false
-	return snap, at, nil
+	if stale {
+		s.mu.Lock()
+		s.stale = false
+		s.mu.Unlock()
+	}
+	if err := r.Index().Warning(); err != nil {
+		s.warnOnce.Do(func() { s.log.Warn("a ledger record cannot be read", "err", err) })
+	}
+	return nil
 }
 
 // invalidate makes the next page read the quarantine again.

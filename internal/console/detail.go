@@ -40,7 +40,7 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, "reading the quarantine", err)
 		return
 	}
-	fl := snap.ByID[id]
+	fl := snap.Get(id)
 	if fl == nil {
 		s.fail(w, r, http.StatusNotFound, id+" is not in the ledger nor in a quarantine topic")
 		return
@@ -55,9 +55,11 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	// large payload costs CPU and memory, and readers must not be able to
 	// run any number of them at once.
 	defer func() { <-s.reads }()
-	full, err := quarantine.WithBytes(r.Context(), s.cfg, fl)
+	full, err := s.reader.Full(r.Context(), id)
 	if err != nil {
 		d.ReadErr = s.redactor().Redact(err.Error())
+	}
+	if full == nil {
 		full = fl
 	}
 	d.Shown = quarantine.ShowFailure(full, s.cfg.TraceURL)

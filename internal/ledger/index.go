@@ -48,36 +48,62 @@ type Summary struct {
 // retention gives a topic's retention; ok is false when it is unknown or
 // infinite.
 func Summarize(items []Item, retention func(topic string) (time.Duration, bool)) Summary {
-	s := Summary{ByState: map[State]int{}, Deadline: map[string]time.Time{}, ByTopic: map[string]int{}}
-	codes := map[string]*CodeStats{}
-	for _, it := range items {
-		s.ByState[it.State]++
-		if !Unresolved(it.State) {
-			continue
-		}
-		c := codes[it.Code]
-		if c == nil {
-			c = &CodeStats{Code: it.Code, Oldest: it.Since}
-			codes[it.Code] = c
-		}
-		c.Unresolved++
-		if it.Since.Before(c.Oldest) {
-			c.Oldest = it.Since
-		}
-		if it.Topic != "" {
-			s.ByTopic[it.Topic]++
-		}
-		if it.Topic == "" || it.RecordTime.IsZero() || retention == nil {
-			continue
-		}
-		if r, ok := retention(it.Topic); ok {
-			d := it.RecordTime.Add(r)
-			if old, seen := s.Deadline[it.Topic]; !seen || d.Before(old) {
-				s.Deadline[it.Topic] = d
-			}
+	z := NewSummarizer(retention)
+	for i := range items {
+		z.Add(&items[i])
+	}
+	return z.Summary()
+}
+
+// Summarizer is Summarize one item at a time: its memory grows with the
+// codes and topics, not the items.
+type Summarizer struct {
+	s         Summary
+	codes     map[string]*CodeStats
+	retention func(topic string) (time.Duration, bool)
+}
+
+// NewSummarizer starts a summary; retention is as Summarize's.
+func NewSummarizer(retention func(topic string) (time.Duration, bool)) *Summarizer {
+	return &Summarizer{s: Summary{ByState: map[State]int{}, Deadline: map[string]time.Time{}, ByTopic: map[string]int{}},
+		codes: map[string]*CodeStats{}, retention: retention}
+}
+
+// Add counts one item.
+func (z *Summarizer) Add(it *Item) {
+	s := &z.s
+	s.ByState[it.State]++
+	if !Unresolved(it.State) {
+		return
+	}
+	c := z.codes[it.Code]
+	if c == nil {
+		c = &CodeStats{Code: it.Code, Oldest: it.Since}
+		z.codes[it.Code] = c
+	}
+	c.Unresolved++
+	if it.Since.Before(c.Oldest) {
+		c.Oldest = it.Since
+	}
+	if it.Topic != "" {
+		s.ByTopic[it.Topic]++
+	}
+	if it.Topic == "" || it.RecordTime.IsZero() || z.retention == nil {
+		return
+	}
+	if r, ok := z.retention(it.Topic); ok {
+		d := it.RecordTime.Add(r)
+		if old, seen := s.Deadline[it.Topic]; !seen || d.Before(old) {
+			s.Deadline[it.Topic] = d
 		}
 	}
-	for _, c := range codes {
+}
+
+// Summary is what the items added so far sum to.
+func (z *Summarizer) Summary() Summary {
+	s := z.s
+	s.ByCode = nil
+	for _, c := range z.codes {
 		s.ByCode = append(s.ByCode, *c)
 	}
 	sort.Slice(s.ByCode, func(i, j int) bool { return s.ByCode[i].Code < s.ByCode[j].Code })

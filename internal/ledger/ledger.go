@@ -19,6 +19,7 @@ package ledger
 
 import (
 	"encoding/json"
+
 	"fmt"
 	"slices"
 	"strconv"
@@ -111,21 +112,28 @@ func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 	if !strings.HasPrefix(key, Prefix) || value == nil {
 		return nil, false, nil
 	}
-	var v versioned
-	if err := json.Unmarshal(value, &v); err != nil {
-		return nil, true, fmt.Errorf("ledger record %q is not readable: %w", key, err)
-	}
+	// One pass reads the version and the change: a record of a newer
+	// format is named as such even when its fields do not fit this one.
+	v := record{Event: &Event{}}
+	err = json.Unmarshal(value, &v)
 	if v.V > FormatVersion {
 		return nil, true, fmt.Errorf("ledger record %q has format version %d; this relay reads up to %d (written by a newer relay?): skipped", key, v.V, FormatVersion)
 	}
-	e = &Event{}
-	if err := json.Unmarshal(value, e); err != nil {
+	if err != nil {
 		return nil, true, fmt.Errorf("ledger record %q is not readable: %w", key, err)
 	}
+	e = v.Event
 	if e.ID == "" || !slices.Contains(States, e.State) {
 		return nil, true, fmt.Errorf("ledger record %q has no failure id or an unknown state %q", key, e.State)
 	}
 	return e, true, nil
+}
+
+// record is a ledger record as it is written: its format version and the
+// change.
+type record struct {
+	versioned
+	*Event
 }
 
 // rank orders the changes of one replay count: open, replaying,

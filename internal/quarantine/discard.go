@@ -58,24 +58,24 @@ func (d *Discard) Check() error {
 // read the discard by then; if it had already taken the record up, its
 // outcome stands and the ledger says so. It returns, by failure id, the
 // replays that were in flight.
-func (d *Discard) Apply(ctx context.Context, cfg *config.Config, s *Snapshot) (inFlight map[string]string, err error) {
+func (d *Discard) Apply(ctx context.Context, cfg *config.Config, x *Index) (inFlight map[string]string, err error) {
 	now := time.Now()
 	why := strings.TrimSpace(d.Reason)
 	var errs []error
 	var msgs []*kafka.Message
 	inFlight = map[string]string{}
 	for _, id := range d.IDs {
-		fl := s.ByID[id]
+		fl := x.Get(id)
 		switch {
 		case fl == nil:
 			errs = append(errs, fmt.Errorf("%s: not in the ledger nor in a quarantine topic", id))
 			continue
 		case fl.State == ledger.Replaying && !d.IncludeReplaying:
 			errs = append(errs, fmt.Errorf("%s: being replayed (%s); wait for its outcome, or add --include-replaying to close it anyway",
-				id, fl.Entry.Current().ReplayID))
+				id, fl.ReplayID))
 			continue
 		case fl.State == ledger.Replaying:
-			inFlight[id] = fl.Entry.Current().ReplayID
+			inFlight[id] = fl.ReplayID
 		case !ledger.Unresolved(fl.State):
 			errs = append(errs, fmt.Errorf("%s: already %s", id, fl.State))
 			continue

@@ -3,6 +3,7 @@ package quarantine
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,7 +55,7 @@ func (f *Filter) Match(fl *Failure, now time.Time) bool {
 		return false
 	case len(f.Classes) > 0 && (fl.Record == nil || !slices.Contains(f.Classes, fl.Record.Failure.Class)):
 		return false
-	case f.Key != nil && (fl.Record == nil || string(fl.Record.Key) != *f.Key):
+	case f.Key != nil && (fl.Record == nil || !fl.keyIs(*f.Key)):
 		return false
 	}
 	return true
@@ -199,4 +200,12 @@ func stateList() string {
 		names[i] = string(s)
 	}
 	return strings.Join(names, ", ")
+}
+
+// keyIs reports whether the failure's record has key k.
+func (fl *Failure) keyIs(k string) bool {
+	if fl.seed != nil {
+		return maphash.String(*fl.seed, k) == fl.keyHash
+	}
+	return string(fl.Record.Key) == k
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
 	"relay/internal/ledger"
 )
 
@@ -23,20 +26,28 @@ func TestSpecBuildNamesEveryProblem(t *testing.T) {
 }
 
 func TestFilterMatchesAndItems(t *testing.T) {
-	now := time.Now()
-	s := &Snapshot{Failures: []*Failure{
-		{ID: "o/0/1", State: ledger.Open, Code: "A", Since: now.Add(-2 * time.Hour), Source: ledger.Source{Topic: "o"}},
-		{ID: "o/1/1", State: ledger.Resolved, Code: "A", Since: now.Add(-time.Hour), Source: ledger.Source{Topic: "o", Partition: 1},
-			Record: &Record{Topic: "o.quarantine", Partition: 1, Offset: 7}},
-	}}
+	now := time.Now().Truncate(time.Second)
+	x := NewIndex()
+	x.mu.Lock()
+	x.apply(&ledger.Event{ID: "o/0/1", State: ledger.Open, Code: "A", At: now.Add(-2 * time.Hour), Source: ledger.Source{Topic: "o", Offset: 1}}, loc{})
+	x.apply(&ledger.Event{ID: "o/1/1", State: ledger.Resolved, Code: "A", At: now.Add(-time.Hour), Source: ledger.Source{Topic: "o", Partition: 1, Offset: 1}}, loc{})
+	x.mu.Unlock()
+	topic := "o.quarantine"
+	x.addRecord(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 1, Offset: 7},
+		Headers: envelope.AppendFailure([]kafka.Header(nil), &envelope.Failure{ID: "o/1/1", SourceTopic: "o", SourcePartition: 1, SourceOffset: 1})}, topic, "o")
 	f, _ := (&Spec{Codes: "A", MinAge: "90m", Partition: -1, States: "all"}).Build(now)
-	items := s.Items(f, now)
+	items := x.Items(f, now)
 	if len(items) != 1 || items[0].ID != "o/0/1" || items[0].Record != Gone {
 		t.Fatalf("items %+v", items)
 	}
 	f, _ = (&Spec{Partition: 1, States: "all"}).Build(now)
-	if items := s.Items(f, now); len(items) != 1 || items[0].Record != "o.quarantine/1/7" {
+	if items := x.Items(f, now); len(items) != 1 || items[0].Record != "o.quarantine/1/7" {
 		t.Fatalf("by partition: %+v", items)
+	}
+	// Retention deleted the record: the ledger remains.
+	x.low[x.names.id(topic)] = []int64{0, 8}
+	if items := x.Items(f, now); len(items) != 1 || items[0].Record != Gone {
+		t.Fatalf("past retention: %+v", items)
 	}
 }
 

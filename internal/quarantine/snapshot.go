@@ -3,6 +3,7 @@ package quarantine
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"time"
 
@@ -27,8 +28,18 @@ type Failure struct {
 	Source        ledger.Source
 	SchemaVersion int
 	ReplayCount   int
-	Entry         *ledger.Entry
-	Record        *Record
+	// ReplayID is the replay of the change that decides the state, and
+	// ChangedAt when it was made (zero outside the ledger).
+	ReplayID  string
+	ChangedAt time.Time
+	// Entry is the ledger's history; an Index holds none (Reader.Full
+	// reads it).
+	Entry  *ledger.Entry
+	Record *Record
+	// keyHash is the record key's hash under seed, when the failure comes
+	// from an Index (which keeps no keys).
+	keyHash uint64
+	seed    *maphash.Seed
 }
 
 // Record is a record of a quarantine topic.
@@ -50,7 +61,7 @@ type Record struct {
 	Damaged error
 }
 
-// Snapshot is what operator commands act on: every failure of the
+// Snapshot is what a replay acts on: every failure of the
 // configured sources, and the retention of each quarantine topic.
 type Snapshot struct {
 	// Failures are oldest first (then by id).
@@ -63,8 +74,6 @@ type Snapshot struct {
 	// StateEnds are the state topic's high watermarks before it was
 	// read: a replay follows the ledger from there.
 	StateEnds map[int32]int64
-	// traceURL is RELAY_TRACE_URL: where Show links a trace id to.
-	traceURL string
 	// Warning is the first ledger record that could not be read, if any;
 	// the rest of the ledger was read.
 	Warning error
@@ -83,7 +92,7 @@ const readerRole = "cli"
 // metadata of every failure, but the value and headers only of the records
 // keep asks for (nil: none), so a large quarantine can be listed.
 func Load(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id string) bool) (*Snapshot, error) {
-	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil, traceURL: cfg.TraceURL}
+	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil}
 	if err := s.readLedger(ctx, cfg, a); err != nil {
 		return nil, err
 	}
@@ -130,11 +139,17 @@ func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.
 	if err != nil {
 		return err
 	}
-	for id, en := range ledger.Fold(events) {
-		s.ByID[id] = &Failure{ID: id, State: en.State, Code: en.Code, Since: en.Since, Source: en.Source,
-			SchemaVersion: en.SchemaVersion, ReplayCount: en.ReplayCount, Entry: en}
-	}
+	s.fold(events)
 	return nil
+}
+
+// fold makes the failures of the ledger's changes.
+func (s *Snapshot) fold(events []*ledger.Event) {
+	for id, en := range ledger.Fold(events) {
+		cur := en.Current()
+		s.ByID[id] = &Failure{ID: id, State: en.State, Code: en.Code, Since: en.Since, Source: en.Source,
+			SchemaVersion: en.SchemaVersion, ReplayCount: en.ReplayCount, ReplayID: cur.ReplayID, ChangedAt: cur.At, Entry: en}
+	}
 }
 
 // readQuarantine joins the records of src's quarantine topic to their
@@ -183,22 +198,6 @@ func (s *Snapshot) add(m *kafka.Message, topic, src string, keep func(id string)
 	if fl.SchemaVersion == 0 {
 		fl.SchemaVersion = f.SchemaVersion
 	}
-}
-
-// Summary summarises the snapshot as the gauges do.
-func (s *Snapshot) Summary() ledger.Summary {
-	items := make([]ledger.Item, 0, len(s.Failures))
-	for _, f := range s.Failures {
-		it := ledger.Item{State: f.State, Code: f.Code, Since: f.Since}
-		if f.Record != nil {
-			it.Topic, it.RecordTime = f.Record.Topic, f.Record.Timestamp
-		}
-		items = append(items, it)
-	}
-	return ledger.Summarize(items, func(t string) (time.Duration, bool) {
-		r, ok := s.Retention[t]
-		return r, ok
-	})
 }
 
 func toHeaders(hs []kafka.Header) []envelope.Header {

@@ -3,6 +3,7 @@ package quarantine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -31,20 +32,25 @@ type Item struct {
 const Gone = "gone (retention)"
 
 // Items lists the failures f selects at now, oldest first.
-func (s *Snapshot) Items(f *Filter, now time.Time) []Item {
+func (x *Index) Items(f *Filter, now time.Time) []Item {
 	out := []Item{}
-	for _, fl := range s.Failures {
-		if !f.Match(fl, now) {
-			continue
+	x.Each(func(fl *Failure) bool {
+		if f.Match(fl, now) {
+			out = append(out, ItemOf(fl, now))
 		}
-		where := Gone
-		if fl.Record != nil {
-			where = fmt.Sprintf("%s/%d/%d", fl.Record.Topic, fl.Record.Partition, fl.Record.Offset)
-		}
-		out = append(out, Item{ID: fl.ID, State: fl.State, Code: fl.Code, Since: fl.Since.UTC(), AgeSeconds: int64(now.Sub(fl.Since).Seconds()),
-			Source: fl.Source, SchemaVersion: fl.SchemaVersion, ReplayCount: fl.ReplayCount, Record: where})
-	}
+		return true
+	})
 	return out
+}
+
+// ItemOf is fl's row at now.
+func ItemOf(fl *Failure, now time.Time) Item {
+	where := Gone
+	if fl.Record != nil {
+		where = fmt.Sprintf("%s/%d/%d", fl.Record.Topic, fl.Record.Partition, fl.Record.Offset)
+	}
+	return Item{ID: fl.ID, State: fl.State, Code: fl.Code, Since: fl.Since.UTC(), AgeSeconds: int64(now.Sub(fl.Since).Seconds()),
+		Source: fl.Source, SchemaVersion: fl.SchemaVersion, ReplayCount: fl.ReplayCount, Record: where}
 }
 
 // Shown is what `quarantine show` prints: the failure envelope (as the
@@ -68,28 +74,24 @@ type Shown struct {
 	PayloadNote string `json:"payloadNote,omitempty"`
 }
 
-// Show is failure id's envelope and history; false if it is in neither
-// the ledger nor a quarantine topic.
-func (s *Snapshot) Show(id string) (Shown, bool) {
-	fl := s.ByID[id]
-	if fl == nil {
-		return Shown{}, false
-	}
-	return ShowFailure(fl, s.traceURL), true
-}
-
 // Render shows a record's value to an operator: its text, whether it
 // was decoded through the registry, and why not (payload.ForConfig).
 type Render func(ctx context.Context, value []byte) (text string, decoded bool, note string)
 
-// ShowDecoded is Show with the failed record's value, as render shows it.
-func (s *Snapshot) ShowDecoded(ctx context.Context, id string, render Render) (Shown, bool) {
-	out, ok := s.Show(id)
-	if !ok || s.ByID[id].Record == nil || !s.ByID[id].Record.Kept {
-		return out, ok
+// Show is failure id's envelope and history, with its record's value as
+// render shows it; false if it is in neither the ledger nor a quarantine
+// topic. It reads only that failure's records. err says what could not be
+// read: what is shown is then what the index holds.
+func (r *Reader) Show(ctx context.Context, id string, render Render) (out Shown, ok bool, err error) {
+	fl, err := r.Full(ctx, id)
+	if fl == nil {
+		return Shown{}, false, err
 	}
-	out.Payload, out.PayloadDecoded, out.PayloadNote = render(ctx, s.ByID[id].Record.Value)
-	return out, true
+	out = ShowFailure(fl, r.cfg.TraceURL)
+	if fl.Record != nil && fl.Record.Kept {
+		out.Payload, out.PayloadDecoded, out.PayloadNote = render(ctx, fl.Record.Value)
+	}
+	return out, true, err
 }
 
 // ShowFailure is fl's envelope and history; traceURL is RELAY_TRACE_URL.
@@ -128,9 +130,38 @@ type Stats struct {
 	Deadline map[string]time.Time `json:"-"`
 }
 
-// Stats summarises the snapshot at now, as the gauges do.
-func (s *Snapshot) Stats(now time.Time) Stats {
-	sum := s.Summary()
+// Stats summarises the index at now, as the gauges do.
+func (x *Index) Stats(now time.Time) Stats { return statsOf(x.Summary(), now) }
+
+// Summary summarises the index as the gauges do.
+func (x *Index) Summary() ledger.Summary {
+	x.mu.RLock()
+	ret := maps.Clone(x.retention)
+	x.mu.RUnlock()
+	z := ledger.NewSummarizer(func(t string) (time.Duration, bool) {
+		r, ok := ret[t]
+		return r, ok
+	})
+	var it ledger.Item
+	x.Each(func(fl *Failure) bool {
+		it = ledger.Item{State: fl.State, Code: fl.Code, Since: fl.Since}
+		if fl.Record != nil {
+			it.Topic, it.RecordTime = fl.Record.Topic, fl.Record.Timestamp
+		}
+		z.Add(&it)
+		return true
+	})
+	return z.Summary()
+}
+
+// Retention is each quarantine topic's known, finite retention.
+func (x *Index) Retention() map[string]time.Duration {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return maps.Clone(x.retention)
+}
+
+func statsOf(sum ledger.Summary, now time.Time) Stats {
 	out := Stats{ByState: sum.ByState, Headroom: map[string]int64{}, Deadline: sum.Deadline}
 	for _, c := range sum.ByCode {
 		out.ByCode = append(out.ByCode, CodeStats{c, int64(now.Sub(c.Oldest).Seconds())})

@@ -123,28 +123,35 @@ func (r *reading) untilEnds(ctx context.Context, bound time.Duration, each func(
 // uncommitted: a read_committed client is told the last stable offset,
 // which stops at the first open transaction.
 func HighWatermarks(cfg *config.Config, topic string, partitions []int32) (map[int32]int64, error) {
+	_, high, err := Watermarks(cfg, topic, partitions)
+	return high, err
+}
+
+// Watermarks asks for the partitions' low and high watermarks, as
+// HighWatermarks does: where retention has deleted up to, and the end.
+func Watermarks(cfg *config.Config, topic string, partitions []int32) (low, high map[int32]int64, err error) {
 	probe, err := kafkaclient.Probe(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = probe.Close() }()
 	timeout := int(max(cfg.OpTimeout, 10*time.Second) / time.Millisecond)
-	out := map[int32]int64{}
+	low, high = map[int32]int64{}, map[int32]int64{}
 	for _, p := range partitions {
-		_, high, err := probe.QueryWatermarkOffsets(topic, p, timeout)
+		lo, hi, err := probe.QueryWatermarkOffsets(topic, p, timeout)
 		if kafkaerr.Is(err, kafka.ErrUnknownPartition) && !hasPartition(probe, topic, p, timeout) {
 			// Partitions were added to a source and not (yet) to this
 			// topic: nothing can have been written there. Records that
 			// would be are held back until the topic has the partition.
-			out[p] = 0
+			low[p], high[p] = 0, 0
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("end of %s[%d]: %w", topic, p, err)
+			return nil, nil, fmt.Errorf("end of %s[%d]: %w", topic, p, err)
 		}
-		out[p] = high
+		low[p], high[p] = lo, hi
 	}
-	return out, nil
+	return low, high, nil
 }
 
 // hasPartition asks the broker, with a fresh metadata request, whether
