@@ -52,14 +52,16 @@ it always did.`,
 					fmt.Fprintf(a.stderr, "relay quarantine list: %v\n", err)
 					return cli.Usage
 				}
-				items := r.Index().Items(f, now)
+				// Streamed: memory does not grow with the rows.
+				x, err := r.Index(), error(nil)
 				switch {
-				case jsonLines:
-					quarantine.WriteJSONLines(a.stdout, items)
-				case out == cli.JSON:
-					_ = cli.WriteJSON(a.stdout, items)
+				case jsonLines || out == cli.JSON:
+					err = x.StreamJSON(a.stdout, f, now, jsonLines)
 				default:
-					quarantine.WriteTable(a.stdout, items, now)
+					err = x.StreamTable(a.stdout, f, now)
+				}
+				if err != nil {
+					return cli.Failure
 				}
 				return cli.OK
 			}))
