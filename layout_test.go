@@ -27,6 +27,9 @@ var mayImport = map[string][]string{
 	"internal/supervise": nil,
 	// Two malloc arenas, set by a C constructor when relay is loaded.
 	"internal/malloc": nil,
+	// Key ordering's policy; for now, how parked records ride on a
+	// committed offset.
+	"internal/keyorder": nil,
 	// The tracer provider from the OTEL_* variables, and the W3C trace
 	// context helpers.
 	"internal/tracing": nil,

@@ -1,0 +1,100 @@
+package keyorder
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Encode and Decode round-trip every parked set, and EncodedLen is the
+// length Encode writes.
+func FuzzParkedCodec(f *testing.F) {
+	f.Add(int64(0), []byte{0}, uint16(1))
+	f.Add(int64(1_000_000), []byte{3, 0, 200, 1}, uint16(10_000))
+	f.Add(int64(math.MaxInt64-10), []byte{1, 1}, uint16(3))
+	f.Fuzz(func(t *testing.T, l int64, gaps []byte, tail uint16) {
+		if l < 0 || len(gaps) > 4000 {
+			return
+		}
+		p := Parked{Offsets: []int64{l}}
+		for _, g := range gaps {
+			last := p.Offsets[len(p.Offsets)-1]
+			if last > math.MaxInt64-int64(g)-2 {
+				return
+			}
+			p.Offsets = append(p.Offsets, last+int64(g)+1)
+		}
+		last := p.Offsets[len(p.Offsets)-1]
+		if last > math.MaxInt64-int64(tail)-1 {
+			return
+		}
+		p.Hi = last + int64(tail) + 1
+		s, err := Encode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s) != EncodedLen(p) {
+			t.Fatalf("EncodedLen %d, Encode wrote %d", EncodedLen(p), len(s))
+		}
+		got, ok, err := Decode(l, s)
+		if !ok || err != nil || got.Hi != p.Hi || !slices.Equal(got.Offsets, p.Offsets) {
+			t.Fatalf("%+v -> %q -> %+v %v %v", p, s, got, ok, err)
+		}
+	})
+}
+
+// Decode never panics, takes nothing without relay's prefix for a parked
+// set, and refuses (naming it) anything with the prefix that is not one.
+func FuzzDecodeAnything(f *testing.F) {
+	good, _ := Encode(Parked{Offsets: []int64{5, 7, 9}, Hi: 12})
+	for _, s := range []string{good, "", "relay.park.1:", Prefix + "!!", Prefix + "AA", "someone else's", good + "A"} {
+		f.Add(int64(5), s)
+	}
+	f.Fuzz(func(t *testing.T, offset int64, metadata string) {
+		p, ok, err := Decode(offset, metadata)
+		switch {
+		case !strings.HasPrefix(metadata, Prefix):
+			if ok || err != nil {
+				t.Fatalf("%q taken as relay's: %v", metadata, err)
+			}
+		case err == nil:
+			if p.check() != nil || p.Offsets[0] != offset {
+				t.Fatalf("%q read as %+v", metadata, p)
+			}
+		}
+	})
+}
+
+// Malformed metadata is an error, not an empty parked set.
+func TestDecodeRefusesMalformed(t *testing.T) {
+	good, _ := Encode(Parked{Offsets: []int64{5, 7, 9}, Hi: 12})
+	for _, bad := range []string{Prefix, Prefix + "%%%", good[:len(good)-1], good + "AA", Prefix + "_____w"} {
+		if _, ok, err := Decode(5, bad); !ok || err == nil {
+			t.Errorf("%q: ok=%v err=%v", bad, ok, err)
+		}
+	}
+	if _, ok, err := Decode(-1, good); !ok || err == nil {
+		t.Errorf("no committed offset: ok=%v err=%v", ok, err)
+	}
+	for _, bad := range []Parked{{}, {Offsets: []int64{3, 3}, Hi: 9}, {Offsets: []int64{3}, Hi: 3}, {Offsets: []int64{-1}, Hi: 3}} {
+		if _, err := Encode(bad); err == nil {
+			t.Errorf("%+v encoded", bad)
+		}
+	}
+}
+
+// What a new owner skips: the offsets between the committed one and the
+// handled position that are not parked.
+func TestSettled(t *testing.T) {
+	p := Parked{Offsets: []int64{10, 13, 14}, Hi: 17}
+	var skipped []int64
+	for o := int64(8); o < 20; o++ {
+		if p.Settled(o) {
+			skipped = append(skipped, o)
+		}
+	}
+	if want := []int64{11, 12, 15, 16}; !slices.Equal(skipped, want) {
+		t.Fatalf("skipped %v, want %v", skipped, want)
+	}
+}
