@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -88,12 +89,13 @@ const readBound = 10 * time.Minute
 const readerRole = "cli"
 
 // Load reads the state topic and every quarantine topic to their ends
-// (committed records only) and joins them by failure id. Memory holds the
-// metadata of every failure, but the value and headers only of the records
-// keep asks for (nil: none), so a large quarantine can be listed.
+// (committed records only) and joins them by failure id. With keep nil,
+// memory holds the metadata of every failure (about 3.5 KiB each) and no
+// record's bytes; with keep, only the failures keep selects, with their
+// records' value and headers (a replay's selection, chosen on an Index).
 func Load(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id string) bool) (*Snapshot, error) {
 	s := &Snapshot{ByID: map[string]*Failure{}, Retention: map[string]time.Duration{}, Kept: keep != nil}
-	if err := s.readLedger(ctx, cfg, a); err != nil {
+	if err := s.readLedger(ctx, cfg, a, keep); err != nil {
 		return nil, err
 	}
 	for _, src := range cfg.SourceTopics {
@@ -114,10 +116,21 @@ func Load(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id 
 	return s, nil
 }
 
+// ledgerID is the failure id in a ledger record's key
+// (q|<id>|<replay count>|<kind>); "" for other keys.
+func ledgerID(key string) string {
+	rest, ok := strings.CutPrefix(key, ledger.Prefix)
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "|")
+	return id
+}
+
 func opTimeout(cfg *config.Config) time.Duration { return max(cfg.OpTimeout, 10*time.Second) }
 
 // readLedger folds the state topic's ledger records into failures.
-func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.Admin) error {
+func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.Admin, keep func(id string) bool) error {
 	stateTopic := cfg.StateTopicName()
 	n, err := topics.Partitions(a, stateTopic, opTimeout(cfg))
 	if err != nil {
@@ -128,11 +141,14 @@ func (s *Snapshot) readLedger(ctx context.Context, cfg *config.Config, a topics.
 	}
 	var events []*ledger.Event
 	s.StateEnds, err = statetopic.ReadToEnd(ctx, cfg, cfg.ReaderGroup(readerRole), stateTopic, statetopic.Partitions(n), readBound, func(m *kafka.Message) {
+		if keep != nil && !keep(ledgerID(string(m.Key))) {
+			return
+		}
 		e, ok, err := ledger.Decode(string(m.Key), m.Value)
 		if err != nil && s.Warning == nil {
 			s.Warning = err
 		}
-		if ok && e != nil {
+		if ok && e != nil && (keep == nil || keep(e.ID)) {
 			events = append(events, e)
 		}
 	})
@@ -178,9 +194,12 @@ func (s *Snapshot) add(m *kafka.Message, topic, src string, keep func(id string)
 	if err != nil && f == nil {
 		return // not relay's
 	}
+	if keep != nil && !keep(f.ID) {
+		return
+	}
 	q := &Record{Failure: f, Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
 		Key: m.Key, ValueLen: len(m.Value), Timestamp: m.Timestamp, Damaged: err}
-	if keep != nil && keep(f.ID) {
+	if keep != nil {
 		q.Value, q.Headers, q.Kept = m.Value, m.Headers, true
 	}
 	if q.Failure.SourceTopic == "" {

@@ -37,12 +37,19 @@ func Prepare(ctx context.Context, cfg *config.Config, a topics.Admin, o *Options
 	if err := quarantine.CheckSource(cfg, o.filter.Source); err != nil {
 		return nil, &quarantine.InputError{Err: err}
 	}
-	if err := p.load(ctx, a, o, now, nil); err != nil || len(p.Selection.Records) == 0 {
-		return p, err
+	// The selection is made on an index of the quarantine (about 160
+	// bytes a failure); only the failures it selects are read whole.
+	r := quarantine.NewReader(cfg, a, "")
+	if err := r.CatchUp(ctx); err != nil {
+		return nil, err
 	}
-	chosen := map[string]bool{}
-	for _, fl := range p.Selection.Records {
-		chosen[fl.ID] = true
+	chosen, skipped, err := chooseIDs(r.Index(), o, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(chosen) == 0 {
+		p.Snapshot, p.Selection = &quarantine.Snapshot{Warning: r.Index().Warning()}, &Selection{Skipped: skipped}
+		return p, nil
 	}
 	if !o.DryRun {
 		traces, err := tracing.New(ctx, os.Environ(), "")
@@ -60,24 +67,18 @@ func Prepare(ctx context.Context, cfg *config.Config, a topics.Admin, o *Options
 		}
 		p.w = w
 	}
-	if err := p.load(ctx, a, o, now, func(id string) bool { return chosen[id] }); err != nil {
+	// The second read sees what an earlier replay, fenced above, did to
+	// them; failures quarantined since the first are not taken.
+	s, err := quarantine.Load(ctx, cfg, a, func(id string) bool { return chosen[id] })
+	if err != nil {
 		p.Close()
 		return nil, err
 	}
+	if s.Warning == nil {
+		s.Warning = r.Index().Warning()
+	}
+	p.Snapshot, p.Selection = s, chooseFrom(s, o, now, skipped)
 	return p, nil
-}
-
-func (p *Plan) load(ctx context.Context, a topics.Admin, o *Options, now time.Time, keep func(string) bool) error {
-	s, err := quarantine.Load(ctx, p.cfg, a, keep)
-	if err != nil {
-		return err
-	}
-	sel, err := Choose(s, o, now)
-	if err != nil {
-		return err
-	}
-	p.Snapshot, p.Selection = s, sel
-	return nil
 }
 
 // Close releases the writer, if any.

@@ -25,22 +25,24 @@ type Selection struct {
 // counted. The records come in source order (topic, partition, offset), so
 // a key's records are replayed in their order.
 func Choose(s *quarantine.Snapshot, o *Options, now time.Time) (*Selection, error) {
-	f := o.filter
-	var errs []error
-	for id := range f.IDs {
-		if s.ByID[id] == nil {
-			errs = append(errs, fmt.Errorf("%s: not in the ledger nor in a quarantine topic", id))
-		}
+	if err := missing(o, func(id string) bool { return s.ByID[id] != nil }); err != nil {
+		return nil, err
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, &quarantine.InputError{Err: err}
-	}
+	return chooseFrom(s, o, now, nil), nil
+}
+
+// chooseFrom is Choose without the check of explicit ids, its skips
+// added to skipped's (nil: none).
+func chooseFrom(s *quarantine.Snapshot, o *Options, now time.Time, skipped map[string]int) *Selection {
 	sel := &Selection{Skipped: map[string]int{}}
+	for why, n := range skipped {
+		sel.Skipped[why] += n
+	}
 	for _, fl := range s.Failures {
-		if !f.Match(fl, now) {
+		if !o.filter.Match(fl, now) {
 			continue
 		}
-		if why := skip(s, fl, o, f.IDs[fl.ID]); why != "" {
+		if why := skip(fl, o, o.filter.IDs[fl.ID], s.Kept); why != "" {
 			sel.Skipped[why]++
 			continue
 		}
@@ -57,11 +59,48 @@ func Choose(s *quarantine.Snapshot, o *Options, now time.Time) (*Selection, erro
 		}
 		return a.Offset < b.Offset
 	})
-	return sel, nil
+	return sel
 }
 
-// skip says why a matching failure is not replayed, or "".
-func skip(s *quarantine.Snapshot, fl *quarantine.Failure, o *Options, explicit bool) string {
+// chooseIDs is Choose on an index, which holds no record's bytes: the
+// ids of the failures it selects, and the skips.
+func chooseIDs(x *quarantine.Index, o *Options, now time.Time) (ids map[string]bool, skipped map[string]int, err error) {
+	if err := missing(o, func(id string) bool { return x.Get(id) != nil }); err != nil {
+		return nil, nil, err
+	}
+	ids, skipped = map[string]bool{}, map[string]int{}
+	x.Each(func(fl *quarantine.Failure) bool {
+		if !o.filter.Match(fl, now) {
+			return true
+		}
+		if why := skip(fl, o, o.filter.IDs[fl.ID], false); why != "" {
+			skipped[why]++
+		} else {
+			ids[fl.ID] = true
+		}
+		return true
+	})
+	return ids, skipped, nil
+}
+
+// missing names the explicit ids that exists says are in neither the
+// ledger nor a quarantine topic.
+func missing(o *Options, exists func(id string) bool) error {
+	var errs []error
+	for id := range o.filter.IDs {
+		if !exists(id) {
+			errs = append(errs, fmt.Errorf("%s: not in the ledger nor in a quarantine topic", id))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &quarantine.InputError{Err: err}
+	}
+	return nil
+}
+
+// skip says why a matching failure is not replayed, or "". kept says the
+// failures come from a snapshot that keeps the selected records' bytes.
+func skip(fl *quarantine.Failure, o *Options, explicit, kept bool) string {
 	switch {
 	case fl.State == ledger.Resolved:
 		return "already resolved"
@@ -75,7 +114,7 @@ func skip(s *quarantine.Snapshot, fl *quarantine.Failure, o *Options, explicit b
 		return "record gone (retention)"
 	case fl.Record.Damaged != nil:
 		return "envelope unreadable (see quarantine show)"
-	case s.Kept && !fl.Record.Kept:
+	case kept && !fl.Record.Kept:
 		// Quarantined (again) between the command's two reads.
 		return "changed while the replay started; run it again"
 	}
