@@ -24,9 +24,16 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "overview", "Overview", d)
 }
 
+// failures is what the overview reads of the quarantine: an Index (a
+// test gives it failures of its own).
+type failures interface {
+	Retention() map[string]time.Duration
+	Each(fn func(fl *quarantine.Failure) bool)
+}
+
 // sourceViews summarise each source's failures, in one pass over the
 // quarantine whatever the number of sources.
-func (s *Server) sourceViews(snap *quarantine.Index, now time.Time, audits map[string]*auditResult) []sourceView {
+func (s *Server) sourceViews(snap failures, now time.Time, audits map[string]*auditResult) []sourceView {
 	ret := snap.Retention()
 	accs := make([]*sourceAcc, len(s.cfg.SourceTopics))
 	bySource, byTopic := map[string]*sourceAcc{}, map[string]*sourceAcc{}

@@ -2,8 +2,10 @@ package quarantine
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"relay/internal/envelope"
 	"relay/internal/ledger"
+	"relay/internal/statetopic"
 )
 
 // A change or a quarantine record, as a reader meets them.
@@ -62,8 +65,19 @@ func randomQuarantine(r *rand.Rand) (events []*ledger.Event, records []*kafka.Me
 
 // The index folds changes and joins records one at a time, in any order
 // a catch-up can meet them, to what Load makes of them all at once.
-func TestIndexFoldsAsLoad(t *testing.T) {
-	for seed := range uint64(3000) {
+func TestIndexFoldsAsLoad(t *testing.T) { foldsAsLoad(t, 3000) }
+
+// Ids whose hashes collide are told apart (the collide map): with every
+// id hashing alike, the index still folds as Load does.
+func TestIndexFoldsAsLoadWhenIDsCollide(t *testing.T) {
+	idHash = func(maphash.Seed, string) uint64 { return 42 }
+	t.Cleanup(func() { idHash = maphash.String })
+	foldsAsLoad(t, 300)
+}
+
+func foldsAsLoad(t *testing.T, seeds uint64) {
+	t.Helper()
+	for seed := range seeds {
 		r := rand.New(rand.NewPCG(seed, 7))
 		events, records := randomQuarantine(r)
 		s := &Snapshot{ByID: map[string]*Failure{}}
@@ -185,5 +199,237 @@ func TestIndexOrder(t *testing.T) {
 	add("o/0/0", 0)
 	if got := ids(); !slices.Equal(got, []string{"o/0/0", "o/0/1", "o/0/2", "o/0/3"}) {
 		t.Fatalf("order after a catch-up %v", got)
+	}
+}
+
+// record is a quarantine record of failure id at p/offset of
+// o.quarantine, last failed at at; edit changes its envelope first.
+func record(id string, p int32, offset int64, at time.Time, edit func(*envelope.Failure)) *kafka.Message {
+	topic := "o.quarantine"
+	f := &envelope.Failure{ID: id, SourceTopic: "o", SourcePartition: p, SourceOffset: offset, Class: "permanent", Code: "C",
+		Attempt: 1, FirstFailedAt: at, LastFailedAt: at}
+	if edit != nil {
+		edit(f)
+	}
+	return &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: p, Offset: kafka.Offset(offset)},
+		Headers: envelope.AppendFailure([]kafka.Header(nil), f), Timestamp: at}
+}
+
+// A whole record after a damaged one is whole, and one without a
+// timestamp has none: the latest record is joined as Load joins it.
+func TestIndexJoinsTheLatestRecord(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	damaged := func(m *kafka.Message) *kafka.Message {
+		m.Headers = append(m.Headers, kafka.Header{Key: envelope.Attempt, Value: []byte("many")})
+		return m
+	}
+	untimed := func(m *kafka.Message) *kafka.Message { m.Timestamp = time.Time{}; return m }
+	for name, c := range map[string]struct {
+		records []*kafka.Message
+		damaged bool
+	}{
+		"damaged":                {[]*kafka.Message{damaged(record("o/0/1", 0, 1, t0, nil))}, true},
+		"whole after damaged":    {[]*kafka.Message{damaged(record("o/0/1", 0, 1, t0, nil)), record("o/0/1", 0, 2, t0, nil)}, false},
+		"no timestamp":           {[]*kafka.Message{untimed(record("o/0/1", 0, 1, t0, nil))}, false},
+		"no timestamp after one": {[]*kafka.Message{record("o/0/1", 0, 1, t0, nil), untimed(record("o/0/1", 0, 2, t0, nil))}, false},
+	} {
+		for _, inLedger := range []bool{false, true} {
+			s := &Snapshot{ByID: map[string]*Failure{}}
+			x := NewIndex()
+			if inLedger {
+				e := &ledger.Event{ID: "o/0/1", State: ledger.Open, At: t0, Source: ledger.Source{Topic: "o", Offset: 1}}
+				s.fold([]*ledger.Event{e})
+				x.mu.Lock()
+				x.apply(e, loc{})
+				x.mu.Unlock()
+			}
+			for _, m := range c.records {
+				s.add(m, *m.TopicPartition.Topic, "o", nil)
+				x.addRecord(m, *m.TopicPartition.Topic, "o")
+			}
+			if want := s.ByID["o/0/1"]; (want.Record.Damaged != nil) != c.damaged {
+				t.Fatalf("%s: Load's record damaged: %v", name, want.Record.Damaged)
+			}
+			t.Run(fmt.Sprintf("%s, in the ledger %v", name, inLedger), func(t *testing.T) { compareFailure(t, 0, x.Get("o/0/1"), s.ByID["o/0/1"]) })
+		}
+	}
+}
+
+// Retention: a record below its partition's low watermark is gone, one
+// at it is not, nor one of a partition the watermarks do not cover yet.
+// A failure the ledger does not know is forgotten with its record; one
+// it knows stays, without it.
+func TestIndexForgetsWhatRetentionDeleted(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	x.mu.Lock()
+	x.apply(&ledger.Event{ID: "o/0/3", State: ledger.Open, At: t0, Source: ledger.Source{Topic: "o", Offset: 3}}, loc{})
+	x.mu.Unlock()
+	for _, m := range []*kafka.Message{record("o/0/3", 0, 3, t0, nil), record("o/0/4", 0, 4, t0.Add(time.Minute), nil),
+		record("o/0/5", 0, 5, t0.Add(2*time.Minute), nil), record("o/1/1", 1, 1, t0.Add(3*time.Minute), nil)} {
+		x.addRecord(m, "o.quarantine", "o")
+	}
+	x.low[x.names.id("o.quarantine")] = []int64{5}
+	var got []string
+	for _, it := range x.Items(&Filter{Partition: -1}, t0) {
+		got = append(got, it.ID+" "+it.Record)
+	}
+	if want := []string{"o/0/3 " + Gone, "o/0/5 o.quarantine/0/5", "o/1/1 o.quarantine/1/1"}; !slices.Equal(got, want) {
+		t.Fatalf("items %q, want %q", got, want)
+	}
+	if x.Get("o/0/4") != nil || x.Get("o/0/5") == nil {
+		t.Fatalf("Get of a gone record's failure %v, of a kept one %v", x.Get("o/0/4"), x.Get("o/0/5"))
+	}
+}
+
+// The order follows a change that moves a failure's since (a change read
+// after a later one of its failure), and a new failure whatever its
+// since; Each stops when fn says so.
+func TestIndexOrderAfterChanges(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	apply := func(id string, st ledger.State, at time.Time) {
+		x.mu.Lock()
+		x.apply(&ledger.Event{ID: id, State: st, At: at}, loc{})
+		x.mu.Unlock()
+	}
+	ids := func() (out []string) {
+		x.Each(func(fl *Failure) bool { out = append(out, fl.ID); return true })
+		return out
+	}
+	apply("o/0/1", ledger.Open, t0.Add(time.Minute))
+	apply("o/0/2", ledger.Replaying, t0.Add(2*time.Minute))
+	if got := ids(); !slices.Equal(got, []string{"o/0/1", "o/0/2"}) {
+		t.Fatalf("order %v", got)
+	}
+	apply("o/0/2", ledger.Open, t0)
+	if got := ids(); !slices.Equal(got, []string{"o/0/2", "o/0/1"}) {
+		t.Fatalf("order after o/0/2's open %v", got)
+	}
+	apply("o/0/0", ledger.Open, time.Unix(0, 0))
+	if got := ids(); !slices.Equal(got, []string{"o/0/0", "o/0/2", "o/0/1"}) {
+		t.Fatalf("order after a failure at the epoch %v", got)
+	}
+	n := 0
+	x.Each(func(*Failure) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("Each went on after false: %d calls", n)
+	}
+}
+
+// The index grows past its first chunk of entries and of ids: every
+// failure reads back whole.
+func TestIndexGrowsPastItsChunks(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	id := func(i int) string { return fmt.Sprintf("orders.%064d/0/%d", 0, i) }
+	x := NewIndex()
+	n, size := entryChunk+1, 0
+	x.mu.Lock()
+	for i := range n {
+		x.apply(&ledger.Event{ID: id(i), State: ledger.Open, At: t0.Add(time.Duration(i) * time.Second)}, loc{0, int64(i)})
+		size += len(id(i))
+	}
+	x.mu.Unlock()
+	if size <= 1<<chunkBits {
+		t.Fatalf("the ids fill %d bytes, not more than a chunk", size)
+	}
+	i := 0
+	x.Each(func(fl *Failure) bool {
+		if fl.ID != id(i) {
+			t.Fatalf("failure %d is %q", i, fl.ID)
+		}
+		i++
+		return true
+	})
+	if i != n || x.Get(id(n-1)) == nil {
+		t.Fatalf("%d failures listed of %d; the last %v", i, n, x.Get(id(n-1)))
+	}
+}
+
+// A failure's ledger records are kept where they were read, every one:
+// its history is read there (Reader.Full).
+func TestIndexLocations(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	x.mu.Lock()
+	for i, st := range []ledger.State{ledger.Open, ledger.Replaying, ledger.Resolved} {
+		x.apply(&ledger.Event{ID: "o/1/1", State: st, At: t0.Add(time.Duration(i) * time.Minute)}, loc{1, int64(10 * (i + 1))})
+	}
+	x.apply(&ledger.Event{ID: "o/0/2", State: ledger.Open, At: t0}, loc{0, 7})
+	x.mu.Unlock()
+	x.addRecord(record("o/0/3", 0, 3, t0, nil), "o.quarantine", "o")
+	for id, want := range map[string][]loc{"o/1/1": {{1, 10}, {1, 20}, {1, 30}}, "o/0/2": {{0, 7}}, "o/0/3": nil, "o/0/9": nil} {
+		if got := x.locations(id); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", id, got, want)
+		}
+	}
+}
+
+// Replays tally each replay's changes: published (the first replaying
+// change is when it began), resolved (but for duplicates) and failed
+// again; the latest first, n at most.
+func TestIndexReplays(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	x.mu.Lock()
+	for _, e := range []*ledger.Event{
+		{ID: "o/0/1", State: ledger.Replaying, ReplayID: "r1", At: t0.Add(2 * time.Minute)},
+		{ID: "o/0/2", State: ledger.Replaying, ReplayID: "r1", At: t0.Add(time.Minute)},
+		{ID: "o/0/3", State: ledger.Replaying, ReplayID: "r1", At: t0.Add(3 * time.Minute)},
+		{ID: "o/0/1", State: ledger.Resolved, ReplayID: "r1", At: t0.Add(4 * time.Minute)},
+		{ID: "o/0/2", State: ledger.Resolved, ReplayID: "r1", Outcome: ledger.OutcomeDuplicate, At: t0.Add(4 * time.Minute)},
+		{ID: "o/0/3", State: ledger.FailedAgain, ReplayID: "r1", At: t0.Add(4 * time.Minute)},
+		{ID: "o/0/3", State: ledger.Replaying, ReplayID: "r2", At: t0.Add(10 * time.Minute)},
+	} {
+		e.Actor, e.Reason = "ops", "fixed"
+		x.apply(e, loc{})
+	}
+	x.mu.Unlock()
+	got := x.Replays(5)
+	for i := range got {
+		got[i].At = got[i].At.UTC()
+	}
+	want := []ReplayTally{{ID: "r2", Actor: "ops", Reason: "fixed", At: t0.Add(10 * time.Minute), Published: 1},
+		{ID: "r1", Actor: "ops", Reason: "fixed", At: t0.Add(time.Minute), Published: 3, Resolved: 1, FailedAgain: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("replays %+v\nwant %+v", got, want)
+	}
+	if got := x.Replays(1); len(got) != 1 || got[0].ID != "r2" {
+		t.Fatalf("the latest replay: %+v", got)
+	}
+}
+
+// A reader of one failure keeps only it: other failures' changes and
+// records are skipped, even one whose key starts as its own or whose
+// key names it but value another, and another failure's unreadable
+// record is no warning of its.
+func TestIndexOfOneFailure(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	x.only = "o/0/1"
+	other := statetopic.EventMessage("relay.state", &ledger.Event{ID: "o/0/9", State: ledger.Open, At: t0})
+	for _, m := range []*kafka.Message{
+		statetopic.EventMessage("relay.state", &ledger.Event{ID: "o/0/1", State: ledger.Open, At: t0}),
+		statetopic.EventMessage("relay.state", &ledger.Event{ID: "o/0/10", State: ledger.Open, At: t0}),
+		{Key: []byte("q|o/0/2|0|open"), Value: []byte("{")},
+		{Key: []byte("q|o/0/1|0|replaying"), Value: other.Value},
+	} {
+		x.applyLedger(m)
+	}
+	x.addRecord(record("o/0/1", 0, 1, t0, nil), "o.quarantine", "o")
+	x.addRecord(record("o/0/2", 0, 2, t0, nil), "o.quarantine", "o")
+	if x.Len() != 1 || x.Get("o/0/1") == nil || x.Warning() != nil {
+		t.Fatalf("%d failures, o/0/1 %v, warning %v", x.Len(), x.Get("o/0/1"), x.Warning())
+	}
+}
+
+// The warning is the first unreadable ledger record: a later one does
+// not replace it.
+func TestIndexWarnsOfTheFirstUnreadableRecord(t *testing.T) {
+	x := NewIndex()
+	x.applyLedger(&kafka.Message{Key: []byte("q|o/0/1|0|open"), Value: []byte("{")})
+	x.applyLedger(&kafka.Message{Key: []byte("q|o/0/2|0|open"), Value: []byte("{")})
+	if err := x.Warning(); err == nil || !strings.Contains(err.Error(), "q|o/0/1|") {
+		t.Fatalf("warning %v", err)
 	}
 }

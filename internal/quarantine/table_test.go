@@ -2,11 +2,13 @@ package quarantine
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"relay/internal/cli"
+	"relay/internal/envelope"
 )
 
 // The streamed list prints what the list of items printed: the table,
@@ -45,5 +47,21 @@ func TestStreamedListsAsWritten(t *testing.T) {
 				t.Fatalf("seed %d json lines:\n%s\nwant\n%s", seed, got.String(), want.String())
 			}
 		}
+	}
+}
+
+// Columns are as wide as their widest cell in characters, as the table
+// writer counts them, not in bytes.
+func TestStreamedTableCountsCharacters(t *testing.T) {
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	for i, code := range []string{"ÉÉÉÉ", "ABCDEF"} {
+		x.addRecord(record(fmt.Sprintf("o/0/%d", i), 0, int64(i), now, func(f *envelope.Failure) { f.Code = code }), "o.quarantine", "o")
+	}
+	f := &Filter{Partition: -1}
+	var want, got bytes.Buffer
+	WriteTable(&want, x.Items(f, now), now)
+	if err := x.StreamTable(&got, f, now); err != nil || got.String() != want.String() {
+		t.Fatalf("table:\n%s\nwant\n%s", got.String(), want.String())
 	}
 }
