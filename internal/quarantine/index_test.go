@@ -433,3 +433,31 @@ func TestIndexWarnsOfTheFirstUnreadableRecord(t *testing.T) {
 		t.Fatalf("warning %v", err)
 	}
 }
+
+// A time the index cannot hold in int64 nanoseconds — the zero time of
+// a damaged record's unreadable relay.last.failed.at, or of a change
+// without "at" — is the zero time, as Load has it (time.Time{}.UnixNano()
+// is undefined: it reads back as 1754-08-30).
+func TestIndexKeepsZeroTimes(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	unreadable := record("o/0/1", 0, 1, t0, nil)
+	for i, h := range unreadable.Headers {
+		if h.Key == envelope.LastFailedAt {
+			unreadable.Headers[i].Value = []byte("yesterday")
+		}
+	}
+	undated := &ledger.Event{ID: "o/0/2", State: ledger.Open, Source: ledger.Source{Topic: "o", Offset: 2}}
+	s := &Snapshot{ByID: map[string]*Failure{}}
+	s.fold([]*ledger.Event{undated})
+	s.add(unreadable, "o.quarantine", "o", nil)
+	x := NewIndex()
+	x.mu.Lock()
+	x.apply(undated, loc{})
+	x.mu.Unlock()
+	x.addRecord(unreadable, "o.quarantine", "o")
+	for _, id := range []string{"o/0/1", "o/0/2"} {
+		if got := x.Get(id); !got.Since.IsZero() || !got.ChangedAt.IsZero() {
+			t.Errorf("%s: since %v, changed at %v; Load: since %v", id, got.Since.UTC(), got.ChangedAt.UTC(), s.ByID[id].Since)
+		}
+	}
+}
