@@ -2,6 +2,7 @@ package quarantine
 
 import (
 	"hash/maphash"
+	"math"
 	"strings"
 	"time"
 
@@ -194,7 +195,7 @@ func (x *Index) applyLedger(m *kafka.Message) {
 func (x *Index) apply(e *ledger.Event, l loc) {
 	i := x.get(e.ID)
 	en := x.entry(i)
-	o := ord{count: int32(e.ReplayCount), rank: rank(e), at: e.At.UnixNano()} //nolint:gosec // a replay count
+	o := ord{count: int32(e.ReplayCount), rank: rank(e), at: nanos(e.At)} //nolint:gosec // a replay count
 	code, replay := x.names.id(e.Code), x.names.id(e.ReplayID)
 	since := en.since
 	switch {
@@ -245,7 +246,7 @@ func (x *Index) replay(e *ledger.Event) {
 	case e.State == ledger.Replaying:
 		rp.published++
 		rp.actor, rp.reason = e.Actor, e.Reason
-		if at := e.At.UnixNano(); rp.at == 0 || at < rp.at {
+		if at := nanos(e.At); rp.at == 0 || at < rp.at {
 			rp.at = at
 		}
 	case e.State == ledger.Resolved && e.Outcome != ledger.OutcomeDuplicate:
@@ -273,7 +274,7 @@ func (x *Index) addRecord(m *kafka.Message, topic, src string) {
 			st = src
 		}
 		en.state, en.code, en.srcTopic = stateIndex(ledger.Open), x.names.id(f.Code), x.names.id(st)
-		en.srcPart, en.srcOff, en.since = f.SourcePartition, f.SourceOffset, f.LastFailedAt.UnixNano()
+		en.srcPart, en.srcOff, en.since = f.SourcePartition, f.SourceOffset, nanos(f.LastFailedAt)
 		en.schema = int32(f.SchemaVersion) //nolint:gosec // a schema version
 		x.dirty = true
 	}
@@ -297,4 +298,25 @@ func (x *Index) addRecord(m *kafka.Message, topic, src string) {
 }
 
 // sinceTime is when en was first quarantined.
-func (en *entry) sinceTime() time.Time { return time.Unix(0, en.since) }
+func (en *entry) sinceTime() time.Time { return timeOf(en.since) }
+
+// zeroTime stands for time.Time{}, whose UnixNano is undefined: a change
+// without a time, a record whose envelope has none. It sorts first, as
+// the zero time does.
+const zeroTime = math.MinInt64
+
+// nanos is t in unix ns, the zero time as zeroTime.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return zeroTime
+	}
+	return t.UnixNano()
+}
+
+// timeOf is the time nanos gave ns.
+func timeOf(ns int64) time.Time {
+	if ns == zeroTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}

@@ -245,7 +245,7 @@ func (x *Index) fill(en *entry, fl *Failure, rec *Record, env *envelope.Failure)
 		Source:        ledger.Source{Topic: x.names.name(en.srcTopic), Partition: en.srcPart, Offset: en.srcOff},
 		SchemaVersion: int(en.schema), ReplayCount: int(en.count), ReplayID: x.names.name(en.replayID), keyHash: en.keyHash, seed: &x.seed}
 	if en.flags&inLedger != 0 {
-		fl.ChangedAt = time.Unix(0, en.at)
+		fl.ChangedAt = timeOf(en.at)
 	}
 	if en.flags&hasRecord == 0 || x.gone(en) {
 		return // none, or gone (retention)
@@ -335,7 +335,7 @@ func (x *Index) Replays(n int) []ReplayTally {
 		t := ReplayTally{ID: x.names.name(id), Actor: rp.actor, Reason: rp.reason, Published: rp.published, Resolved: rp.resolved,
 			FailedAgain: rp.failedAgain}
 		if rp.at != 0 {
-			t.At = time.Unix(0, rp.at)
+			t.At = timeOf(rp.at)
 		}
 		out = append(out, t)
 	}
