@@ -147,7 +147,7 @@ func (x *Index) Apply(p int32, e *Event) {
 	if (e.State == Open || e.State == FailedAgain) && e.At.Before(it.Since) {
 		it.Since = e.At
 	}
-	r := rank(e)
+	r := Rank(e)
 	if e.Outcome == OutcomeDuplicate {
 		if it.State == Replaying && e.ReplayCount >= it.count {
 			it.State = e.State // a copy of a settled failure: settled as that

@@ -136,7 +136,7 @@ type record struct {
 	*Event
 }
 
-// rank orders the changes of one replay count: open, replaying,
+// Rank orders the changes of one replay count: open, replaying,
 // failed-again, discarded, resolved; a duplicate (a copy recognised later)
 // last.
 //
@@ -148,7 +148,7 @@ type record struct {
 // whose discard it has read by the record's turn, so for every interleaving
 // the fold and the outputs agree: discarded and nothing output, or resolved
 // and output once.
-func rank(e *Event) int {
+func Rank(e *Event) int {
 	switch {
 	case e.Outcome == OutcomeDuplicate:
 		return 6 // says something about a copy, changes nothing
@@ -170,7 +170,7 @@ func Before(a, b *Event) bool {
 	if a.ReplayCount != b.ReplayCount {
 		return a.ReplayCount < b.ReplayCount
 	}
-	if ra, rb := rank(a), rank(b); ra != rb {
+	if ra, rb := Rank(a), Rank(b); ra != rb {
 		return ra < rb
 	}
 	return a.At.Before(b.At)

@@ -155,22 +155,6 @@ func stateIndex(s ledger.State) uint8 {
 	return 0
 }
 
-func rank(e *ledger.Event) uint8 {
-	switch {
-	case e.Outcome == ledger.OutcomeDuplicate:
-		return 6
-	case e.State == ledger.Open:
-		return 1
-	case e.State == ledger.Replaying:
-		return 2
-	case e.State == ledger.FailedAgain:
-		return 3
-	case e.State == ledger.Discarded:
-		return 4
-	}
-	return 5
-}
-
 // applyLedger folds one state-topic record; records of other keys are
 // skipped.
 func (x *Index) applyLedger(m *kafka.Message) {
@@ -195,7 +179,7 @@ func (x *Index) applyLedger(m *kafka.Message) {
 func (x *Index) apply(e *ledger.Event, l loc) {
 	i := x.get(e.ID)
 	en := x.entry(i)
-	o := ord{count: int32(e.ReplayCount), rank: rank(e), at: nanos(e.At)} //nolint:gosec // a replay count
+	o := ord{count: int32(e.ReplayCount), rank: uint8(ledger.Rank(e)), at: nanos(e.At)} //nolint:gosec // a replay count
 	code, replay := x.names.id(e.Code), x.names.id(e.ReplayID)
 	since := en.since
 	switch {

@@ -14,28 +14,6 @@ import (
 	"relay/internal/ledger"
 )
 
-// WriteJSONLines writes items as JSON Lines: one JSON object a line.
-func WriteJSONLines(w io.Writer, items []Item) {
-	enc := json.NewEncoder(w)
-	for _, it := range items {
-		_ = enc.Encode(it)
-	}
-}
-
-// WriteTable writes items as a table, their ages at now.
-func WriteTable(w io.Writer, items []Item, now time.Time) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAILURE ID\tSTATE\tCODE\tAGE\tSCHEMA\tREPLAYS\tRECORD")
-	for _, it := range items {
-		sv := "-"
-		if it.SchemaVersion > 0 {
-			sv = "v" + strconv.Itoa(it.SchemaVersion)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.ID, it.State, it.Code, Age(now.Sub(it.Since)), sv, it.ReplayCount, it.Record)
-	}
-	_ = tw.Flush()
-}
-
 // WriteText writes the stats as text, the headroom at now.
 func (st Stats) WriteText(w io.Writer, now time.Time) {
 	fmt.Fprintf(w, "failures by state:")
@@ -72,8 +50,8 @@ func Age(d time.Duration) string {
 
 // Streamed lists: what `relay quarantine list` prints of an index,
 // written as the index is walked, so the command's memory does not grow
-// with the rows. The output is the same as WriteTable's and
-// WriteJSONLines's, and cli.WriteJSON's of the items.
+// with the rows: a table aligned as text/tabwriter aligns it, JSON Lines,
+// or what cli.WriteJSON writes of the items.
 
 // tableRow is an item's cells as WriteTable writes them.
 func tableRow(it *Item, now time.Time) [7]string {

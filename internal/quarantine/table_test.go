@@ -2,9 +2,13 @@ package quarantine
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"strconv"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"relay/internal/cli"
@@ -30,7 +34,7 @@ func TestStreamedListsAsWritten(t *testing.T) {
 		for _, f := range []*Filter{{Partition: -1}, {Partition: 1}, {Partition: -1, Codes: []string{"HOOK_TIMEOUT"}}} {
 			items := x.Items(f, now)
 			var want, got bytes.Buffer
-			WriteTable(&want, items, now)
+			writeTable(&want, items, now)
 			if err := x.StreamTable(&got, f, now); err != nil || got.String() != want.String() {
 				t.Fatalf("seed %d table:\n%s\nwant\n%s", seed, got.String(), want.String())
 			}
@@ -42,7 +46,7 @@ func TestStreamedListsAsWritten(t *testing.T) {
 			}
 			want.Reset()
 			got.Reset()
-			WriteJSONLines(&want, items)
+			writeJSONLines(&want, items)
 			if err := x.StreamJSON(&got, f, now, true); err != nil || got.String() != want.String() {
 				t.Fatalf("seed %d json lines:\n%s\nwant\n%s", seed, got.String(), want.String())
 			}
@@ -60,8 +64,32 @@ func TestStreamedTableCountsCharacters(t *testing.T) {
 	}
 	f := &Filter{Partition: -1}
 	var want, got bytes.Buffer
-	WriteTable(&want, x.Items(f, now), now)
+	writeTable(&want, x.Items(f, now), now)
 	if err := x.StreamTable(&got, f, now); err != nil || got.String() != want.String() {
 		t.Fatalf("table:\n%s\nwant\n%s", got.String(), want.String())
 	}
+}
+
+// writeJSONLines is JSON Lines of items, as the command wrote them before
+// it streamed: the reference.
+func writeJSONLines(w io.Writer, items []Item) {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		_ = enc.Encode(it)
+	}
+}
+
+// writeTable is items as a table aligned by text/tabwriter, as the
+// command wrote it before it streamed: the reference.
+func writeTable(w io.Writer, items []Item, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAILURE ID\tSTATE\tCODE\tAGE\tSCHEMA\tREPLAYS\tRECORD")
+	for _, it := range items {
+		sv := "-"
+		if it.SchemaVersion > 0 {
+			sv = "v" + strconv.Itoa(it.SchemaVersion)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.ID, it.State, it.Code, Age(now.Sub(it.Since)), sv, it.ReplayCount, it.Record)
+	}
+	_ = tw.Flush()
 }

@@ -131,13 +131,21 @@ type Stats struct {
 }
 
 // Stats summarises the index at now, as the gauges do.
-func (x *Index) Stats(now time.Time) Stats { return statsOf(x.Summary(), now) }
+func (x *Index) Stats(now time.Time) Stats {
+	sum := x.Summary()
+	out := Stats{ByState: sum.ByState, Headroom: map[string]int64{}, Deadline: sum.Deadline}
+	for _, c := range sum.ByCode {
+		out.ByCode = append(out.ByCode, CodeStats{c, int64(now.Sub(c.Oldest).Seconds())})
+	}
+	for t, d := range sum.Deadline {
+		out.Headroom[t] = int64(d.Sub(now).Seconds())
+	}
+	return out
+}
 
 // Summary summarises the index as the gauges do.
 func (x *Index) Summary() ledger.Summary {
-	x.mu.RLock()
-	ret := maps.Clone(x.retention)
-	x.mu.RUnlock()
+	ret := x.Retention()
 	z := ledger.NewSummarizer(func(t string) (time.Duration, bool) {
 		r, ok := ret[t]
 		return r, ok
@@ -159,15 +167,4 @@ func (x *Index) Retention() map[string]time.Duration {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return maps.Clone(x.retention)
-}
-
-func statsOf(sum ledger.Summary, now time.Time) Stats {
-	out := Stats{ByState: sum.ByState, Headroom: map[string]int64{}, Deadline: sum.Deadline}
-	for _, c := range sum.ByCode {
-		out.ByCode = append(out.ByCode, CodeStats{c, int64(now.Sub(c.Oldest).Seconds())})
-	}
-	for t, d := range sum.Deadline {
-		out.Headroom[t] = int64(d.Sub(now).Seconds())
-	}
-	return out
 }

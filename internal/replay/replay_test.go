@@ -82,7 +82,7 @@ func TestChooseSkipsSettledAndCountsThem(t *testing.T) {
 		s.ByID[f.ID] = f
 	}
 	o := options(t, now, func(o *Options) { o.Filter.Codes = "X" })
-	sel, err := Choose(s, o, now)
+	sel, err := choose(s, o, now)
 	if err != nil || len(sel.Records) != 1 || sel.Records[0].ID != "orders/0/0" {
 		t.Fatalf("selected %v %v", ids(sel.Records), err)
 	}
@@ -93,11 +93,11 @@ func TestChooseSkipsSettledAndCountsThem(t *testing.T) {
 	}
 	o = options(t, now, func(o *Options) { o.IDs = "orders/0/4,orders/0/9" })
 	var in *quarantine.InputError
-	if _, err := Choose(s, o, now); !errors.As(err, &in) || !strings.Contains(err.Error(), "orders/0/9") {
+	if _, err := choose(s, o, now); !errors.As(err, &in) || !strings.Contains(err.Error(), "orders/0/9") {
 		t.Fatalf("an unknown id must be refused as bad input: %v", err)
 	}
 	o = options(t, now, func(o *Options) { o.IDs = "orders/0/4" })
-	if sel, _ := Choose(s, o, now); len(sel.Records) != 1 {
+	if sel, _ := choose(s, o, now); len(sel.Records) != 1 {
 		t.Fatal("a failed-again record named by id is replayed: that is a person's decision")
 	}
 }
@@ -131,4 +131,13 @@ func TestCheckNamesEveryProblem(t *testing.T) {
 	if err := o.Check(time.Now()); err == nil || !strings.Contains(err.Error(), "no selection") {
 		t.Errorf("no selection: %v", err)
 	}
+}
+
+// choose is the selection on a snapshot as Prepare makes it on the index
+// and then on the failures it read whole: explicit ids must exist.
+func choose(s *quarantine.Snapshot, o *Options, now time.Time) (*Selection, error) {
+	if err := missing(o, func(id string) bool { return s.ByID[id] != nil }); err != nil {
+		return nil, err
+	}
+	return chooseFrom(s, o, now, nil), nil
 }

@@ -20,19 +20,11 @@ type Selection struct {
 	Bytes   int
 }
 
-// Choose applies the selection of o (checked) to a snapshot: explicit ids
-// must exist; settled, in-flight and expired failures are skipped and
-// counted. The records come in source order (topic, partition, offset), so
-// a key's records are replayed in their order.
-func Choose(s *quarantine.Snapshot, o *Options, now time.Time) (*Selection, error) {
-	if err := missing(o, func(id string) bool { return s.ByID[id] != nil }); err != nil {
-		return nil, err
-	}
-	return chooseFrom(s, o, now, nil), nil
-}
-
-// chooseFrom is Choose without the check of explicit ids, its skips
-// added to skipped's (nil: none).
+// chooseFrom applies the selection of o (checked) to a snapshot, its
+// skips added to skipped's (nil: none): settled, in-flight and expired
+// failures are skipped and counted. The records come in source order
+// (topic, partition, offset), so a key's records are replayed in their
+// order. Explicit ids are checked on the index, by chooseIDs.
 func chooseFrom(s *quarantine.Snapshot, o *Options, now time.Time, skipped map[string]int) *Selection {
 	sel := &Selection{Skipped: map[string]int{}}
 	for why, n := range skipped {
