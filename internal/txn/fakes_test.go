@@ -48,6 +48,7 @@ type fakeConsumer struct {
 	onIdle    func()
 	cb        kafka.RebalanceCb
 	committed map[int32]kafka.Offset // partition → committed offset
+	metadata  map[int32]string       // partition → its committed offset's metadata
 	// partErrs: the next Committed calls answer these partitions with
 	// an error and offset -1001, as librdkafka does per partition.
 	partErrs    []int32
@@ -106,6 +107,9 @@ func (c *fakeConsumer) Committed(parts []kafka.TopicPartition, _ int) ([]kafka.T
 			off = kafka.OffsetInvalid
 		}
 		out[i] = kafka.TopicPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: off}
+		if md, ok := c.metadata[tp.Partition]; ok {
+			out[i].Metadata = &md
+		}
 		if len(c.partErrs) > 0 && c.partErrs[0] == tp.Partition {
 			c.partErrs = c.partErrs[1:]
 			out[i].Offset = kafka.OffsetInvalid

@@ -303,6 +303,24 @@ func (l *Loop) produceAll(tp tpKey, rec *Record, outs []Output) error {
 	return nil
 }
 
+// offsets are what the open transaction commits: each partition's next
+// record, or a Floors handler's floor with its metadata.
+func (l *Loop) offsets() []kafka.TopicPartition {
+	offsets := make([]kafka.TopicPartition, 0, len(l.next))
+	f, floors := l.handler.(Floors)
+	for k, off := range l.next {
+		if !floors {
+			offsets = append(offsets, k.at(off))
+			continue
+		}
+		at, md := f.Floor(TopicPartition{Topic: k.topic, Partition: k.partition}, off)
+		tp := k.at(min(at, off))
+		tp.Metadata = &md
+		offsets = append(offsets, tp)
+	}
+	return offsets
+}
+
 // clocked notes that the coordinator may hear of the open transaction
 // from now on (a produce or an offset send registers it there).
 func (l *Loop) clocked() {
@@ -324,10 +342,7 @@ func (l *Loop) end(ctx context.Context, why string) {
 		return
 	}
 	start := time.Now()
-	offsets := make([]kafka.TopicPartition, 0, len(l.next))
-	for k, off := range l.next {
-		offsets = append(offsets, k.at(off))
-	}
+	offsets := l.offsets()
 	var err error
 	h := l.producer
 	l.clocked()

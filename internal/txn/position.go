@@ -24,8 +24,43 @@ func (l *Loop) rewind(ctx context.Context) {
 	if len(parts) == 0 {
 		return
 	}
-	// Without the committed offsets relay cannot tell where to resume, so
-	// it waits for them; consuming on would commit past lost records.
+	committed, err := l.committedOf(ctx, parts)
+	if err != nil {
+		l.fatal = err
+		return
+	}
+	for _, c := range committed {
+		k := keyOf(c)
+		target := int64(c.Offset)
+		if target < 0 {
+			target = l.first[k]
+		}
+		if _, waiting := l.paused[k]; waiting {
+			// The rewind goes back before the record it waited for;
+			// the records in between are due now (the handler keeps
+			// the wait of the record itself).
+			delete(l.paused, k)
+			if err := l.resume(k); err != nil {
+				l.fatal = err
+				return
+			}
+		}
+		if err := l.consumer.Seek(k.at(target), 0); err != nil {
+			l.fatal = fmt.Errorf("%w: rewind %s to %d: %w", ErrFatal, k, target, err)
+			return
+		}
+		l.log.Info("rewound partition", "topic", k.topic, "partition", k.partition, "offset", target)
+		if err := l.resumeFrom(c, target); err != nil {
+			l.fatal = err
+			return
+		}
+	}
+}
+
+// committedOf fetches the committed offsets (and their metadata) of
+// parts. Without them relay cannot tell where to resume, so it waits for
+// them; consuming on would commit past lost records.
+func (l *Loop) committedOf(ctx context.Context, parts []kafka.TopicPartition) ([]kafka.TopicPartition, error) {
 	var committed []kafka.TopicPartition
 	err := l.persist(ctx, "fetch committed offsets", func() (err error) {
 		err = l.consumerCall("committed", l.set.WedgeAfter, func() (err error) {
@@ -52,32 +87,24 @@ func (l *Loop) rewind(ctx context.Context) {
 		}
 		return nil
 	})
-	if err != nil {
-		l.fatal = err
-		return
+	return committed, err
+}
+
+// resumeFrom tells a Floors handler that a partition is read again from
+// at, with the metadata committed there (c, as Committed answered it).
+func (l *Loop) resumeFrom(c kafka.TopicPartition, at int64) error {
+	f, ok := l.handler.(Floors)
+	if !ok {
+		return nil
 	}
-	for _, c := range committed {
-		k := keyOf(c)
-		target := int64(c.Offset)
-		if target < 0 {
-			target = l.first[k]
-		}
-		if _, waiting := l.paused[k]; waiting {
-			// The rewind goes back before the record it waited for;
-			// the records in between are due now (the handler keeps
-			// the wait of the record itself).
-			delete(l.paused, k)
-			if err := l.resume(k); err != nil {
-				l.fatal = err
-				return
-			}
-		}
-		if err := l.consumer.Seek(k.at(target), 0); err != nil {
-			l.fatal = fmt.Errorf("%w: rewind %s to %d: %w", ErrFatal, k, target, err)
-			return
-		}
-		l.log.Info("rewound partition", "topic", k.topic, "partition", k.partition, "offset", target)
+	k, md := keyOf(c), ""
+	if c.Metadata != nil && int64(c.Offset) >= 0 {
+		md = *c.Metadata
 	}
+	if err := f.Resume(TopicPartition{Topic: k.topic, Partition: k.partition}, at, md); err != nil {
+		return fmt.Errorf("%w: resume %s at %d: %w", ErrFatal, k, at, err)
+	}
+	return nil
 }
 
 // wait pauses a partition until its head record is due and seeks back to

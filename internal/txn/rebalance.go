@@ -42,6 +42,10 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 				return nil
 			}
 		}
+		if err := l.resumeAssigned(e.Partitions); err != nil {
+			l.fatal = err
+			return nil //nolint:nilerr // Run stops on l.fatal, as for the errors above
+		}
 		// Held partitions that came back stay held (a failure to
 		// pause them is fatal, and Run stops).
 		l.restoreStalls(e.Partitions)
@@ -81,6 +85,28 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		l.log.Info("partitions revoked", "partitions", describe(e.Partitions))
 		l.obs.Assigned(len(l.assigned))
 		l.tellOwned()
+	}
+	return nil
+}
+
+// resumeAssigned tells a Floors handler the committed offsets and
+// metadata the assigned partitions are read from.
+func (l *Loop) resumeAssigned(parts []kafka.TopicPartition) error {
+	if _, ok := l.handler.(Floors); !ok {
+		return nil
+	}
+	ctx := l.runCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	committed, err := l.committedOf(ctx, parts)
+	if err != nil {
+		return err
+	}
+	for _, c := range committed {
+		if err := l.resumeFrom(c, int64(c.Offset)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -110,3 +110,22 @@ type TxnListener interface {
 	OnCommit()
 	OnAbort()
 }
+
+// Floors is implemented by a Handler that keeps some of the records it
+// is handed aside, neither written nor settled (key ordering's parked
+// records): their partition then commits below records it has handled,
+// and the commit's metadata says which of those are settled, so that the
+// partition's next reader skips them.
+type Floors interface {
+	// Floor is what partition tp commits when every record below next
+	// has been handled: an offset no higher than next, and the metadata
+	// that goes with it.
+	Floor(tp TopicPartition, next int64) (offset int64, metadata string)
+	// Resume gives the offset a partition is about to be read again
+	// from, with the metadata committed with it ("" if none): after it
+	// is assigned, and after a rewind. A negative offset is a partition
+	// assigned with nothing committed, read from where the consumer's
+	// reset policy says. An error (metadata that cannot be read) stops
+	// relay.
+	Resume(tp TopicPartition, offset int64, metadata string) error
+}

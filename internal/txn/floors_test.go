@@ -1,0 +1,127 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// parker is a Floors handler: a record valued "park" is kept aside (no
+// output); one valued "fail" fails the handler. Its floor is its lowest
+// parked offset, its metadata the parked offsets and next.
+type parker struct {
+	parked  map[int32][]int64
+	resumed []string // "partition@offset:metadata", in order
+	failOn  string   // Resume fails on this metadata
+}
+
+func (p *parker) Handle(_ context.Context, r *Record) ([]Output, error) {
+	switch string(r.Value) {
+	case "park":
+		p.parked[r.Partition] = append(p.parked[r.Partition], r.Offset)
+		return nil, nil
+	case "fail":
+		return nil, errors.New("handler failed")
+	}
+	return []Output{{Topic: "out", Partition: r.Partition, Value: r.Value}}, nil
+}
+
+func (p *parker) Floor(tp TopicPartition, next int64) (int64, string) {
+	ps := p.parked[tp.Partition]
+	if len(ps) == 0 {
+		return next, ""
+	}
+	return ps[0], fmt.Sprint(ps, "<", next)
+}
+
+func (p *parker) Resume(tp TopicPartition, offset int64, metadata string) error {
+	p.resumed = append(p.resumed, fmt.Sprintf("%d@%d:%s", tp.Partition, offset, metadata))
+	if p.failOn != "" && metadata == p.failOn {
+		return errors.New("unreadable metadata")
+	}
+	return nil
+}
+
+func valued(m *kafka.Message, v string) *kafka.Message {
+	m.Value = []byte(v)
+	return m
+}
+
+// A Floors handler's floor and metadata are what a transaction commits;
+// a partition without parked records commits its next offset.
+func TestFloorsSetTheCommittedOffsetAndMetadata(t *testing.T) {
+	h := newHarness(t)
+	ph := &parker{parked: map[int32][]int64{}}
+	h.handler = ph
+	c := h.c
+	c.committed[0], c.metadata = 5, map[int32]string{0: "earlier"}
+	err := h.run(c.assign(0, 1), valued(c.msg(0, 5), "park"), c.msg(0, 6), valued(c.msg(0, 7), "park"), c.msg(0, 8), c.msg(1, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0@5:earlier", "1@-1001:"}; !sameSet(ph.resumed, want) {
+		t.Errorf("resumed %v, want %v (the committed offsets and metadata, on assignment)", ph.resumed, want)
+	}
+	p := h.prods[0]
+	if len(p.sentOffsets) != 1 {
+		t.Fatalf("%d offset sends, want 1", len(p.sentOffsets))
+	}
+	got := map[int32]string{}
+	for _, tp := range p.sentOffsets[0] {
+		md := "<nil>"
+		if tp.Metadata != nil {
+			md = *tp.Metadata
+		}
+		got[tp.Partition] = fmt.Sprintf("%d %s", tp.Offset, md)
+	}
+	if want := map[int32]string{0: "5 [5 7]<9", 1: "4 "}; !maps.Equal(got, want) {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+}
+
+// After an abort, the rewound partitions are resumed at their committed
+// offsets with the metadata committed there; a partition never committed
+// is rewound to the transaction's first offset and resumed there.
+func TestFloorsResumeAfterARewind(t *testing.T) {
+	h := newHarness(t)
+	ph := &parker{parked: map[int32][]int64{}}
+	h.handler = ph
+	c := h.c
+	c.committed[0], c.metadata = 40, map[int32]string{0: "at 40"}
+	err := h.run(c.assign(0, 1), c.msg(1, 7), c.msg(0, 40), valued(c.msg(0, 41), "fail"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0@40:at 40", "1@-1001:", "0@40:at 40", "1@7:"}
+	if !sameSet(ph.resumed[:2], want[:2]) || !sameSet(ph.resumed[2:], want[2:]) {
+		t.Errorf("resumed %v, want %v (assignment, then the rewind)", ph.resumed, want)
+	}
+}
+
+// Metadata the handler cannot read stops relay: taking it for "nothing
+// parked" would handle settled records again.
+func TestFloorsUnreadableMetadataIsFatal(t *testing.T) {
+	h := newHarness(t)
+	h.handler = &parker{parked: map[int32][]int64{}, failOn: "garbled"}
+	c := h.c
+	c.committed[0], c.metadata = 3, map[int32]string{0: "garbled"}
+	err := h.run(c.assign(0), c.msg(0, 3))
+	if !errors.Is(err, ErrFatal) {
+		t.Fatalf("Run returned %v, want ErrFatal", err)
+	}
+	if n := len(h.prods[0].produced); n != 0 {
+		t.Errorf("%d outputs written after unreadable metadata", n)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
