@@ -44,6 +44,10 @@ type Config struct {
 	UnclassifiedAttempts int
 	Ordering             string
 	OrderingHold         bool
+	// KeyPark bounds the followers key ordering parks in memory.
+	KeyParkMaxRecords int
+	KeyParkMaxBytes   int
+	KeyParkMaxWait    time.Duration
 
 	SchemaRegistryURL    string // "" = no admission
 	SchemaRegistryUser   string
@@ -230,6 +234,9 @@ func (p *parser) readFailures(c *Config) {
 	c.UnclassifiedAttempts = p.intRange(EnvUnclassifiedAttempts, 1, 100)
 	c.Ordering = p.enum(EnvOrdering, "unordered", "key", "partition")
 	c.OrderingHold = p.enum(EnvOrderingOnQuarantine, "release", "hold") == "hold"
+	c.KeyParkMaxRecords = p.intRange(EnvKeyParkMaxRecords, 0, 1_000_000)
+	c.KeyParkMaxBytes = p.intRange(EnvKeyParkMaxBytes, 1<<20, 1<<34)
+	c.KeyParkMaxWait = p.duration(EnvKeyParkMaxWait)
 	c.QuarantineObjective = p.duration(EnvQuarantineObjective)
 	c.QuarantineRetention = p.duration(EnvQuarantineRetention)
 	c.OutputRetention = p.duration(EnvOutputRetention)

@@ -36,6 +36,9 @@ const (
 	EnvUnclassifiedAttempts = "RELAY_UNCLASSIFIED_MAX_ATTEMPTS"
 	EnvOrdering             = "RELAY_ORDERING"
 	EnvOrderingOnQuarantine = "RELAY_ORDERING_ON_QUARANTINE"
+	EnvKeyParkMaxRecords    = "RELAY_KEY_PARK_MAX_RECORDS"
+	EnvKeyParkMaxBytes      = "RELAY_KEY_PARK_MAX_BYTES"
+	EnvKeyParkMaxWait       = "RELAY_KEY_PARK_MAX_WAIT"
 	EnvSchemaRegistryURL    = "RELAY_SCHEMA_REGISTRY_URL"
 	EnvSchemaRegistryUser   = "RELAY_SCHEMA_REGISTRY_USER"
 	EnvSchemaRegistrySecret = "RELAY_SCHEMA_REGISTRY_PASSWORD"
@@ -145,6 +148,9 @@ var Vars = []Var{
 	{Name: EnvUnclassifiedAttempts, Default: "2", Help: "attempts at most for an unexpected (unclassified) failure, then `UNCLASSIFIED_EXHAUSTED`"},
 	{Name: EnvOrdering, Default: "key", Help: "ordering policy: `key` (later records of a key follow its failing record through the tiers; other keys flow; durable in the state topic), `partition` (a failing record waits in place, its partition paused, the tier delays as waits) or `unordered` (non-blocking retry tiers, order not kept)"},
 	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: `release` (they go on) or `hold` (they are quarantined too, code `KEY_HELD`)"},
+	{Name: EnvKeyParkMaxRecords, Default: "10000", Help: "key ordering: followers of a blocked key parked in memory at most, per instance (their source offsets stay uncommitted; past the limits they are copied into the head's tier); 0: parking off, every follower is copied"},
+	{Name: EnvKeyParkMaxBytes, Default: "33554432", Help: "key ordering: bytes of parked followers at most, per instance (keys, values, headers and their bookkeeping)"},
+	{Name: EnvKeyParkMaxWait, Default: "30s", Help: "key ordering: a follower is parked only if its key's head is due within this; behind a longer tier it is copied"},
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: `.../apis/ccompat/v7`); empty: values are relayed unchecked"},
 	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user (Confluent Cloud: the API key); with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},
 	{Name: EnvSchemaRegistrySecret, Secret: true, Help: "registry password (Confluent Cloud: the API secret) or bearer token"},

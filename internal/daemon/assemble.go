@@ -11,6 +11,7 @@ import (
 	"relay/internal/envelope"
 	"relay/internal/hook"
 	"relay/internal/kafkaclient"
+	"relay/internal/keyorder"
 	"relay/internal/ledger"
 	"relay/internal/pipeline"
 	"relay/internal/rules"
@@ -82,7 +83,9 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Concurrency = cfg.HookConcurrency
 	}
 	if cfg.Ordering == "key" {
-		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold}
+		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
+			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, Metadata: keyorder.DefaultMetadata,
+		}}
 	}
 	return pipeline.New(o)
 }

@@ -62,6 +62,9 @@ type pass struct {
 	st        tiers.State
 	keyed     bool
 	kr        keyedRecord
+	// parkRefused says why a follower was copied rather than parked ("":
+	// it was not a follower, or parked).
+	parkRefused string
 	// span is the pass's process span and tc its trace context, which the
 	// pass's records carry (nil and empty without a tracer).
 	span trace.Span
@@ -94,6 +97,7 @@ func (m *Machine) Handle(ctx context.Context, rec *txn.Record) ([]txn.Output, er
 // before it is needed; and its partition's stale key states go with it.
 func (m *Machine) finish(rec *txn.Record, outs []txn.Output, err error) ([]txn.Output, error) {
 	if err == nil {
+		m.keys.Drop(partOf(rec), rec.Offset) // a parked record handled at its turn
 		m.waits.resolved(partKey{rec.Topic, rec.Partition}, rec.Offset)
 		outs = append(outs, m.stale.tombstones(m.stateTopic, rec.Partition)...)
 	}
@@ -129,6 +133,9 @@ func (m *Machine) prepare(ctx context.Context, rec *txn.Record) (st *staged, out
 	if !ok {
 		return nil, nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
 	}
+	if m.readAgain(rec) {
+		return nil, nil, nil
+	}
 	p, bad, err := m.identify(rec, origin)
 	if p == nil {
 		return nil, nil, err
@@ -159,6 +166,22 @@ func (m *Machine) prepare(ctx context.Context, rec *txn.Record) (st *staged, out
 	return &staged{p: p, ctx: ctx}, nil, nil
 }
 
+// readAgain says whether rec is a record its partition, read again from
+// a commit with parked records, handles no further: one settled before
+// that commit, or a parked one, which is kept in memory again (still
+// parked) until its turn.
+func (m *Machine) readAgain(rec *txn.Record) bool {
+	part := partOf(rec)
+	if _, _, parked := m.keys.SlotOf(part, rec.Offset); parked {
+		if kept, ok := m.keys.Kept(part, rec.Offset); ok && kept == rec {
+			return false // handed back at its turn
+		}
+		m.keys.Keep(part, rec.Offset, rec, recordSize(rec))
+		return true
+	}
+	return m.keys.Skip(part, rec.Offset)
+}
+
 // settle is what the attempts of st came to: the records of its next
 // state, or an error (a record its partition waits for, or a shutdown).
 // It ends the pass's span.
@@ -184,4 +207,5 @@ var (
 	_ txn.PartitionListener = (*Machine)(nil)
 	_ txn.TxnListener       = (*Machine)(nil)
 	_ txn.StateReloader     = (*Machine)(nil)
+	_ txn.Floors            = (*Machine)(nil)
 )

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"relay/internal/envelope"
+	"relay/internal/keyorder"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
@@ -25,11 +26,14 @@ type keyedRecord struct {
 	sk    string
 	state *keyState // nil: the key is not blocked
 	seq   int64     // the record's place; -1 for a source record of a free key
+	// parked: a parked source record, handed back at its turn.
+	parked bool
 }
 
 // takeTurn puts p in its key's queue (key ordering): a record of a blocked
-// key that is not at its turn follows the key's head into its tier, and
-// done is true. A record at its turn, or of a free key, goes on.
+// key that is not at its turn is parked or follows the key's head into
+// its tier, and done is true. A record at its turn, or of a free key, goes
+// on.
 func (m *Machine) takeTurn(p *pass) (outs []txn.Output, done bool) {
 	p.keyed = m.keyOrder && p.rec.Key != nil && len(p.origin.Routes.Tiers) > 0
 	if !p.keyed {
@@ -37,23 +41,67 @@ func (m *Machine) takeTurn(p *pass) (outs []txn.Output, done bool) {
 	}
 	p.kr = keyedRecord{sk: stateKey(p.origin.Routes.Source, p.rec.Partition, p.rec.Key), seq: -1}
 	p.kr.state = m.keys.get(p.kr.sk)
-	if p.origin.Tier >= 0 {
+	switch {
+	case p.origin.Tier >= 0:
 		p.kr.seq = keySeq(p.rec.Headers)
+	case p.rec.Topic == p.origin.Routes.Source:
+		if _, seq, ok := m.keys.SlotOf(partOf(p.rec), p.rec.Offset); ok {
+			p.kr.seq, p.kr.parked = seq, true
+		}
 	}
 	if p.kr.state == nil {
 		return nil, false
 	}
 	switch {
-	case p.origin.Tier < 0 || p.kr.seq < 0:
+	case p.kr.seq < 0:
 		// A new record of a blocked key joins its queue.
-		seq, ns := p.kr.state.Tail, *p.kr.state
-		ns.Tail++
-		return append(m.follow(p, seq), m.keys.put(p.kr.sk, p.rec.Partition, &ns)), true
+		return m.join(p), true
 	case p.kr.seq != p.kr.state.Next:
 		// Not its turn: back behind the head.
-		return m.follow(p, p.kr.seq), true
+		outs = m.follow(p, p.kr.seq)
+		if p.kr.parked {
+			// Not expected (a parked record is handed back at its
+			// turn); it waits in the tier now.
+			outs = append(outs, m.keys.put(p.kr.sk, p.rec.Partition, keyorder.Unpark(p.kr.state, p.kr.seq)))
+		}
+		return outs, true
 	}
 	return nil, false
+}
+
+// join puts a new record of a blocked key at the end of its queue: parked
+// when the limits allow, else into its head's tier.
+func (m *Machine) join(p *pass) []txn.Output {
+	ks := p.kr.state
+	if p.rec.Topic == p.origin.Routes.Source {
+		part, size := partOf(p.rec), recordSize(p.rec)
+		ok, why := m.keys.CanPark(m.keys.Park, part, p.rec.Offset, size, ks.NotBefore, m.now())
+		if ok {
+			ns, _ := keyorder.Park(ks, p.rec.Offset)
+			m.keys.Keep(part, p.rec.Offset, p.rec, size)
+			m.count(ledger.OutcomeRetry, CodeKeyBlocked)
+			p.traceOutcome(ledger.OutcomeRetry, tiers.Ordering.String(), CodeKeyBlocked, "parked behind "+ks.Head+", an earlier record of its key")
+			return []txn.Output{m.keys.put(p.kr.sk, p.rec.Partition, ns)}
+		}
+		p.parkRefused = why
+	}
+	seq, ns := ks.Tail, *ks
+	ns.Tail++
+	return append(m.follow(p, seq), m.keys.put(p.kr.sk, p.rec.Partition, &ns))
+}
+
+func partOf(rec *txn.Record) keyorder.Part {
+	return keyorder.Part{Topic: rec.Topic, Partition: rec.Partition}
+}
+
+// recordSize is what a parked record costs in memory: its bytes, and
+// about what Go keeps around them.
+func recordSize(rec *txn.Record) int64 {
+	n := int64(len(rec.Topic) + len(rec.Key) + len(rec.Value) + 160)
+	for _, h := range rec.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 40)
+	}
+	return n
 }
 
 // follow writes p's record behind the head of its key: into the head's
@@ -125,7 +173,11 @@ func (m *Machine) keyedOutcome(p *pass, d tiers.Decision, outs []txn.Output) []t
 	switch d.Kind {
 	case tiers.RetryTier:
 		ns := &keyState{Next: 0, Tail: 1}
-		if kr.state != nil {
+		switch {
+		case kr.parked:
+			// A parked record at its turn: it waits in the tier now.
+			ns = keyorder.Unpark(kr.state, kr.seq)
+		case kr.state != nil:
 			c := *kr.state
 			ns = &c
 		}
@@ -145,15 +197,7 @@ func (m *Machine) keyedOutcome(p *pass, d tiers.Decision, outs []txn.Output) []t
 
 // advance resolves the record at the head of a key's queue; nil when
 // nothing of the key is outstanding any more.
-func advance(ks *keyState) *keyState {
-	ns := *ks
-	ns.Next++
-	ns.Head = ""
-	if ns.Next >= ns.Tail {
-		return nil
-	}
-	return &ns
-}
+func advance(ks *keyState) *keyState { return keyorder.Advance(ks) }
 
 // keySeq reads relay.key.seq; -1 if absent or unreadable.
 func keySeq(headers []txn.Header) int64 {

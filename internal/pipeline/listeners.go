@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"relay/internal/keyorder"
+	"relay/internal/txn"
 )
 
 // The machine follows the transaction loop: what a transaction did is
@@ -102,3 +104,19 @@ func (m *Machine) forgetState(partitions []int32) {
 	}
 	m.stale.forget(partitions)
 }
+
+// Floor implements txn.Floors: a partition with parked records commits
+// at the lowest, with the parked set as metadata.
+func (m *Machine) Floor(tp txn.TopicPartition, next int64) (int64, string) {
+	return m.keys.Floor(keyorder.Part(tp), next)
+}
+
+// Resume implements txn.Floors: a partition read again drops its parked
+// records from memory (they are read again too), and the parked set it
+// was committed with says which of its records are settled.
+func (m *Machine) Resume(tp txn.TopicPartition, offset int64, metadata string) error {
+	return m.keys.Resume(keyorder.Part(tp), offset, metadata)
+}
+
+// Due implements txn.Floors: the parked records whose turn has come.
+func (m *Machine) Due() []*txn.Record { return m.keys.Ready() }

@@ -68,7 +68,7 @@ func TestKeyStateFormatVersion(t *testing.T) {
 	skipped, err := k.Restore(map[string][]byte{
 		stateKey("orders", 0, []byte("old")):   []byte(`{"next":1,"tail":3,"tier":0}`),
 		stateKey("orders", 0, []byte("v1")):    []byte(`{"v":1,"next":0,"tail":1,"tier":1}`),
-		stateKey("orders", 0, []byte("newer")): []byte(`{"v":2,"queue":[1,2]}`),
+		stateKey("orders", 0, []byte("newer")): []byte(`{"v":3,"queue":[1,2]}`),
 	})
 	if err != nil || len(skipped) != 1 || k.Blocked() != 2 || k.get(stateKey("orders", 0, []byte("newer"))) != nil {
 		t.Fatalf("restore: skipped %v, err %v, %d blocked; want the newer one skipped and the others restored", skipped, err, k.Blocked())

@@ -16,15 +16,27 @@ import (
 // parked offset, its metadata the parked offsets and next.
 type parker struct {
 	parked  map[int32][]int64
+	kept    []*Record // parked records, handed back after a "release"
+	due     []*Record
+	handled []string // "partition/offset" of every Handle call
 	resumed []string // "partition@offset:metadata", in order
 	failOn  string   // Resume fails on this metadata
 }
 
 func (p *parker) Handle(_ context.Context, r *Record) ([]Output, error) {
+	p.handled = append(p.handled, fmt.Sprintf("%d/%d", r.Partition, r.Offset))
+	if i := slices.Index(p.due, r); i >= 0 {
+		p.due = slices.Delete(p.due, i, i+1)
+		p.parked[r.Partition] = slices.DeleteFunc(p.parked[r.Partition], func(o int64) bool { return o == r.Offset })
+		return []Output{{Topic: "out", Partition: r.Partition, Value: []byte("was parked")}}, nil
+	}
 	switch string(r.Value) {
 	case "park":
 		p.parked[r.Partition] = append(p.parked[r.Partition], r.Offset)
+		p.kept = append(p.kept, r)
 		return nil, nil
+	case "release":
+		p.due, p.kept = append(p.due, p.kept...), nil
 	case "fail":
 		return nil, errors.New("handler failed")
 	}
@@ -45,6 +57,28 @@ func (p *parker) Resume(tp TopicPartition, offset int64, metadata string) error 
 		return errors.New("unreadable metadata")
 	}
 	return nil
+}
+
+func (p *parker) Due() []*Record { return slices.Clone(p.due) }
+
+// A record the handler kept aside is handed to it again when due: it is
+// written in the transaction then, and the floor moves up past it.
+func TestFloorsDueRecordsAreHandledAgain(t *testing.T) {
+	h := newHarness(t)
+	ph := &parker{parked: map[int32][]int64{}}
+	h.handler = ph
+	c := h.c
+	err := h.run(c.assign(0), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "park"), c.msg(0, 3), valued(c.msg(0, 4), "release"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0/1", "0/2", "0/3", "0/4", "0/1", "0/2"}; !slices.Equal(ph.handled, want) {
+		t.Errorf("handled %v, want %v", ph.handled, want)
+	}
+	p := h.prods[0]
+	if len(p.produced) != 4 || len(p.sentOffsets) != 1 || offsetsOf(p.sentOffsets[0])[0] != 5 {
+		t.Fatalf("%d outputs, offsets %v; want 4 and 5", len(p.produced), p.sentOffsets)
+	}
 }
 
 func valued(m *kafka.Message, v string) *kafka.Message {

@@ -82,6 +82,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		case *kafka.Stats:
 			l.obs.Statistics(kindConsumer, ev.String())
 		}
+		if f, ok := l.handler.(Floors); ok && ctx.Err() == nil {
+			l.handleDue(ctx, f)
+		}
 		if ctx.Err() != nil {
 			// Stopping: the open transaction is committed below, under
 			// the shutdown's own bound. Ended here it would run with the
@@ -170,21 +173,26 @@ func (l *Loop) admissible(m *kafka.Message) (tpKey, bool) {
 		return tpKey{}, false
 	}
 	tp := keyOf(m.TopicPartition)
+	return tp, l.takes(tp)
+}
+
+// takes says whether a record of tp is to be handled now.
+func (l *Loop) takes(tp tpKey) bool {
 	if !l.assigned[tp] {
 		// A message fetched before a revoke is stale: its partition has
 		// gone to another member and the offset must not be committed.
-		return tp, false
+		return false
 	}
 	if _, waiting := l.paused[tp]; waiting {
 		// Fetched before the partition was paused and rewound to a
 		// record that is not due: it comes again after that record.
-		return tp, false
+		return false
 	}
 	if st, ok := l.stalls[tp]; ok && st.held {
 		// Fetched before the partition was held back: it comes again.
-		return tp, false
+		return false
 	}
-	return tp, true
+	return true
 }
 
 // handle runs one source record through the handler and adds its outputs
@@ -194,11 +202,16 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	if !ok {
 		return
 	}
-	l.include(tp, int64(m.TopicPartition.Offset))
+	l.handleRecord(ctx, tp, toRecord(m))
+}
+
+// handleRecord is handle's work on rec, a record of tp read now or kept
+// aside by the handler (see Floors).
+func (l *Loop) handleRecord(ctx context.Context, tp tpKey, rec *Record) {
+	l.include(tp, rec.Offset)
 	if !l.begin(ctx) {
 		return
 	}
-	rec := toRecord(m)
 	outs, err := l.handler.Handle(l.handlerCtx(ctx), rec)
 	if err != nil {
 		if l.handlerFailed(ctx, tp, rec, err) {
@@ -211,6 +224,36 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 		return
 	}
 	l.applied(tp, rec.Offset, len(outs))
+}
+
+// handleDue hands a Floors handler's records whose turn has come to it
+// again, until none is left or the transaction is full. A record of a
+// partition not taken now (paused, held back) waits for a later round.
+func (l *Loop) handleDue(ctx context.Context, f Floors) {
+	var seen map[*Record]bool
+	for l.fatal == nil && l.twin == nil && l.records < l.set.MaxRecords {
+		handled := 0
+		for _, rec := range f.Due() {
+			tp := tpKey{topic: rec.Topic, partition: rec.Partition}
+			if !l.takes(tp) || seen[rec] {
+				// A record handed back twice would be a handler's bug:
+				// it is not handled twice in one round.
+				continue
+			}
+			if seen == nil {
+				seen = map[*Record]bool{}
+			}
+			seen[rec] = true
+			l.handleRecord(ctx, tp, rec)
+			if !l.open || l.fatal != nil || ctx.Err() != nil {
+				return // it did not go through: the transaction ended, or relay stops
+			}
+			handled++
+		}
+		if handled == 0 {
+			return
+		}
+	}
 }
 
 // include makes tp part of the open transaction from offset on, whatever

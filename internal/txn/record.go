@@ -128,4 +128,9 @@ type Floors interface {
 	// reset policy says. An error (metadata that cannot be read) stops
 	// relay.
 	Resume(tp TopicPartition, offset int64, metadata string) error
+	// Due are records kept aside whose turn has come: the loop hands
+	// each to Handle again, as it would a record just read (its offset
+	// is below the partition's next; it changes no offset but the
+	// floor).
+	Due() []*Record
 }

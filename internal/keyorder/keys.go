@@ -1,0 +1,145 @@
+package keyorder
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// State is one blocked key: its records with seq in [Next, Tail) are
+// outstanding, in order, and Next may be processed now. Each is either in
+// a tier (copied there behind the head) or parked: kept in memory and
+// still in its source partition, which commits no further than it.
+type State struct {
+	Next      int64     `json:"next"`
+	Tail      int64     `json:"tail"`
+	Tier      int       `json:"tier"`      // tier of the head's latest hop
+	NotBefore time.Time `json:"notBefore"` // the head's due time
+	Held      bool      `json:"held,omitempty"`
+	Head      string    `json:"head,omitempty"` // failure id of the head, for operators
+	// Parked are the key's parked records, by ascending seq (and source
+	// offset).
+	Parked []Slot `json:"parked,omitempty"`
+}
+
+// Slot is a parked record: its place in its key's queue and its offset
+// in the key's source partition.
+type Slot struct {
+	Seq    int64 `json:"seq"`
+	Offset int64 `json:"offset"`
+}
+
+// Format versions of the key states relay writes (their field "v"): a
+// state with parked records is version 2, which a relay without parking
+// skips (with a warning) instead of misreading; any other is version 1,
+// as before. A record without "v" was written before records had
+// versions and is version 1.
+const (
+	stateVersion       = 1
+	parkedStateVersion = 2
+	readsUpTo          = parkedStateVersion
+)
+
+type versioned struct {
+	V int `json:"v"`
+}
+
+// Part is a source partition.
+type Part struct {
+	Topic     string
+	Partition int32
+}
+
+// StateKey identifies a key in the state topic: its source topic, source
+// partition and bytes.
+func StateKey(topic string, partition int32, key []byte) string {
+	return "key|" + topic + "|" + strconv.Itoa(int(partition)) + "|" + b64(key)
+}
+
+// PartOf is the source partition of a state key.
+func PartOf(sk string) (Part, bool) {
+	parts := strings.Split(sk, "|")
+	if len(parts) != 4 || parts[0] != "key" {
+		return Part{}, false
+	}
+	p, err := strconv.Atoi(parts[2])
+	if err != nil {
+		return Part{}, false
+	}
+	return Part{Topic: parts[1], Partition: int32(p)}, true
+}
+
+// Encode is s as a state-topic value.
+func (s *State) Encode() []byte {
+	v := stateVersion
+	if len(s.Parked) > 0 {
+		v = parkedStateVersion
+	}
+	b, _ := json.Marshal(struct { // plain structs: cannot fail
+		versioned
+		*State
+	}{versioned{v}, s})
+	return b
+}
+
+// DecodeState reads a state-topic value of key sk. newer is an error for a
+// state of a format this relay does not read (the caller warns and skips
+// it); err is one that cannot be read at all.
+func DecodeState(sk string, v []byte) (s *State, newer, err error) {
+	var ver versioned
+	if err := json.Unmarshal(v, &ver); err != nil {
+		return nil, nil, fmt.Errorf("state record %q is not readable: %w", sk, err)
+	}
+	if ver.V > readsUpTo {
+		return nil, fmt.Errorf("key state %q has format version %d; this relay reads up to %d (written by a newer relay?): skipped, so the key's records are not held back in order",
+			sk, ver.V, readsUpTo), nil
+	}
+	s = &State{}
+	if err := json.Unmarshal(v, s); err != nil {
+		return nil, nil, fmt.Errorf("state record %q is not readable: %w", sk, err)
+	}
+	return s, nil, nil
+}
+
+// clone copies s, its parked slots too: a state in the map is never
+// changed in place, so a journal entry stays what it was.
+func (s *State) clone() *State {
+	c := *s
+	c.Parked = slices.Clone(s.Parked)
+	return &c
+}
+
+// Advance resolves the record at the head of a key's queue; nil when
+// nothing of the key is outstanding any more.
+func Advance(s *State) *State {
+	ns := s.clone()
+	ns.Next++
+	ns.Head = ""
+	if len(ns.Parked) > 0 && ns.Parked[0].Seq < ns.Next {
+		ns.Parked = ns.Parked[1:] // the head was parked: handled now
+	}
+	if ns.Next >= ns.Tail {
+		return nil
+	}
+	return ns
+}
+
+// Unpark is s without the parked slot of seq (a parked record that went
+// to a tier: it is outstanding there now).
+func Unpark(s *State, seq int64) *State {
+	ns := s.clone()
+	ns.Parked = slices.DeleteFunc(ns.Parked, func(sl Slot) bool { return sl.Seq == seq })
+	return ns
+}
+
+// Park is s with one more record, parked at offset: its seq is s's tail.
+func Park(s *State, offset int64) (ns *State, seq int64) {
+	ns = s.clone()
+	seq = ns.Tail
+	ns.Tail++
+	ns.Parked = append(ns.Parked, Slot{Seq: seq, Offset: offset})
+	return ns, seq
+}

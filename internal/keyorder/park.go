@@ -1,0 +1,268 @@
+package keyorder
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Limits bound parking. A follower of a blocked key is parked (kept in
+// memory, its source offset uncommitted) only while all of them hold;
+// else it is copied into its head's tier, as without parking.
+type Limits struct {
+	// Records and Bytes bound the parked records an instance keeps
+	// (their keys, values and headers). Records 0: parking is off.
+	Records int
+	Bytes   int64
+	// Wait is how far ahead its head's due time may be: a key blocked
+	// longer (a long tier) copies its followers, so a commit does not
+	// stay behind for as long.
+	Wait time.Duration
+	// Metadata bounds a partition's parked set as offset metadata, under
+	// the broker's offset.metadata.max.bytes.
+	Metadata int
+}
+
+// DefaultMetadata is the default Metadata: the broker's default
+// offset.metadata.max.bytes (4096), less room for an offset's growth.
+const DefaultMetadata = 4000
+
+type held[R any] struct {
+	rec  R
+	size int64
+}
+
+// parked is what a Set keeps of parked records: the records themselves,
+// those whose turn it is, and, per partition read again from a commit
+// with a parked set, that set until the partition is read past it.
+type parked[R any] struct {
+	mem     map[Part]map[int64]held[R]
+	ready   map[string]int64 // key → offset of its parked record whose turn it is
+	windows map[Part]Parked
+	records int
+	bytes   int64
+}
+
+func (k *parked[R]) init() {
+	if k.mem == nil {
+		k.mem = map[Part]map[int64]held[R]{}
+		k.ready = map[string]int64{}
+		k.windows = map[Part]Parked{}
+	}
+}
+
+// Held is how many parked records are in memory, and their bytes.
+func (k *Set[R]) Held() (records int, bytes int64) { return k.records, k.bytes }
+
+// CanPark says whether a record of size bytes at offset of p may be
+// parked behind a head due at due, under lim; why says what stops it.
+func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.Time) (ok bool, why string) {
+	switch {
+	case lim.Records <= 0:
+		return false, "off"
+	case k.records+1 > lim.Records:
+		return false, "records"
+	case k.bytes+size > lim.Bytes:
+		return false, "bytes"
+	case due.Sub(now) > lim.Wait:
+		return false, "wait"
+	}
+	offs := append(k.ParkedOffsets(p), offset)
+	slices.Sort(offs)
+	hi := offset + 1
+	if w, ok := k.windows[p]; ok {
+		offs = append(offs, w.Offsets...)
+		slices.Sort(offs)
+		offs = slices.Compact(offs)
+		hi = max(hi, w.Hi)
+	}
+	hi = max(hi, offs[len(offs)-1]+1)
+	if EncodedLen(Parked{Offsets: offs, Hi: hi}) > lim.Metadata {
+		return false, "metadata"
+	}
+	return true, ""
+}
+
+// Keep keeps rec, the record at offset of p, in memory: a record parked
+// now, or a parked record read again.
+func (k *Set[R]) Keep(p Part, offset int64, rec R, size int64) {
+	k.init()
+	m := k.mem[p]
+	if m == nil {
+		m = map[int64]held[R]{}
+		k.mem[p] = m
+	}
+	if old, ok := m[offset]; ok {
+		k.records--
+		k.bytes -= old.size
+	}
+	m[offset] = held[R]{rec: rec, size: size}
+	k.records++
+	k.bytes += size
+	if r, ok := k.slots[p][offset]; ok {
+		k.recheck(r.sk)
+	}
+}
+
+// Kept is the record kept at offset of p, if any.
+func (k *Set[R]) Kept(p Part, offset int64) (rec R, ok bool) {
+	h, ok := k.mem[p][offset]
+	return h.rec, ok
+}
+
+// Drop lets the record at offset of p go from memory unless a state still
+// parks it there.
+func (k *Set[R]) Drop(p Part, offset int64) {
+	if _, parked := k.slots[p][offset]; parked {
+		return
+	}
+	k.drop(p, offset)
+}
+
+func (k *Set[R]) drop(p Part, offset int64) {
+	m := k.mem[p]
+	h, ok := m[offset]
+	if !ok {
+		return
+	}
+	delete(m, offset)
+	if len(m) == 0 {
+		delete(k.mem, p)
+	}
+	k.records--
+	k.bytes -= h.size
+}
+
+// recheck notes whether the parked record at the head of sk's queue is
+// in memory: its turn has come.
+func (k *Set[R]) recheck(sk string) {
+	delete(k.ready, sk)
+	s := k.states[sk]
+	if s == nil || len(s.Parked) == 0 || s.Parked[0].Seq != s.Next {
+		return
+	}
+	p, ok := PartOf(sk)
+	if !ok {
+		return
+	}
+	if _, in := k.mem[p][s.Parked[0].Offset]; in {
+		k.ready[sk] = s.Parked[0].Offset
+	}
+}
+
+// Ready are the parked records whose turn has come, by partition and
+// offset: they are to be handled again.
+func (k *Set[R]) Ready() []R {
+	if len(k.ready) == 0 {
+		return nil
+	}
+	type at struct {
+		p   Part
+		off int64
+	}
+	ats := make([]at, 0, len(k.ready))
+	for sk, off := range k.ready {
+		p, _ := PartOf(sk)
+		ats = append(ats, at{p, off})
+	}
+	slices.SortFunc(ats, func(a, b at) int {
+		return cmp.Or(cmp.Compare(a.p.Topic, b.p.Topic), cmp.Compare(a.p.Partition, b.p.Partition), cmp.Compare(a.off, b.off))
+	})
+	out := make([]R, len(ats))
+	for i, a := range ats {
+		out[i] = k.mem[a.p][a.off].rec
+	}
+	return out
+}
+
+// Resume is a partition being read again from offset, committed with
+// metadata: the parked records it kept are read again too, so memory
+// lets them go, and the parked set committed (if any) tells which
+// records up to its handled position are settled.
+func (k *Set[R]) Resume(p Part, offset int64, metadata string) error {
+	k.init()
+	for off := range k.mem[p] {
+		k.drop(p, off)
+		if r, ok := k.slots[p][off]; ok {
+			k.recheck(r.sk)
+		}
+	}
+	delete(k.windows, p)
+	w, ok, err := Decode(offset, metadata)
+	if err != nil {
+		return fmt.Errorf("%s[%d]: %w", p.Topic, p.Partition, err)
+	}
+	if ok {
+		k.windows[p] = w
+	}
+	return nil
+}
+
+// Skip says whether the record at offset of p was settled before the
+// commit its partition was read again from: it is not handled again.
+func (k *Set[R]) Skip(p Part, offset int64) bool {
+	w, ok := k.windows[p]
+	if !ok {
+		return false
+	}
+	if offset >= w.Hi {
+		delete(k.windows, p) // read past it
+		return false
+	}
+	return w.Settled(offset)
+}
+
+// Floor is what p commits when its records below next are handled: its
+// lowest parked offset, and the parked set as metadata; next and no
+// metadata when nothing is parked.
+func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
+	offs := k.ParkedOffsets(p)
+	hi := next
+	if w, ok := k.windows[p]; ok && w.Hi > next {
+		// Read again, not yet past the committed set: its parked
+		// offsets not read yet are parked still, and the offsets up to
+		// its handled position were settled.
+		for _, o := range w.Offsets {
+			if o >= next {
+				offs = append(offs, o)
+			}
+		}
+		slices.Sort(offs)
+		offs = slices.Compact(offs)
+		hi = w.Hi
+	}
+	if len(offs) == 0 {
+		return next, ""
+	}
+	hi = max(hi, offs[len(offs)-1]+1)
+	md, err := Encode(Parked{Offsets: offs, Hi: hi})
+	if err != nil {
+		// Not expected: the offsets are sorted and distinct.
+		panic(fmt.Sprintf("keyorder: parked set of %s[%d]: %v", p.Topic, p.Partition, err)) //nolint:forbidigo // a bug, not an input
+	}
+	return offs[0], md
+}
+
+func (k *parked[R]) forget(partitions []int32) {
+	for p, m := range k.mem {
+		if slices.Contains(partitions, p.Partition) {
+			for off := range m {
+				h := m[off]
+				k.records--
+				k.bytes -= h.size
+			}
+			delete(k.mem, p)
+		}
+	}
+	for p := range k.windows {
+		if slices.Contains(partitions, p.Partition) {
+			delete(k.windows, p)
+		}
+	}
+	for sk := range k.ready {
+		if p, ok := PartOf(sk); ok && slices.Contains(partitions, p.Partition) {
+			delete(k.ready, sk)
+		}
+	}
+}
