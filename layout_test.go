@@ -27,8 +27,8 @@ var mayImport = map[string][]string{
 	"internal/supervise": nil,
 	// Two malloc arenas, set by a C constructor when relay is loaded.
 	"internal/malloc": nil,
-	// Key ordering's policy; for now, how parked records ride on a
-	// committed offset.
+	// Key ordering's policy: blocked keys, their parked records, and how
+	// those ride on a committed offset.
 	"internal/keyorder": nil,
 	// The tracer provider from the OTEL_* variables, and the W3C trace
 	// context helpers.
@@ -42,7 +42,7 @@ var mayImport = map[string][]string{
 	"internal/hook":   {"internal/secret", "internal/tiers", "internal/tracing"},
 	// The failure state machine: one record's fate, no Kafka clients, no
 	// configuration.
-	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
+	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/keyorder", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
 
 	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config"},
@@ -63,9 +63,9 @@ var mayImport = map[string][]string{
 	"internal/payload":     {"internal/checks", "internal/config", "internal/envelope", "internal/schema"},
 	"internal/ledgerwatch": {"internal/config", "internal/kafkaclient", "internal/ledger", "internal/pipeline", "internal/txn"},
 	// relay audit: reads relay's topics and the ledger, and judges.
-	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/ledger", "internal/topics"},
+	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/keyorder", "internal/ledger", "internal/topics"},
 	// relay run: assembles every part above into the running daemon.
-	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr",
+	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr", "internal/keyorder",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/secret", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.

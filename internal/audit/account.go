@@ -89,6 +89,7 @@ const (
 	NotConsumed                 // at or above the group's committed offset
 	InTier                      // its latest copy waits in a retry tier
 	InReplay                    // its latest copy waits in the replay topic
+	Parked                      // parked by key ordering: handled at its key's turn
 	Lost                        // consumed, no end state, no copy anywhere
 	Duplicated                  // more than one end state
 	Unverifiable                // the evidence may have been deleted
@@ -96,18 +97,19 @@ const (
 	verdicts
 )
 
-var verdictNames = [verdicts]string{"gone", "processed", "rejected", "quarantined", "not consumed", "in a tier", "replaying",
+var verdictNames = [verdicts]string{"gone", "processed", "rejected", "quarantined", "not consumed", "in a tier", "replaying", "parked",
 	"lost", "duplicated", "unverifiable", "phantom"}
 
 func (v Verdict) String() string { return verdictNames[v] }
 
 // judge gives the verdict on one offset. consumed says the offset is below
-// the group's committed offset at the cut; deleted says evidence of an end
+// the group's committed offset at the cut, or settled above it (the
+// commit's parked set says so); parked says the commit parks it; deleted says evidence of an end
 // state may have been deleted (an end-state partition lost records to
 // retention or compaction); gaps says the source is compacted, so an
 // offset without a committed record may have lost it. detail says why,
 // for findings.
-func judge(s slot, consumed, deleted, gaps bool) (v Verdict, detail string) {
+func judge(s slot, consumed, parked, deleted, gaps bool) (v Verdict, detail string) {
 	outs, rejs, quars := s.count(outShift), s.count(rejShift), s.count(quarShift)
 	st := s.state()
 	if s&present == 0 {
@@ -122,6 +124,10 @@ func judge(s slot, consumed, deleted, gaps bool) (v Verdict, detail string) {
 		return Phantom, "relay's records name this offset, where no committed source record is (an aborted record or a transaction marker): an end state of a record that was never committed"
 	}
 	switch {
+	case parked && outs+rejs > 0:
+		return Duplicated, "parked at the cut (relay handles it at its key's turn), and yet already output or rejected"
+	case parked:
+		return Parked, ""
 	case !consumed:
 		return NotConsumed, ""
 	case outs > 1:

@@ -76,8 +76,29 @@ func TestJudge(t *testing.T) {
 		{"ledger replaying, no copy, end states may be deleted", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying), true, true, Unverifiable},
 	}
 	for _, c := range cases {
-		if got, why := judge(c.s, c.consumed, c.deleted, false); got != c.want {
+		if got, why := judge(c.s, c.consumed, false, c.deleted, false); got != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.name, got, why, c.want)
+		}
+	}
+}
+
+// A record the commit's parked set holds is in flight, unless it was
+// already output or rejected: relay will handle it again.
+func TestJudgeParked(t *testing.T) {
+	cases := []struct {
+		name string
+		s    slot
+		want Verdict
+	}{
+		{"parked, nothing written", slotOf(0, 0, 0, 0), Parked},
+		{"parked and output", slotOf(1, 0, 0, 0), Duplicated},
+		{"parked and rejected", slotOf(0, 1, 0, 0), Duplicated},
+	}
+	for _, c := range cases {
+		for _, consumed := range []bool{true, false} {
+			if got, why := judge(c.s, consumed, true, false, false); got != c.want {
+				t.Errorf("%s (consumed %v): %s (%s), want %s", c.name, consumed, got, why, c.want)
+			}
 		}
 	}
 }
@@ -102,7 +123,7 @@ func TestJudgeOffsetsWithoutASourceRecord(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, consumed := range []bool{true, false} {
-			if got, why := judge(c.s, consumed, false, c.gaps); got != c.want {
+			if got, why := judge(c.s, consumed, false, false, c.gaps); got != c.want {
 				t.Errorf("%s (consumed %v): %s (%s), want %s", c.name, consumed, got, why, c.want)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/kafkaclient"
+	"relay/internal/keyorder"
 )
 
 // cut reads the group's committed offsets — source, tier and replay
@@ -51,7 +52,17 @@ func (s *scan) cut() error {
 			off = -1
 		}
 		if *tp.Topic == s.source {
-			s.parts[tp.Partition].committed = off
+			pt := s.parts[tp.Partition]
+			pt.committed = off
+			if tp.Metadata != nil && off >= 0 {
+				parked, ok, err := keyorder.Decode(off, *tp.Metadata)
+				if err != nil {
+					return fmt.Errorf("committed offset of %s[%d]: %w", *tp.Topic, tp.Partition, err)
+				}
+				if ok {
+					pt.parked = parked
+				}
+			}
 			continue
 		}
 		if s.committed[*tp.Topic] == nil {

@@ -7,10 +7,12 @@ source range and everything relay writes for it (output, retry tiers,
 quarantine, rejected and replay topics, and the ledger in the state topic),
 and gives each source record exactly one end state — processed, rejected,
 or quarantined (open, resolved, failed-again, discarded, replaying) — or
-says it is in flight (not consumed yet, or its latest copy waits in a tier
-or the replay topic). Anything else is a finding:
+says it is in flight (not consumed yet, parked by key ordering, or its
+latest copy waits in a tier or the replay topic). Anything else is a
+finding:
 
-  lost          consumed (below the group's committed offset), with no end
+  lost          consumed (below the group's committed offset, or settled
+                above it as the commit's parked set says), with no end
                 state and no copy anywhere
   duplicated    more than one end state, or two outputs for one
                 relay.message.id (replays included)

@@ -28,9 +28,10 @@ func (s *scan) judge() {
 		pr := s.rep.partition(pt)
 		for i, sl := range pt.slots {
 			off := pt.base + int64(i)
-			consumed := pt.committed >= 0 && off < pt.committed
+			consumed := pt.committed >= 0 && (off < pt.committed || pt.parked.Settled(off))
+			parked := pt.committed >= 0 && pt.parked.Holds(off)
 			deleted := s.compacted || off < pt.trimBelow
-			v, why := judge(sl, consumed, deleted, s.sourceCompacted)
+			v, why := judge(sl, consumed, parked, deleted, s.sourceCompacted)
 			pr.count(v, sl.state(), sl&present != 0)
 			if v == Phantom {
 				s.rep.Misrouted++

@@ -97,7 +97,7 @@ func (r *RunResult) Registry() *prometheus.Registry {
 		{"quarantined_open", sum.Quarantined[ledger.Open]}, {"quarantined_resolved", sum.Quarantined[ledger.Resolved]},
 		{"quarantined_failed_again", sum.Quarantined[ledger.FailedAgain]}, {"quarantined_discarded", sum.Quarantined[ledger.Discarded]},
 		{"quarantined_replaying", sum.Quarantined[ledger.Replaying]},
-		{"not_consumed", sum.Behind}, {"in_tier", sum.InTier}, {"replaying", sum.InReplay},
+		{"not_consumed", sum.Behind}, {"in_tier", sum.InTier}, {"replaying", sum.InReplay}, {"parked", sum.Parked},
 	} {
 		records.With(prometheus.Labels{"source": r.Source, "state": c.state}).Set(float64(c.n))
 	}

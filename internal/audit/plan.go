@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"relay/internal/keyorder"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -74,8 +75,11 @@ type part struct {
 	logStart  int64 // of the source partition
 	base      int64 // the window's first offset still in the log: slots[0]
 	committed int64 // the group's, at the cut; -1: none
-	slots     []slot
-	fps       []uint16 // per offset, the source record's shortPrint
+	// parked is the commit's parked set (key ordering), if any: the
+	// offsets above committed it parks, and those it settled.
+	parked keyorder.Parked
+	slots  []slot
+	fps    []uint16 // per offset, the source record's shortPrint
 	// trimBelow: source offsets below it may have lost their end state
 	// to deletion in an end-state partition (see trim).
 	trimBelow int64

@@ -95,6 +95,9 @@ type PartitionReport struct {
 	Behind   int64 `json:"notConsumed"`
 	InTier   int64 `json:"inTier"`
 	InReplay int64 `json:"replaying"`
+	// Parked are records key ordering holds in memory behind an earlier
+	// record of their key, above the committed offset.
+	Parked int64 `json:"parked"`
 	// Findings about source records.
 	Lost         int64 `json:"lost"`
 	Duplicated   int64 `json:"duplicated"`
@@ -125,6 +128,8 @@ func (pr *PartitionReport) count(v Verdict, st ledger.State, record bool) {
 		pr.InTier++
 	case InReplay:
 		pr.InReplay++
+	case Parked:
+		pr.Parked++
 	case Lost:
 		pr.Lost++
 	case Duplicated:
@@ -221,7 +226,7 @@ func (r *Report) Text(w io.Writer) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "QUARANTINED is by ledger state (o open, r resolved, f failed-again, d discarded, p replaying); IN FLIGHT is not consumed yet / in a tier / replaying;")
+	fmt.Fprintln(w, "QUARANTINED is by ledger state (o open, r resolved, f failed-again, d discarded, p replaying); IN FLIGHT is not consumed yet / in a tier / replaying (/ parked, when any);")
 	fmt.Fprintln(w, "SKIPPED are offsets read_committed hides (aborted records, transaction markers).")
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -263,6 +268,7 @@ func (r *Report) sum() PartitionReport {
 		tot.Behind += pr.Behind
 		tot.InTier += pr.InTier
 		tot.InReplay += pr.InReplay
+		tot.Parked += pr.Parked
 		tot.Lost += pr.Lost
 		tot.Duplicated += pr.Duplicated
 		tot.Unverifiable += pr.Unverifiable
@@ -303,8 +309,11 @@ func abbrev(st ledger.State) byte {
 }
 
 func flightCell(pr *PartitionReport) string {
-	if pr.Behind+pr.InTier+pr.InReplay == 0 {
+	switch {
+	case pr.Behind+pr.InTier+pr.InReplay+pr.Parked == 0:
 		return "0"
+	case pr.Parked > 0:
+		return fmt.Sprintf("%d/%d/%d/%d", pr.Behind, pr.InTier, pr.InReplay, pr.Parked)
 	}
 	return fmt.Sprintf("%d/%d/%d", pr.Behind, pr.InTier, pr.InReplay)
 }

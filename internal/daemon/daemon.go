@@ -411,6 +411,14 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	}
 	lag := d.lag
 	metrics.SetLag(lag.lag)
+	metrics.SetParked(func() telemetry.Parked {
+		s := machine.ParkStats()
+		p := telemetry.Parked{Records: s.Records, Bytes: s.Bytes, Refused: s.Refused}
+		for part, n := range s.Behind {
+			p.Behind = append(p.Behind, telemetry.Lag{Topic: part.Topic, Partition: part.Partition, Records: n})
+		}
+		return p
+	})
 	metrics.SetLivenessBound(livenessBound(cfg))
 	settings := txn.Settings{
 		Topics:          machine.Topics(),

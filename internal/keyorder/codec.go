@@ -145,3 +145,9 @@ func (p Parked) Settled(o int64) bool {
 	_, parked := slices.BinarySearch(p.Offsets, o)
 	return !parked
 }
+
+// Holds reports whether offset o is parked in p.
+func (p Parked) Holds(o int64) bool {
+	_, ok := slices.BinarySearch(p.Offsets, o)
+	return ok
+}

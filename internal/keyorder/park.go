@@ -37,6 +37,7 @@ type held[R any] struct {
 // those whose turn it is, and, per partition read again from a commit
 // with a parked set, that set until the partition is read past it.
 type parked[R any] struct {
+	behind  map[Part]int64 // offsets each partition's last floor stays behind its next
 	mem     map[Part]map[int64]held[R]
 	ready   map[string]int64 // key → offset of its parked record whose turn it is
 	windows map[Part]Parked
@@ -46,6 +47,7 @@ type parked[R any] struct {
 
 func (k *parked[R]) init() {
 	if k.mem == nil {
+		k.behind = map[Part]int64{}
 		k.mem = map[Part]map[int64]held[R]{}
 		k.ready = map[string]int64{}
 		k.windows = map[Part]Parked{}
@@ -233,8 +235,11 @@ func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 		hi = w.Hi
 	}
 	if len(offs) == 0 {
+		delete(k.behind, p)
 		return next, ""
 	}
+	k.init()
+	k.behind[p] = next - offs[0]
 	hi = max(hi, offs[len(offs)-1]+1)
 	md, err := Encode(Parked{Offsets: offs, Hi: hi})
 	if err != nil {
@@ -244,7 +249,29 @@ func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 	return offs[0], md
 }
 
+// Stats is what a Set holds parked, for the metrics.
+type Stats struct {
+	Records, Bytes int64
+	// Behind is how far each partition's last floor stayed behind its
+	// handled position.
+	Behind map[Part]int64
+}
+
+// Stats is a copy of what k holds parked.
+func (k *Set[R]) Stats() Stats {
+	b := make(map[Part]int64, len(k.behind))
+	for p, n := range k.behind {
+		b[p] = n
+	}
+	return Stats{Records: int64(k.records), Bytes: k.bytes, Behind: b}
+}
+
 func (k *parked[R]) forget(partitions []int32) {
+	for p := range k.behind {
+		if slices.Contains(partitions, p.Partition) {
+			delete(k.behind, p)
+		}
+	}
 	for p, m := range k.mem {
 		if slices.Contains(partitions, p.Partition) {
 			for off := range m {

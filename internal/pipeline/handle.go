@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -47,6 +48,10 @@ type Machine struct {
 	waits    waits          // the records partitions wait for (waitInPlace)
 	stale    staleKeys      // key states to delete while key ordering is off
 	failures failureLog     // the "record failed" lines, bounded per code and window
+	// refused counts the followers copied instead of parked, by reason,
+	// as their transactions commit; parkStats is what ParkStats reads.
+	refused   map[string]int64
+	parkStats atomic.Pointer[ParkStats]
 }
 
 // pass is one record on its way through the machine: where it comes from,
@@ -62,9 +67,6 @@ type pass struct {
 	st        tiers.State
 	keyed     bool
 	kr        keyedRecord
-	// parkRefused says why a follower was copied rather than parked ("":
-	// it was not a follower, or parked).
-	parkRefused string
 	// span is the pass's process span and tc its trace context, which the
 	// pass's records carry (nil and empty without a tracer).
 	span trace.Span

@@ -83,7 +83,12 @@ func (m *Machine) join(p *pass) []txn.Output {
 			p.traceOutcome(ledger.OutcomeRetry, tiers.Ordering.String(), CodeKeyBlocked, "parked behind "+ks.Head+", an earlier record of its key")
 			return []txn.Output{m.keys.put(p.kr.sk, p.rec.Partition, ns)}
 		}
-		p.parkRefused = why
+		if why != "off" {
+			if m.pending.refused == nil {
+				m.pending.refused = map[string]int64{}
+			}
+			m.pending.refused[why]++
+		}
 	}
 	seq, ns := ks.Tail, *ks
 	ns.Tail++

@@ -19,6 +19,7 @@ func (m *Machine) OnCommit() {
 	m.settled.Commit()
 	m.report()
 	m.forget()
+	m.publishParked()
 }
 
 // OnAbort forgets the outcomes of the aborted transaction: its records
@@ -29,6 +30,7 @@ func (m *Machine) OnAbort() {
 	m.stale.abort()
 	m.keys.abort()
 	m.settled.Abort()
+	m.publishParked()
 }
 
 // OnAssigned implements txn.PartitionListener: the blocked keys (key
@@ -85,6 +87,7 @@ func (m *Machine) restoreKeys(entries map[string][]byte, partitions []int32) err
 func (m *Machine) OnRevoked(partitions []int32) {
 	m.forgetState(partitions)
 	m.waits.forget(partitions)
+	m.publishParked()
 }
 
 // Reload implements txn.StateReloader: after a commit whose outcome was
@@ -115,8 +118,33 @@ func (m *Machine) Floor(tp txn.TopicPartition, next int64) (int64, string) {
 // records from memory (they are read again too), and the parked set it
 // was committed with says which of its records are settled.
 func (m *Machine) Resume(tp txn.TopicPartition, offset int64, metadata string) error {
+	defer m.publishParked()
 	return m.keys.Resume(keyorder.Part(tp), offset, metadata)
 }
 
 // Due implements txn.Floors: the parked records whose turn has come.
 func (m *Machine) Due() []*txn.Record { return m.keys.Ready() }
+
+// ParkStats is what key ordering holds parked, and the followers it
+// copied instead (by reason, since start).
+type ParkStats struct {
+	keyorder.Stats
+	Refused map[string]int64
+}
+
+// ParkStats is the parked records as of the last commit, abort or
+// assignment change. Safe for concurrent use.
+func (m *Machine) ParkStats() ParkStats {
+	if s := m.parkStats.Load(); s != nil {
+		return *s
+	}
+	return ParkStats{}
+}
+
+func (m *Machine) publishParked() {
+	s := &ParkStats{Stats: m.keys.Stats(), Refused: make(map[string]int64, len(m.refused))}
+	for why, n := range m.refused {
+		s.Refused[why] = n
+	}
+	m.parkStats.Store(s)
+}

@@ -11,6 +11,7 @@ import (
 
 // pending is what the open transaction did, reported once it commits.
 type pending struct {
+	refused  map[string]int64 // followers copied instead of parked, by reason
 	outcomes map[outcomeCode]int
 	replays  map[string]int
 	ended    []ended
@@ -128,6 +129,12 @@ func (m *Machine) noteEnded(outcome ledger.Outcome, st tiers.State) {
 
 // report hands the committed transaction's outcomes to Outcomes.
 func (m *Machine) report() {
+	for why, n := range m.pending.refused {
+		if m.refused == nil {
+			m.refused = map[string]int64{}
+		}
+		m.refused[why] += n
+	}
 	for k, n := range m.pending.outcomes {
 		m.outcomes.Outcome(k.outcome, k.code, n)
 	}
@@ -140,6 +147,7 @@ func (m *Machine) report() {
 }
 
 func (m *Machine) forget() {
+	clear(m.pending.refused)
 	clear(m.pending.outcomes)
 	clear(m.pending.replays)
 	m.pending.ended = m.pending.ended[:0]

@@ -39,6 +39,9 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	})
 	m.SetOwners([]Ownership{{Topic: "t.quarantine", Owner: "payments-team", Threshold: 5}})
 	m.SetLag(func() []Lag { return []Lag{{Topic: "orders", Partition: 0, Records: 5}} })
+	m.SetParked(func() Parked {
+		return Parked{Records: 2, Bytes: 900, Behind: []Lag{{Topic: "orders", Partition: 0, Records: 40}}, Refused: map[string]int64{"records": 1}}
+	})
 	stats, err := os.ReadFile("testdata/rdkafka-stats.json")
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ type Metrics struct {
 	hook                                                 hookMeters
 	kstats                                               kafkaStats
 	lag                                                  atomic.Pointer[LagSource]
+	parked                                               atomic.Pointer[ParkedSource]
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
 	codes                                                *codeLabels
@@ -186,6 +187,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.lagGauge(meter); err != nil {
+		return err
+	}
+	if err = m.parkedGauges(meter); err != nil {
 		return err
 	}
 	if err = m.droppedCounters(meter); err != nil {
