@@ -22,6 +22,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/envelope"
+	"relay/internal/keyorder"
 )
 
 var (
@@ -443,6 +444,25 @@ func plainConsumer(t *testing.T) *kafka.Consumer {
 // dies of a segmentation fault. A consumer with the group's id has one.
 func committed(t *testing.T, group, topic string, partitions int) map[int32]int64 {
 	t.Helper()
+	offs, _ := committedWithParked(t, group, topic, partitions)
+	return offs
+}
+
+// handled is how far the group has handled each partition of topic in
+// committed transactions: its committed offset, or, when key ordering
+// parks records above it, the handled position the commit's parked set
+// gives (every record below it is settled or parked).
+func handled(t *testing.T, group, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	offs, parked := committedWithParked(t, group, topic, partitions)
+	for p, ps := range parked {
+		offs[p] = ps.Hi
+	}
+	return offs
+}
+
+func committedWithParked(t *testing.T, group, topic string, partitions int) (map[int32]int64, map[int32]keyorder.Parked) {
+	t.Helper()
 	c, err := kafka.NewConsumer(&kafka.ConfigMap{
 		"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": false,
 		"isolation.level": "read_committed",
@@ -482,21 +502,32 @@ func committed(t *testing.T, group, topic string, partitions int) map[int32]int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int32]int64{}
+	out, parked := map[int32]int64{}, map[int32]keyorder.Parked{}
 	for _, tp := range res {
 		out[tp.Partition] = int64(tp.Offset)
+		if tp.Metadata == nil || tp.Offset < 0 {
+			continue
+		}
+		ps, ok, err := keyorder.Decode(int64(tp.Offset), *tp.Metadata)
+		if err != nil {
+			t.Fatalf("%s[%d]: %v", topic, tp.Partition, err)
+		}
+		if ok {
+			parked[tp.Partition] = ps
+		}
 	}
-	return out
+	return out, parked
 }
 
-// waitCaughtUp waits until the group's committed offsets reach the source's
-// end offsets: every source record is in a committed transaction.
+// waitCaughtUp waits until the group has handled the source up to its end
+// offsets in committed transactions: every source record is settled, or
+// parked by key ordering behind an earlier record of its key.
 func waitCaughtUp(t *testing.T, group, topic string, partitions int, d time.Duration) {
 	t.Helper()
 	want := endOffsets(t, topic, partitions)
 	deadline := time.Now().Add(d)
 	for {
-		got := committed(t, group, topic, partitions)
+		got := handled(t, group, topic, partitions)
 		for p, o := range got {
 			if o < 0 && want[p] == 0 {
 				got[p] = 0 // nothing to commit on an empty partition

@@ -159,3 +159,27 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// A record handed back in a later transaction lies below what its
+// partition's last commit stood for: the commit does not go back to it.
+func TestFloorsDueRecordDoesNotTakeTheCommitBack(t *testing.T) {
+	h := newHarness(t)
+	h.set.MaxRecords = 3
+	ph := &parker{parked: map[int32][]int64{}}
+	h.handler = ph
+	c := h.c
+	err := h.run(c.assign(0, 1), valued(c.msg(0, 1), "park"), c.msg(0, 2), c.msg(0, 3), valued(c.msg(1, 7), "release"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.prods[0]
+	if len(p.sentOffsets) != 2 {
+		t.Fatalf("%d commits, want 2", len(p.sentOffsets))
+	}
+	if got := offsetsOf(p.sentOffsets[0]); got[0] != 1 {
+		t.Fatalf("first commit %v, want partition 0 at its parked record 1", got)
+	}
+	if got := offsetsOf(p.sentOffsets[1]); got[0] != 4 || got[1] != 8 {
+		t.Fatalf("second commit %v, want partition 0 at 4 (handled up to 3), 1 at 8", got)
+	}
+}

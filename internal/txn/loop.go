@@ -356,6 +356,9 @@ func (l *Loop) offsets() []kafka.TopicPartition {
 			offsets = append(offsets, k.at(off))
 			continue
 		}
+		// A record handed back is below what an earlier commit of its
+		// partition stood for.
+		off = max(off, l.handledTo[k])
 		at, md := f.Floor(TopicPartition{Topic: k.topic, Partition: k.partition}, off)
 		tp := k.at(min(at, off))
 		tp.Metadata = &md
@@ -404,6 +407,11 @@ func (l *Loop) end(ctx context.Context, why string) {
 	if err != nil {
 		l.onTxnError(ctx, "commit ("+why+")", err)
 		return
+	}
+	if _, ok := l.handler.(Floors); ok {
+		for k, off := range l.next {
+			l.handledTo[k] = max(l.handledTo[k], off)
+		}
 	}
 	l.obs.Committed(l.records, l.outputs, time.Since(start))
 	l.checkRefused(l.started)

@@ -31,6 +31,7 @@ func (l *Loop) rewind(ctx context.Context) {
 	}
 	for _, c := range committed {
 		k := keyOf(c)
+		delete(l.handledTo, k) // read again from its commit
 		target := int64(c.Offset)
 		if target < 0 {
 			target = l.first[k]

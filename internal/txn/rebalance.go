@@ -60,6 +60,11 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 			delete(l.assigned, keyOf(tp))
 			delete(l.paused, keyOf(tp))
 		}
+		defer func() {
+			for _, tp := range e.Partitions {
+				delete(l.handledTo, keyOf(tp))
+			}
+		}()
 		if l.open && l.fatal == nil && l.twin == nil {
 			// Run's context, not a bounded one: if the broker is away,
 			// the abort or the new producer waits for it (each call

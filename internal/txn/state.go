@@ -103,12 +103,16 @@ type Loop struct {
 	round, lastRound time.Time
 	// freeze tells how long the process was frozen in the open
 	// transaction (see zombie); nil outside Run.
-	freeze   *freezeWatch
-	records  int
-	outputs  int
-	next     map[tpKey]int64 // next offset to commit
-	first    map[tpKey]int64 // first offset handled in this transaction
-	assigned map[tpKey]bool
+	freeze  *freezeWatch
+	records int
+	outputs int
+	next    map[tpKey]int64 // next offset to commit
+	// handledTo is, per partition, the position its last commit stood
+	// for (its next record), kept for a Floors handler: a record it hands
+	// back lies below it, and must not take the commit back.
+	handledTo map[tpKey]int64
+	first     map[tpKey]int64 // first offset handled in this transaction
+	assigned  map[tpKey]bool
 	// paused holds partitions waiting for a record that is not yet due,
 	// with the time it is due.
 	paused map[tpKey]time.Time
@@ -165,7 +169,7 @@ func New(set Settings, c Consumer, f ProducerFactory, h Handler, log *slog.Logge
 	}
 	return &Loop{
 		set: set, consumer: c, newProducer: f, handler: h, log: log, obs: obs,
-		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{},
+		next: map[tpKey]int64{}, first: map[tpKey]int64{}, assigned: map[tpKey]bool{}, handledTo: map[tpKey]int64{},
 		paused: map[tpKey]time.Time{}, stalls: map[tpKey]*stall{}, revokedStalls: map[tpKey]*stall{}, suspects: map[tpKey]error{},
 		outSrc: map[tpKey][]tpKey{}, room: make(chan struct{}, 1), reportWait: 250 * time.Millisecond, backoff: retry.Schedule(50*time.Millisecond, 5*time.Second),
 	}
