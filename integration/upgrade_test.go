@@ -106,11 +106,20 @@ func TestSwitchToPartitionReadsRetiredTiers(t *testing.T) {
 // waitInTier waits until tier holds a committed record of each failure id.
 func waitInTier(t *testing.T, tier string, ids ...string) {
 	t.Helper()
+	waitInTiers(t, []string{tier}, ids...)
+}
+
+// waitInTiers waits until the tiers hold a committed record of each
+// failure id, between them.
+func waitInTiers(t *testing.T, tiers []string, ids ...string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		seen := map[string]bool{}
-		for _, m := range readCommitted(t, tier, 1) {
-			seen[envelopeOf(t, m).ID] = true
+		for _, tier := range tiers {
+			for _, m := range readCommitted(t, tier, 1) {
+				seen[envelopeOf(t, m).ID] = true
+			}
 		}
 		missing := 0
 		for _, id := range ids {
@@ -122,7 +131,7 @@ func waitInTier(t *testing.T, tier string, ids ...string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not hold %v", tier, ids)
+			t.Fatalf("%v do not hold %v", tiers, ids)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
