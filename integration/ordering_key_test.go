@@ -95,7 +95,10 @@ func keyScenario(t *testing.T, o *orders, h *orderHook, partitions int, extra ..
 	return newScenario(t, partitions, append(append(o.env(registryURL),
 		"RELAY_ORDERING", "key", "RELAY_HOOK_URL", h.srv.URL, "RELAY_HOOK_TIMEOUT", "500ms", "RELAY_SCHEMA_TIMEOUT", "500ms",
 		"RELAY_RETRY_TIERS", "1s,2s", "RELAY_BLOCKING_ATTEMPTS", "0",
-		"RELAY_RETRY_MAX_ATTEMPTS", "100", "RELAY_RETRY_MAX_ELAPSED", "10m"), extra...)...)
+		"RELAY_RETRY_MAX_ATTEMPTS", "100", "RELAY_RETRY_MAX_ELAPSED", "10m",
+		// Followers are parked (the copying path is every other key
+		// ordering test's, and the fallback's in TestKeyParkingRollOut).
+		"RELAY_KEY_PARK_MAX_RECORDS", "10000"), extra...)...)
 }
 
 // produceOrder writes one order with key to a partition and returns its

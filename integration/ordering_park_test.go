@@ -15,7 +15,7 @@ import (
 //
 //   - relay-1 copies (RELAY_KEY_PARK_MAX_RECORDS=0): A2 and A3 follow the
 //     failing A1 into the tiers;
-//   - relay-2 parks (the default): A4 and A5 wait in memory behind A2 and
+//   - relay-2 parks (up to 10,000 records): A4 and A5 wait in memory behind A2 and
 //     A3, and nothing of them is written to a tier; it is killed;
 //   - relay-3 parks at most one record: it reads A4 and A5 again from the
 //     source (parked still), so A6 and A7 are copied into the tier.

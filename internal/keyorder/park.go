@@ -37,12 +37,17 @@ type held[R any] struct {
 // those whose turn it is, and, per partition read again from a commit
 // with a parked set, that set until the partition is read past it.
 type parked[R any] struct {
-	behind  map[Part]int64 // offsets each partition's last floor stays behind its next
-	mem     map[Part]map[int64]held[R]
-	ready   map[string]int64 // key → offset of its parked record whose turn it is
-	windows map[Part]Parked
-	records int
-	bytes   int64
+	// spillAfter: a key whose head is due later than this from now
+	// hands its parked records back to be copied into the tier (0:
+	// never); now is the clock.
+	spillAfter time.Duration
+	now        func() time.Time
+	behind     map[Part]int64 // offsets each partition's last floor stays behind its next
+	mem        map[Part]map[int64]held[R]
+	ready      map[string]int64 // key → offset of its parked record whose turn it is
+	windows    map[Part]Parked
+	records    int
+	bytes      int64
 }
 
 func (k *parked[R]) init() {
@@ -136,12 +141,23 @@ func (k *Set[R]) drop(p Part, offset int64) {
 	k.bytes -= h.size
 }
 
-// recheck notes whether the parked record at the head of sk's queue is
-// in memory: its turn has come.
+// Spill makes a key whose head is due later than after from now (by
+// now) hand its parked records back, to be copied into the head's tier:
+// a key blocked for long does not hold its partition's commit back.
+func (k *Set[R]) Spill(after time.Duration, now func() time.Time) {
+	k.spillAfter, k.now = after, now
+}
+
+// recheck notes whether the first parked record of sk's queue is in
+// memory and to be handed back: its turn has come, or its key spills.
 func (k *Set[R]) recheck(sk string) {
 	delete(k.ready, sk)
 	s := k.states[sk]
-	if s == nil || len(s.Parked) == 0 || s.Parked[0].Seq != s.Next {
+	if s == nil || len(s.Parked) == 0 {
+		return
+	}
+	spill := k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter
+	if s.Parked[0].Seq != s.Next && !spill {
 		return
 	}
 	p, ok := PartOf(sk)
@@ -153,8 +169,8 @@ func (k *Set[R]) recheck(sk string) {
 	}
 }
 
-// Ready are the parked records whose turn has come, by partition and
-// offset: they are to be handled again.
+// Ready are the parked records whose turn has come (or whose key spills),
+// by partition and offset: they are to be handled again.
 func (k *Set[R]) Ready() []R {
 	if len(k.ready) == 0 {
 		return nil
@@ -235,8 +251,10 @@ func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 		hi = w.Hi
 	}
 	if len(offs) == 0 {
+		// Nothing parked: the records up to the handled position (the
+		// committed set's, while it is being read again) are settled.
 		delete(k.behind, p)
-		return next, ""
+		return hi, ""
 	}
 	k.init()
 	k.behind[p] = next - offs[0]

@@ -148,13 +148,20 @@ func (k *Set[R]) Restore(entries map[string][]byte) (skipped []error, err error)
 // Forget drops what is known of the given partition numbers (of any
 // topic): their next owner restores it.
 func (k *Set[R]) Forget(partitions []int32) {
+	k.ForgetStates(partitions)
+	k.forget(partitions)
+}
+
+// ForgetStates drops the key states of the given partition numbers, to be
+// restored again (Restore) while the partitions stay: the parked records
+// in memory and the committed parked sets being read again stay too.
+func (k *Set[R]) ForgetStates(partitions []int32) {
 	for sk := range k.states {
 		if p, ok := PartOf(sk); ok && slices.Contains(partitions, p.Partition) {
 			k.set(sk, nil)
 			delete(k.journal, sk)
 		}
 	}
-	k.forget(partitions)
 }
 
 // SlotOf says whether offset of part is a parked record, and its key and

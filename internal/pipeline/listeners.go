@@ -94,13 +94,24 @@ func (m *Machine) OnRevoked(partitions []int32) {
 // unknown, the durable state of the partitions is read again; their waits
 // (partition ordering) stay, as they do after an abort.
 func (m *Machine) Reload(ctx context.Context, partitions []int32) error {
-	m.forgetState(partitions)
+	// The parked records stay in memory, and the parked sets of the
+	// partitions the loop rewound stay read: what the state topic says
+	// of their keys places them again.
+	m.keys.ForgetStates(partitions)
+	m.forgetDurable(partitions)
 	return m.OnAssigned(ctx, partitions)
 }
 
-// forgetState drops what the state topic holds of the partitions.
+// forgetState drops what the state topic holds of the partitions, and
+// what key ordering keeps of them in memory.
 func (m *Machine) forgetState(partitions []int32) {
 	m.keys.Forget(partitions)
+	m.forgetDurable(partitions)
+}
+
+// forgetDurable drops the ledger and the stale key states of the
+// partitions, as read from the state topic.
+func (m *Machine) forgetDurable(partitions []int32) {
 	m.settled.Forget(partitions)
 	for _, p := range partitions {
 		delete(m.loaded, p)

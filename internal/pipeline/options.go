@@ -116,6 +116,7 @@ func New(o Options) (*Machine, error) {
 	if m.keys == nil {
 		m.keys = &KeyOrdering{}
 	}
+	m.keys.Spill(m.keys.Park.Wait, m.now)
 	if m.settled == nil {
 		m.settled = &ledger.Settled{}
 	}

@@ -218,3 +218,38 @@ func TestParkAbort(t *testing.T) {
 		t.Fatalf("floor %d %q", off, md)
 	}
 }
+
+// A key whose head moves to a tier due later than the wait hands its
+// parked records back to be copied behind it: its partition's commit is
+// not held back for as long.
+func TestParkedFollowersSpillBehindALongTier(t *testing.T) {
+	m, a, now := parking(t, 100)
+	m.keys.Spill(m.keys.Park.Wait, m.now)
+	a1 := failHead(t, m, a)
+	a2 := rec("orders", 0, 11, "A")
+	handle(t, m, a2)
+	m.OnCommit()
+	*now = t0.Add(31 * time.Second)
+	a.errs = []error{tiers.Failf(tiers.CauseRegistryUnavailable, "503")}
+	outs := handle(t, m, asRead(a1, 0))
+	if len(outs) != 2 || outs[0].Topic != "orders.retry.5m" {
+		t.Fatalf("A1 failing again: %v, want the 5m tier", topics(outs))
+	}
+	due := m.Due()
+	if len(due) != 1 || due[0] != a2 {
+		t.Fatalf("due %v, want A2 to be copied", due)
+	}
+	outs = handle(t, m, a2)
+	if len(outs) != 2 || outs[0].Topic != "orders.retry.5m" || keySeq(outs[0].Headers) != 1 {
+		t.Fatalf("A2 spilled: %v, want copied into the 5m tier with place 1", topics(outs))
+	}
+	if s := stateOf(t, outs[1]); s.Next != 0 || s.Tail != 2 || len(s.Parked) != 0 {
+		t.Fatalf("state %+v", s)
+	}
+	if n, _ := m.keys.Held(); n != 0 || len(m.Due()) != 0 {
+		t.Fatalf("%d records in memory, %d due after the spill", n, len(m.Due()))
+	}
+	if off, md := m.Floor(ordersP0, 12); off != 12 || md != "" {
+		t.Fatalf("floor %d %q, want 12", off, md)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -160,26 +161,84 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// A record handed back in a later transaction lies below what its
-// partition's last commit stood for: the commit does not go back to it.
-func TestFloorsDueRecordDoesNotTakeTheCommitBack(t *testing.T) {
+// A parked record handed back at its turn in a transaction that reads
+// nothing else of its partition (its head came back from a tier, the
+// common case) must not pull the partition's commit back to just past
+// it: the records handled above it in earlier transactions were settled
+// there. The loop passes Floor its own next, the transaction's furthest
+// record of the partition, not the partition's handled position: here 2,
+// where 0/2 and 0/3 were committed before, so a restart, a new owner or
+// the rewind of a later abort reads and handles them again.
+func TestFloorsDueRecordAloneKeepsTheHandledPosition(t *testing.T) {
 	h := newHarness(t)
-	h.set.MaxRecords = 3
+	h.set.MaxRecords = 3 // the first transaction ends after 0/1, 0/2, 0/3
 	ph := &parker{parked: map[int32][]int64{}}
 	h.handler = ph
 	c := h.c
-	err := h.run(c.assign(0, 1), valued(c.msg(0, 1), "park"), c.msg(0, 2), c.msg(0, 3), valued(c.msg(1, 7), "release"))
+	err := h.run(c.assign(0, 1), valued(c.msg(0, 1), "park"), c.msg(0, 2), c.msg(0, 3), valued(c.msg(1, 0), "release"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := h.prods[0]
 	if len(p.sentOffsets) != 2 {
-		t.Fatalf("%d commits, want 2", len(p.sentOffsets))
+		t.Fatalf("%d offset sends, want 2", len(p.sentOffsets))
 	}
-	if got := offsetsOf(p.sentOffsets[0]); got[0] != 1 {
-		t.Fatalf("first commit %v, want partition 0 at its parked record 1", got)
+	if got := offsetsOf(p.sentOffsets[0])[0]; got != 1 {
+		t.Fatalf("first commit of partition 0 at %d, want 1 (0/1 parked)", got)
 	}
-	if got := offsetsOf(p.sentOffsets[1]); got[0] != 4 || got[1] != 8 {
-		t.Fatalf("second commit %v, want partition 0 at 4 (handled up to 3), 1 at 8", got)
+	for _, tp := range p.sentOffsets[1] {
+		if tp.Partition != 0 {
+			continue
+		}
+		md := ""
+		if tp.Metadata != nil {
+			md = *tp.Metadata
+		}
+		if tp.Offset < 4 && md == "" {
+			t.Errorf("second commit of partition 0 at %d with no parked set: 0/%d..0/3, committed before, would be handled again (want 4)", tp.Offset, tp.Offset)
+		}
+	}
+}
+
+// slowParker is a parker whose due records take a while (a hook call).
+type slowParker struct {
+	*parker
+	per time.Duration
+}
+
+func (s slowParker) Handle(ctx context.Context, r *Record) ([]Output, error) {
+	if slices.Contains(s.due, r) {
+		time.Sleep(s.per)
+	}
+	return s.parker.Handle(ctx, r)
+}
+
+// handleDue hands every due record to the handler in one go, checking
+// neither the commit interval (only MaxRecords, and that once per round):
+// when many keys' heads come back together, their parked records are
+// handled one after the other (no hook concurrency, unlike a batch) in a
+// transaction that stays open for all of them, however long their hook
+// calls take, up to transaction.timeout.ms and a fence. Here 20 due
+// records of 10 ms each, with a 20 ms commit interval, go in one
+// transaction of 200 ms.
+func TestFloorsDueRecordsKeepTheCommitInterval(t *testing.T) {
+	h := newHarness(t)
+	h.set.CommitInterval = 20 * time.Millisecond
+	ph := &parker{parked: map[int32][]int64{}}
+	h.handler = slowParker{ph, 10 * time.Millisecond}
+	c := h.c
+	script := []kafka.Event{c.assign(0, 1)}
+	for o := int64(0); o < 20; o++ {
+		script = append(script, valued(c.msg(0, o), "park"))
+	}
+	script = append(script, sleepEvent(30*time.Millisecond), valued(c.msg(1, 0), "release"))
+	if err := h.run(script...); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ph.handled); n != 41 {
+		t.Fatalf("%d records handled, want 41", n)
+	}
+	if got := h.prods[0].committedTxns; got < 4 {
+		t.Errorf("%d transactions: the 200 ms of due records went in at most one or two, past the 20 ms commit interval", got)
 	}
 }

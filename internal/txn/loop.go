@@ -249,6 +249,15 @@ func (l *Loop) handleDue(ctx context.Context, f Floors) {
 				return // it did not go through: the transaction ended, or relay stops
 			}
 			handled++
+			if l.due() {
+				// Full, or open for the commit interval: it commits,
+				// and the rest go in the next one.
+				l.end(ctx, "interval")
+				if !l.open && l.fatal == nil && ctx.Err() == nil {
+					break // what is due may have changed
+				}
+				return
+			}
 		}
 		if handled == 0 {
 			return
@@ -360,7 +369,7 @@ func (l *Loop) offsets() []kafka.TopicPartition {
 		// partition stood for.
 		off = max(off, l.handledTo[k])
 		at, md := f.Floor(TopicPartition{Topic: k.topic, Partition: k.partition}, off)
-		tp := k.at(min(at, off))
+		tp := k.at(at)
 		tp.Metadata = &md
 		offsets = append(offsets, tp)
 	}

@@ -118,8 +118,9 @@ type TxnListener interface {
 // partition's next reader skips them.
 type Floors interface {
 	// Floor is what partition tp commits when every record below next
-	// has been handled: an offset no higher than next, and the metadata
-	// that goes with it.
+	// has been handled: an offset, and the metadata that goes with it.
+	// The offset may be above next when the handler knows the records in
+	// between to be settled.
 	Floor(tp TopicPartition, next int64) (offset int64, metadata string)
 	// Resume gives the offset a partition is about to be read again
 	// from, with the metadata committed with it ("" if none): after it
