@@ -38,7 +38,7 @@ func assertAuditClean(t *testing.T, s *scenario) {
 		t.Fatalf("relay audit: exit %d, clean %v, findings %v", res.code, rep.Clean, rep.Findings)
 	}
 	for _, pr := range rep.Partitions {
-		if pr.Behind+pr.InTier+pr.InReplay != 0 {
+		if pr.Behind+pr.InTier+pr.InReplay+pr.Parked != 0 {
 			t.Errorf("relay audit: partition %d still in flight after the run settled: %+v", pr.Partition, pr)
 		}
 	}

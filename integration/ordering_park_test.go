@@ -20,7 +20,9 @@ import (
 //   - relay-3 parks at most one record: it reads A4 and A5 again from the
 //     source (parked still), so A6 and A7 are copied into the tier.
 //
-// Once A1 passes, the output is B1, then A1 to A7 in order, each once.
+// Once A1 passes, the output is B1, then A1 to A7 in order, each once;
+// relay audit counts A4 and A5 as parked while they are, and finds
+// everything done at the end.
 func TestKeyParkingRollOut(t *testing.T) {
 	o := registerOrders(t)
 	h := newOrderHook(t)
@@ -51,6 +53,13 @@ func TestKeyParkingRollOut(t *testing.T) {
 	r2.signal(syscall.SIGKILL)
 	r2.wait(10 * time.Second)
 	assertNotInTiers(t, s, "A4", offs["A4"], "A5", offs["A5"])
+	// relay audit counts the parked records as in flight, and the record
+	// settled between the committed offset and them (none here: B1 is
+	// below) as done.
+	rep, res := auditOf(t, s)
+	if pr := rep.Partitions[0]; res.code != 0 || !rep.Clean || pr.Parked != 2 || pr.InTier != 3 || pr.Processed != 1 || pr.Behind != 0 {
+		t.Fatalf("relay audit with A4 and A5 parked: exit %d, clean %v, partition 0 %+v, findings %v", res.code, rep.Clean, pr, rep.Findings)
+	}
 
 	r3 := startRelay(t, "relay-3", s.env(uniq(t, "txn-3"), "RELAY_KEY_PARK_MAX_RECORDS", "1"))
 	r3.waitLog("partitions assigned", 60*time.Second)
@@ -71,6 +80,7 @@ func TestKeyParkingRollOut(t *testing.T) {
 	if c := committed(t, s.group, s.src.topic, 1)[0]; c != offs["A7"]+1 {
 		t.Fatalf("committed offset %d at the end, want %d: nothing parked", c, offs["A7"]+1)
 	}
+	assertAuditClean(t, s)
 }
 
 // assertNotInTiers fails if a record of the source (id, offset pairs)
