@@ -304,3 +304,38 @@ func TestReadyWhenAtItsTurnAndInMemory(t *testing.T) {
 		t.Fatalf("ready %q, want A2 again", r)
 	}
 }
+
+// A revoked partition's committed set goes with it: nothing of it is
+// skipped, nor in its floor, until it is read again (Resume).
+func TestForgetDropsTheCommittedSet(t *testing.T) {
+	var k Set[string]
+	if err := k.Resume(p0, 11, mustEncode(t, Parked{Offsets: []int64{11}, Hi: 20})); err != nil {
+		t.Fatal(err)
+	}
+	k.Forget([]int32{0})
+	if k.Skip(p0, 12) {
+		t.Fatal("12 skipped after its partition was revoked")
+	}
+	if off, md := k.Floor(p0, 12); off != 12 || md != "" {
+		t.Fatalf("floor %d %q, want 12", off, md)
+	}
+}
+
+// A key state that parks an offset above the handled position, with no
+// committed set to say so (the partition committed without one, by a
+// relay without parking), still gives a parked set that can be encoded:
+// its handled position is above every parked offset.
+func TestFloorWithAParkedOffsetAboveNext(t *testing.T) {
+	var k Set[string]
+	if _, err := k.Restore(map[string][]byte{skA: blocked(11, 15).Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Resume(p0, 12, ""); err != nil {
+		t.Fatal(err)
+	}
+	off, md := k.Floor(p0, 13)
+	p, ok, err := Decode(off, md)
+	if off != 11 || !ok || err != nil || !slices.Equal(p.Offsets, []int64{11, 15}) || p.Hi != 16 {
+		t.Fatalf("floor %d %q: %+v %v %v, want 11 with 11 and 15 parked up to 16", off, md, p, ok, err)
+	}
+}
