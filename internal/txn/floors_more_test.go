@@ -104,6 +104,9 @@ func (s *sticky) Handle(_ context.Context, r *Record) ([]Output, error) {
 	switch {
 	case r == s.rec:
 		s.times++
+		if s.times >= 5 {
+			s.released = false // let a loop that handles it again and again end
+		}
 	case string(r.Value) == "park":
 		s.rec = r
 		return nil, nil
