@@ -154,3 +154,25 @@ func TestFollowerOfALongTierIsCopied(t *testing.T) {
 		t.Errorf("refused %v, want wait 1", got)
 	}
 }
+
+// A parked record read again while its earlier copy is still in memory is
+// kept again, not taken for the copy handed back at its turn (the loop
+// hands back the very record Due returned).
+func TestParkedRecordReadAgainBesideItsKeptCopy(t *testing.T) {
+	m, a, now := parking(t, 100)
+	a1 := failHead(t, m, a)
+	handle(t, m, rec("orders", 0, 11, "A"))
+	m.OnCommit()
+	again := rec("orders", 0, 11, "A")
+	if outs := handle(t, m, again); len(outs) != 0 {
+		t.Fatalf("A2 read again: %v, want kept (still parked)", topics(outs))
+	}
+	if n, _ := m.keys.Held(); n != 1 {
+		t.Fatalf("%d records held, want 1", n)
+	}
+	*now = t0.Add(31 * time.Second)
+	handle(t, m, asRead(a1, 0))
+	if due := m.Due(); len(due) != 1 || due[0] != again {
+		t.Fatalf("due %v, want the copy read again", due)
+	}
+}
