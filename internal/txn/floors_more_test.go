@@ -117,7 +117,7 @@ func (s *sticky) Handle(_ context.Context, r *Record) ([]Output, error) {
 }
 
 func (s *sticky) Floor(_ TopicPartition, next int64) (int64, string) { return next, "" }
-func (s *sticky) Resume(TopicPartition, int64, string) error        { return nil }
+func (s *sticky) Resume(TopicPartition, int64, string) error         { return nil }
 func (s *sticky) Due() []*Record {
 	if s.released {
 		return []*Record{s.rec}
