@@ -82,8 +82,9 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// A record the commit's parked set holds is in flight, unless it was
-// already output or rejected: relay will handle it again.
+// A record the commit's parked set holds is in flight, even with one end
+// state: relay may have handled it at its key's turn after the cut. Two
+// end states are a duplicate.
 func TestJudgeParked(t *testing.T) {
 	cases := []struct {
 		name string
@@ -91,8 +92,10 @@ func TestJudgeParked(t *testing.T) {
 		want Verdict
 	}{
 		{"parked, nothing written", slotOf(0, 0, 0, 0), Parked},
-		{"parked and output", slotOf(1, 0, 0, 0), Duplicated},
-		{"parked and rejected", slotOf(0, 1, 0, 0), Duplicated},
+		{"parked and output since", slotOf(1, 0, 0, 0), Parked},
+		{"parked and rejected since", slotOf(0, 1, 0, 0), Parked},
+		{"parked, output twice", slotOf(2, 0, 0, 0), Duplicated},
+		{"parked, output and rejected", slotOf(1, 1, 0, 0), Duplicated},
 	}
 	for _, c := range cases {
 		for _, consumed := range []bool{true, false} {
