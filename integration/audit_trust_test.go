@@ -428,49 +428,56 @@ func produceRawAt(t *testing.T, topic string, p int32, key, value []byte, header
 }
 
 // A key whose head never settles: A1 fails at every attempt for far
-// longer than the budget the audit is told of, and A2 and A3 hop behind it
-// through the tiers, each copy fresh and due within seconds. Audited with
-// a budget of 5 s (so a head's life is the bound's floor, a minute) and
-// --stuck-after 10s, the followers that have waited behind A1 for more
-// than that are stuck, named with their coordinates; A1's own copies are
-// not (they are due). With relay's own configuration (a ten-minute
-// budget) they are in flight, and once A1 settles, everything audits
-// clean.
+// longer than the budget the audit is told of, and A2 and A3 wait behind
+// it — copied from tier to tier, each copy fresh and due within seconds,
+// or parked in memory. Audited with a budget of 5 s (so a head's life is
+// the bound's floor, a minute) and --stuck-after 10s, the followers that
+// have waited behind A1 for more than that are stuck, named with their
+// coordinates; A1's own copies are not (they are due). With relay's own
+// configuration (a ten-minute budget) they are in flight, and once A1
+// settles, everything audits clean.
 func TestAuditFollowersOfAHeadThatNeverSettles(t *testing.T) {
-	o := registerOrders(t)
-	h := newOrderHook(t)
-	h.setFailing("A1", true)
-	s := keyScenario(t, o, h, 1)
-	var ids []string
-	for _, id := range []string{"A1", "A2", "A3"} {
-		ids = append(ids, envelope.ID(s.src.topic, 0, produceOrder(t, o, s.src.topic, 0, "A", id)))
-	}
-	produceOrder(t, o, s.src.topic, 0, "B", "B1")
-	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
-	defer r.stop()
-	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
-	time.Sleep(75 * time.Second) // the followers have waited since they were consumed
+	for _, c := range []struct {
+		name, park    string
+		inTier, parks int64
+	}{{"copied", "0", 3, 0}, {"parked", "10000", 1, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			o := registerOrders(t)
+			h := newOrderHook(t)
+			h.setFailing("A1", true)
+			s := keyScenario(t, o, h, 1, "RELAY_KEY_PARK_MAX_RECORDS", c.park)
+			var ids []string
+			for _, id := range []string{"A1", "A2", "A3"} {
+				ids = append(ids, envelope.ID(s.src.topic, 0, produceOrder(t, o, s.src.topic, 0, "A", id)))
+			}
+			produceOrder(t, o, s.src.topic, 0, "B", "B1")
+			r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+			defer r.stop()
+			waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
+			time.Sleep(75 * time.Second) // the followers have waited since they were consumed
 
-	res := s.cli(t, []string{"RELAY_RETRY_MAX_ELAPSED", "5s"}, "audit", "--source", s.src.topic, "-o", "json", "--stuck-after", "10s")
-	var rep audit.Report
-	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
-		t.Fatalf("relay audit printed no JSON report (exit %d): %v\n%s", res.code, err, res.stderr)
+			res := s.cli(t, []string{"RELAY_RETRY_MAX_ELAPSED", "5s"}, "audit", "--source", s.src.topic, "-o", "json", "--stuck-after", "10s")
+			var rep audit.Report
+			if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+				t.Fatalf("relay audit printed no JSON report (exit %d): %v\n%s", res.code, err, res.stderr)
+			}
+			if res.code != 1 || rep.Totals[audit.KindStuck] != 2 || !findingAt(&rep, audit.KindStuck, ids[1], "") || !findingAt(&rep, audit.KindStuck, ids[2], "") ||
+				findingAt(&rep, audit.KindStuck, ids[0], "") {
+				t.Fatalf("followers behind a head that never settles: exit %d, totals %v, findings %v; want A2 and A3 (%v) stuck, not A1",
+					res.code, rep.Totals, rep.Findings, ids)
+			}
+			if rep, res := auditOf(t, s); res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != c.inTier || rep.Partitions[0].Parked != c.parks {
+				t.Fatalf("relay's own bound: exit %d, findings %v, %+v; want clean with %d in the tiers and %d parked", res.code, rep.Findings, rep.Partitions[0], c.inTier, c.parks)
+			}
+			h.setFailing("A1", false)
+			if got := waitOutput(t, s, 0, 4, 60*time.Second); fmt.Sprint(got) != "[B1 A1 A2 A3]" {
+				t.Fatalf("output %v, want [B1 A1 A2 A3]", got)
+			}
+			waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
+			for _, tier := range s.tiers {
+				waitTierDrained(t, s, tier, time.Now().Add(30*time.Second))
+			}
+			assertAuditClean(t, s)
+		})
 	}
-	if res.code != 1 || rep.Totals[audit.KindStuck] != 2 || !findingAt(&rep, audit.KindStuck, ids[1], "") || !findingAt(&rep, audit.KindStuck, ids[2], "") ||
-		findingAt(&rep, audit.KindStuck, ids[0], "") {
-		t.Fatalf("followers behind a head that never settles: exit %d, totals %v, findings %v; want A2 and A3 (%v) stuck, not A1",
-			res.code, rep.Totals, rep.Findings, ids)
-	}
-	if rep, res := auditOf(t, s); res.code != 0 || !rep.Clean || rep.Partitions[0].InTier != 3 {
-		t.Fatalf("relay's own bound: exit %d, findings %v, %+v; want clean with three in the tiers", res.code, rep.Findings, rep.Partitions[0])
-	}
-	h.setFailing("A1", false)
-	if got := waitOutput(t, s, 0, 4, 60*time.Second); fmt.Sprint(got) != "[B1 A1 A2 A3]" {
-		t.Fatalf("output %v, want [B1 A1 A2 A3]", got)
-	}
-	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
-	for _, tier := range s.tiers {
-		waitTierDrained(t, s, tier, time.Now().Add(30*time.Second))
-	}
-	assertAuditClean(t, s)
 }

@@ -8,51 +8,62 @@ import (
 )
 
 // TestTiersShrinkWithRecordsWaiting: with RELAY_RETRY_TIERS=1s,3s, A1
-// keeps failing and sits in the 3s tier with A2, its key's follower.
-// relay is stopped and started again with RELAY_RETRY_TIERS=1s, and A3
-// follows. Regression: the restored key state named tier 1, which no
-// longer existed: relay panicked (index out of range) on A3, exiting 2 as
-// for a bad configuration, on every restart; and the 3s topic was no
-// longer read, so A1 and A2 were stranded. relay must read the retired
-// topic until it is drained, and the key's order must hold: A1, A2, A3.
+// keeps failing and sits in the 3s tier, with A2, its key's follower,
+// behind it (copied into the tier, or parked). relay is stopped and
+// started again with RELAY_RETRY_TIERS=1s, and A3 follows. Regression:
+// the restored key state named tier 1, which no longer existed: relay
+// panicked (index out of range) on A3, exiting 2 as for a bad
+// configuration, on every restart; and the 3s topic was no longer read,
+// so A1 and A2 were stranded. relay must read the retired topic until it
+// is drained, and the key's order must hold: A1, A2, A3.
 func TestTiersShrinkWithRecordsWaiting(t *testing.T) {
-	o := registerOrders(t)
-	h := newOrderHook(t)
-	h.setFailing("A1", true)
-	s := keyScenario(t, o, h, 1, "RELAY_RETRY_TIERS", "1s,3s")
-	produceOrder(t, o, s.src.topic, 0, "A", "A1")
-	r1 := startRelay(t, "relay-1", s.env(uniq(t, "txn-1")))
-	for h.callsOf("A1") < 2 { // the second failure moves it to the 3s tier
-		if r1.exited() {
-			t.Fatal("relay-1 exited")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	produceOrder(t, o, s.src.topic, 0, "A", "A2")
-	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
-	waitInTier(t, s.tiers[1], s.src.topic+"/0/0", s.src.topic+"/0/1")
-	r1.stop()
+	for _, c := range []struct{ name, park string }{{"copied", "0"}, {"parked", "10000"}} {
+		t.Run(c.name, func(t *testing.T) {
+			o := registerOrders(t)
+			h := newOrderHook(t)
+			h.setFailing("A1", true)
+			s := keyScenario(t, o, h, 1, "RELAY_RETRY_TIERS", "1s,3s", "RELAY_KEY_PARK_MAX_RECORDS", c.park)
+			produceOrder(t, o, s.src.topic, 0, "A", "A1")
+			r1 := startRelay(t, "relay-1", s.env(uniq(t, "txn-1")))
+			for h.callsOf("A1") < 2 { // the second failure moves it to the 3s tier
+				if r1.exited() {
+					t.Fatal("relay-1 exited")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			a2 := produceOrder(t, o, s.src.topic, 0, "A", "A2")
+			waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
+			if c.park == "0" {
+				waitInTier(t, s.tiers[1], s.src.topic+"/0/0", s.src.topic+"/0/1")
+			} else {
+				waitInTier(t, s.tiers[1], s.src.topic+"/0/0")
+				assertNotInTiers(t, s, "A2", a2)
+			}
+			r1.stop()
 
-	h.setFailing("A1", false)
-	r2 := startRelay(t, "relay-2", s.env(uniq(t, "txn-2"), "RELAY_RETRY_TIERS", "1s"))
-	r2.waitLog("partitions assigned", 60*time.Second)
-	produceOrder(t, o, s.src.topic, 0, "A", "A3")
-	got := waitOutput(t, s, 0, 3, 60*time.Second)
-	if r2.exited() {
-		t.Fatalf("relay-2 exited with %d", r2.cmd.ProcessState.ExitCode())
-	}
-	if fmt.Sprint(got) != "[A1 A2 A3]" {
-		t.Fatalf("output %v, want [A1 A2 A3]", got)
-	}
-	waitTierDrained(t, s, s.tiers[1], time.Now().Add(30*time.Second))
-	r2.stop()
-	if !regexpMatch(`no longer configured still holds records.*`+s.tiers[1], r2.stderr.String()) {
-		t.Errorf("relay-2 did not say it reads the retired tier %s", s.tiers[1])
-	}
-	for _, topic := range []string{s.quarantine, s.rejected} {
-		if n := len(readCommitted(t, topic, 1)); n != 0 {
-			t.Errorf("%d records in %s", n, topic)
-		}
+			h.setFailing("A1", false)
+			r2 := startRelay(t, "relay-2", s.env(uniq(t, "txn-2"), "RELAY_RETRY_TIERS", "1s"))
+			r2.waitLog("partitions assigned", 60*time.Second)
+			produceOrder(t, o, s.src.topic, 0, "A", "A3")
+			got := waitOutput(t, s, 0, 3, 60*time.Second)
+			if r2.exited() {
+				t.Fatalf("relay-2 exited with %d", r2.cmd.ProcessState.ExitCode())
+			}
+			if fmt.Sprint(got) != "[A1 A2 A3]" {
+				t.Fatalf("output %v, want [A1 A2 A3]", got)
+			}
+			waitTierDrained(t, s, s.tiers[1], time.Now().Add(30*time.Second))
+			r2.stop()
+			if !regexpMatch(`no longer configured still holds records.*`+s.tiers[1], r2.stderr.String()) {
+				t.Errorf("relay-2 did not say it reads the retired tier %s", s.tiers[1])
+			}
+			for _, topic := range []string{s.quarantine, s.rejected} {
+				if n := len(readCommitted(t, topic, 1)); n != 0 {
+					t.Errorf("%d records in %s", n, topic)
+				}
+			}
+			assertAuditClean(t, s)
+		})
 	}
 }
 

@@ -4,9 +4,10 @@
 // rejected and replay topics, and the ledger in the state topic — and
 // gives each source record exactly one end state (processed, rejected,
 // quarantined and where its failure stands), or says it is in flight (not
-// consumed yet, or its latest copy waits in a tier or the replay topic).
-// Anything else is a finding: lost, duplicated, misrouted, stuck (a copy
-// in flight long past its due time), or unverifiable (the evidence was
+// consumed yet, parked by key ordering, or its latest copy waits in a tier
+// or the replay topic). Anything else is a finding: lost, duplicated,
+// misrouted, stuck (a copy in flight long past its due time, or a record
+// waiting behind a head of its key that never settles), or unverifiable (the evidence was
 // deleted by retention or compaction). A derived record is evidence for a
 // source offset only when its identity agrees with the coordinates it
 // names and its relay.source.fingerprint with the record there.

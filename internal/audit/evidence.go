@@ -3,6 +3,8 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/envelope"
+	"relay/internal/keyorder"
 	"relay/internal/ledger"
 )
 
@@ -175,6 +178,9 @@ func (s *scan) misrouted(m *kafka.Message, why string) {
 // ledgerRecord keeps a ledger change of a failure of the window, for
 // foldLedger.
 func (s *scan) ledgerRecord(m *kafka.Message) {
+	if s.keyState(m) {
+		return
+	}
 	e, ok, err := ledger.Decode(string(m.Key), m.Value)
 	if !ok || err != nil || e.Source.Topic != s.source {
 		return
@@ -201,6 +207,58 @@ func (s *scan) foldLedger() {
 		}
 	}
 	s.ledger = nil
+}
+
+// keyState keeps the latest state of each blocked key of the batch's
+// partitions (key ordering's, in the state topic beside the ledger), for
+// parkedTooLong; it says whether m was one.
+func (s *scan) keyState(m *kafka.Message) bool {
+	sk := string(m.Key)
+	p, ok := keyorder.PartOf(sk)
+	if !ok {
+		return false
+	}
+	if p.Topic != s.source || s.batch[p.Partition] == nil {
+		return true
+	}
+	if s.keys == nil {
+		s.keys = map[string]*keyorder.State{}
+	}
+	st, newer, err := keyorder.DecodeState(sk, m.Value)
+	if m.Value == nil || newer != nil || err != nil || len(st.Parked) == 0 {
+		delete(s.keys, sk) // free, or nothing parked that can be read
+		return true
+	}
+	s.keys[sk] = st
+	return true
+}
+
+// parkedTooLong notes a record the commit parks that has waited behind
+// its key's head (since it was parked, or since that head became the
+// head) longer than a head can take plus the stuck bound's allowance: its
+// head never settles. It is the parked twin of waitsTooLong, and runs
+// before judge, which counts each partition's stuck records.
+func (s *scan) parkedTooLong() {
+	bound := DefaultStuckAfter(s.cfg) + s.o.StuckAfter
+	for _, sk := range slices.Sorted(maps.Keys(s.keys)) {
+		st := s.keys[sk]
+		p, _ := keyorder.PartOf(sk)
+		pt := s.batch[p.Partition]
+		for _, sl := range st.Parked {
+			waited, ok := st.Waited(sl, s.o.Now)
+			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) {
+				continue
+			}
+			if !s.firstStuck(p.Partition, sl.Offset) {
+				continue
+			}
+			since := s.o.Now.Add(-waited)
+			s.note(KindStuck, &Coord{Topic: s.source, Partition: p.Partition, Offset: sl.Offset}, Coord{},
+				fmt.Sprintf("parked behind %q, an earlier record of its key, since %s (%s): longer than a head can take plus the stuck bound (%s), so that record never settles; is it stuck, lost or held?",
+					st.Head, since.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
+		}
+	}
+	s.keys = nil
 }
 
 // parseID splits a relay.message.id, topic/partition/offset; topic names

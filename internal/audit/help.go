@@ -19,7 +19,9 @@ finding:
   misrouted     a record in relay's topics for the source that names
                 another source or partition, or none
   stuck         a copy in a tier or the replay topic that relay has not
-                consumed long after it was due (--stuck-after)
+                consumed long after it was due (--stuck-after); under key
+                ordering, a record copied or parked behind a head of its
+                key that never settles
   unverifiable  the source record or its end state was deleted by
                 retention or compaction: nothing can be said, it is not lost
 

@@ -199,6 +199,7 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 	}
 	s.foldLedger()
 	s.bound()
+	s.parkedTooLong()
 	s.judge()
 	return nil
 }
@@ -309,6 +310,9 @@ type scan struct {
 	// ledger holds the ledger changes of the window's failures until
 	// foldLedger.
 	ledger []*ledger.Event
+	// keys are the latest states of the batch's blocked keys with parked
+	// records, until parkedTooLong.
+	keys map[string]*keyorder.State
 	// unprinted counts derived records without relay.source.fingerprint
 	// (written before relay kept it): credited on their coordinates alone.
 	unprinted int64

@@ -20,16 +20,23 @@ type State struct {
 	NotBefore time.Time `json:"notBefore"` // the head's due time
 	Held      bool      `json:"held,omitempty"`
 	Head      string    `json:"head,omitempty"` // failure id of the head, for operators
+	// HeadSince is when the head became the head (Unix milliseconds; 0
+	// unknown): a parked record has waited behind it since then or since
+	// it was parked, whichever is later.
+	HeadSince int64 `json:"headSince,omitempty"`
 	// Parked are the key's parked records, by ascending seq (and source
 	// offset).
 	Parked []Slot `json:"parked,omitempty"`
 }
 
-// Slot is a parked record: its place in its key's queue and its offset
-// in the key's source partition.
+// Slot is a parked record: its place in its key's queue, its offset in
+// the key's source partition, and when it was parked (Unix milliseconds;
+// 0 unknown), which it keeps while it stays parked, across restarts and
+// new owners: relay audit tells a follower whose head never settles by it.
 type Slot struct {
 	Seq    int64 `json:"seq"`
 	Offset int64 `json:"offset"`
+	At     int64 `json:"at,omitempty"`
 }
 
 // Format versions of the key states relay writes (their field "v"): a
@@ -117,7 +124,7 @@ func (s *State) clone() *State {
 func Advance(s *State) *State {
 	ns := s.clone()
 	ns.Next++
-	ns.Head = ""
+	ns.Head, ns.HeadSince = "", 0
 	if len(ns.Parked) > 0 && ns.Parked[0].Seq < ns.Next {
 		ns.Parked = ns.Parked[1:] // the head was parked: handled now
 	}
@@ -125,6 +132,17 @@ func Advance(s *State) *State {
 		return nil
 	}
 	return ns
+}
+
+// Waited is how long the parked record sl has waited behind its key's
+// current head by now: since it was parked or since the head became the
+// head, whichever is later; ok is false when neither is known.
+func (s *State) Waited(sl Slot, now time.Time) (d time.Duration, ok bool) {
+	since := max(sl.At, s.HeadSince)
+	if since <= 0 {
+		return 0, false
+	}
+	return now.Sub(time.UnixMilli(since)), true
 }
 
 // Unpark is s without the parked slot of seq (a parked record that went
@@ -135,11 +153,16 @@ func Unpark(s *State, seq int64) *State {
 	return ns
 }
 
-// Park is s with one more record, parked at offset: its seq is s's tail.
-func Park(s *State, offset int64) (ns *State, seq int64) {
+// Park is s with one more record, parked at offset at time at: its seq is
+// s's tail.
+func Park(s *State, offset int64, at time.Time) (ns *State, seq int64) {
 	ns = s.clone()
 	seq = ns.Tail
 	ns.Tail++
-	ns.Parked = append(ns.Parked, Slot{Seq: seq, Offset: offset})
+	sl := Slot{Seq: seq, Offset: offset}
+	if !at.IsZero() {
+		sl.At = at.UnixMilli()
+	}
+	ns.Parked = append(ns.Parked, sl)
 	return ns, seq
 }

@@ -20,7 +20,7 @@ var (
 func blocked(offsets ...int64) *State {
 	s := &State{Next: 0, Tail: 1, NotBefore: now.Add(30 * time.Second), Head: "orders/0/10"}
 	for _, o := range offsets {
-		s, _ = Park(s, o)
+		s, _ = Park(s, o, time.Time{})
 	}
 	return s
 }
@@ -71,7 +71,7 @@ func TestAbortRestoresTheStateBeforeTheTransaction(t *testing.T) {
 	s1 := blocked(11)
 	k.Put(skA, s1)
 	k.Keep(p0, 11, "A2", 10)
-	s2, _ := Park(s1, 12)
+	s2, _ := Park(s1, 12, time.Time{})
 	k.Put(skA, s2)
 	k.Abort()
 	if s := k.Get(skA); s == nil || s.Tail != 1 || len(s.Parked) != 0 {
@@ -337,5 +337,26 @@ func TestFloorWithAParkedOffsetAboveNext(t *testing.T) {
 	p, ok, err := Decode(off, md)
 	if off != 11 || !ok || err != nil || !slices.Equal(p.Offsets, []int64{11, 15}) || p.Hi != 16 {
 		t.Fatalf("floor %d %q: %+v %v %v, want 11 with 11 and 15 parked up to 16", off, md, p, ok, err)
+	}
+}
+
+// A parked record has waited behind its key's head since it was parked or
+// since the head became the head, whichever is later; a resolved head
+// leaves no "since" behind, and a slot parked without a time has none.
+func TestWaitedBehindTheHead(t *testing.T) {
+	s, _ := Park(&State{Next: 0, Tail: 1, Head: "orders/0/10", HeadSince: now.Add(-time.Hour).UnixMilli()}, 11, now.Add(-10*time.Minute))
+	if d, ok := s.Waited(s.Parked[0], now); !ok || d != 10*time.Minute {
+		t.Fatalf("parked after the head: waited %s %v, want 10m", d, ok)
+	}
+	s.HeadSince = now.Add(-time.Minute).UnixMilli()
+	if d, ok := s.Waited(s.Parked[0], now); !ok || d != time.Minute {
+		t.Fatalf("a head newer than the park: waited %s %v, want 1m", d, ok)
+	}
+	if a := Advance(s); a.HeadSince != 0 || a.Head != "" {
+		t.Fatalf("advanced: %+v, want no head and no since", a)
+	}
+	u, _ := Park(&State{Tail: 1}, 12, time.Time{})
+	if d, ok := u.Waited(u.Parked[0], now); ok || u.Parked[0].At != 0 {
+		t.Fatalf("no times: waited %s %v, slot %+v", d, ok, u.Parked[0])
 	}
 }

@@ -77,7 +77,7 @@ func (m *Machine) join(p *pass) []txn.Output {
 		part, size := partOf(p.rec), recordSize(p.rec)
 		ok, why := m.keys.CanPark(m.keys.Park, part, p.rec.Offset, size, ks.NotBefore, m.now())
 		if ok {
-			ns, _ := keyorder.Park(ks, p.rec.Offset)
+			ns, _ := keyorder.Park(ks, p.rec.Offset, m.now())
 			m.keys.Keep(part, p.rec.Offset, p.rec, size)
 			m.count(ledger.OutcomeRetry, CodeKeyBlocked)
 			p.traceOutcome(ledger.OutcomeRetry, tiers.Ordering.String(), CodeKeyBlocked, "parked behind "+ks.Head+", an earlier record of its key")
@@ -185,6 +185,9 @@ func (m *Machine) keyedOutcome(p *pass, d tiers.Decision, outs []txn.Output) []t
 		case kr.state != nil:
 			c := *kr.state
 			ns = &c
+		}
+		if ns.Head != p.id {
+			ns.HeadSince = m.now().UnixMilli() // a new head: its followers wait behind it from now
 		}
 		ns.Tier, ns.NotBefore, ns.Head = d.Tier, m.now().Add(d.Delay), p.id
 		return append(withSeq(outs, ns.Next), m.keys.put(kr.sk, p.rec.Partition, ns))

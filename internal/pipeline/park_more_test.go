@@ -31,7 +31,7 @@ func TestParkedFollowersTakeTheirTurnsInOrder(t *testing.T) {
 	}
 	if outs := handle(t, m, a2); len(outs) != 2 || outs[0].Topic != "orders.valid" {
 		t.Fatalf("A2 at its turn: %v", topics(outs))
-	} else if s := stateOf(t, outs[1]); s == nil || s.Next != 2 || len(s.Parked) != 1 || s.Parked[0] != (keyorder.Slot{Seq: 2, Offset: 12}) {
+	} else if s := stateOf(t, outs[1]); s == nil || s.Next != 2 || len(s.Parked) != 1 || s.Parked[0] != (keyorder.Slot{Seq: 2, Offset: 12, At: t0.UnixMilli()}) {
 		t.Fatalf("state after A2 %+v, want A3 alone parked, at its turn", s)
 	}
 	if off, _ := m.Floor(ordersP0, 13); off != 12 {

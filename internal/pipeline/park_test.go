@@ -53,7 +53,7 @@ func TestParkedFollowerWaitsInMemory(t *testing.T) {
 	if len(outs) != 1 || outs[0].Topic != "_relay.relay.state" || a.calls != calls {
 		t.Fatalf("A2 must be parked without an attempt: %v, calls %d", topics(outs), a.calls-calls)
 	}
-	if s := stateOf(t, outs[0]); s.Tail != 2 || len(s.Parked) != 1 || s.Parked[0] != (keyorder.Slot{Seq: 1, Offset: 11}) {
+	if s := stateOf(t, outs[0]); s.Tail != 2 || len(s.Parked) != 1 || s.Parked[0] != (keyorder.Slot{Seq: 1, Offset: 11, At: t0.UnixMilli()}) || s.HeadSince != t0.UnixMilli() {
 		t.Fatalf("A2 state %+v", s)
 	}
 	if outs := handle(t, m, rec("orders", 0, 12, "B")); len(outs) != 1 || outs[0].Topic != "orders.valid" {
