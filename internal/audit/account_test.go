@@ -106,6 +106,26 @@ func TestJudgeParked(t *testing.T) {
 	}
 }
 
+// BUG: a parked record's turn after the cut writes one end state — an
+// output, a rejected record or a quarantine record — never two. judge's
+// "parked && outs+rejs > 1" leaves the quarantine out: a parked record
+// with an output and an open quarantine is judged parked (in flight,
+// clean), though the same record unparked is a duplicate. Only a replay
+// the ledger says resolved its quarantine with may add the output.
+func TestJudgeParkedQuarantinedAndOutput(t *testing.T) {
+	if got, why := judge(withLedger(slotOf(1, 0, 1, 0), ledger.Open), true, false, false, false); got != Duplicated {
+		t.Fatalf("unparked, output and quarantined: %s (%s), want duplicated", got, why)
+	}
+	for _, consumed := range []bool{true, false} {
+		if got, why := judge(withLedger(slotOf(1, 0, 1, 0), ledger.Open), consumed, true, false, false); got != Duplicated {
+			t.Errorf("parked (consumed %v), output and quarantined (open): %s (%s), want duplicated", consumed, got, why)
+		}
+		if got, why := judge(slotOf(0, 1, 1, 0), consumed, true, false, false); got != Duplicated {
+			t.Errorf("parked (consumed %v), rejected and quarantined: %s (%s), want duplicated", consumed, got, why)
+		}
+	}
+}
+
 // An offset without a committed source record (an aborted record, a
 // transaction marker, or a record compaction removed) that relay's
 // records name.
