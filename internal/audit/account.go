@@ -128,6 +128,10 @@ func judge(s slot, consumed, parked, deleted, gaps bool) (v Verdict, detail stri
 		// One end state may have been written after the cut, when
 		// relay handled the record at its key's turn; two cannot.
 		return Duplicated, fmt.Sprintf("parked at the cut, and yet %d outputs and %d rejected records", outs, rejs)
+	case parked && outs+rejs == 1 && (quars > 0 || st != "") && st != ledger.Resolved:
+		// Its turn writes one end state; a quarantine beside an output
+		// is one too many unless a replay resolved it.
+		return Duplicated, fmt.Sprintf("parked at the cut, and yet quarantined (%s) and also output or rejected", orOpen(st))
 	case parked:
 		return Parked, ""
 	case !consumed:

@@ -106,7 +106,7 @@ func TestJudgeParked(t *testing.T) {
 	}
 }
 
-// BUG: a parked record's turn after the cut writes one end state — an
+// Regression (found by mutation testing): a parked record's turn after the cut writes one end state — an
 // output, a rejected record or a quarantine record — never two. judge's
 // "parked && outs+rejs > 1" leaves the quarantine out: a parked record
 // with an output and an open quarantine is judged parked (in flight,

@@ -246,7 +246,7 @@ func (s *scan) parkedTooLong() {
 		pt := s.batch[p.Partition]
 		for _, sl := range st.Parked {
 			waited, ok := st.Waited(sl, s.o.Now)
-			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) {
+			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) || outside(s.at(p.Partition, sl.Offset)) {
 				continue
 			}
 			if !s.firstStuck(p.Partition, sl.Offset) {
@@ -255,10 +255,22 @@ func (s *scan) parkedTooLong() {
 			since := s.o.Now.Add(-waited)
 			s.note(KindStuck, &Coord{Topic: s.source, Partition: p.Partition, Offset: sl.Offset}, Coord{},
 				fmt.Sprintf("parked behind %q, an earlier record of its key, since %s (%s): longer than a head can take plus the stuck bound (%s), so that record never settles; is it stuck, lost or held?",
-					st.Head, since.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
+					headOf(st.Head), since.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
 		}
 	}
 	s.keys = nil
+}
+
+// outside says the slot at returned is nil: the offset is outside the
+// audited window.
+func outside(_ *part, sl *slot) bool { return sl == nil }
+
+// headOf is a key's head for a message, cut as a record's header is.
+func headOf(h string) string {
+	if len(h) > 200 {
+		return h[:200]
+	}
+	return h
 }
 
 // parseID splits a relay.message.id, topic/partition/offset; topic names

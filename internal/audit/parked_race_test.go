@@ -7,7 +7,7 @@ import (
 	"relay/internal/keyorder"
 )
 
-// BUG: the audit runs beside a relay that is writing. cut reads the
+// Regression (found by mutation testing): the audit runs beside a relay that is writing. cut reads the
 // group's committed offsets first and the ends of the derived partitions
 // after, so it reads what relay wrote in between: here the commit at the
 // cut parks 3 (committed at 3, handled up to 5), and before the ends are

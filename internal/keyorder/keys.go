@@ -136,10 +136,12 @@ func Advance(s *State) *State {
 
 // Waited is how long the parked record sl has waited behind its key's
 // current head by now: since it was parked or since the head became the
-// head, whichever is later; ok is false when neither is known.
+// head, whichever is later; ok is false when neither is known, or when
+// the key has no head now (its head settled and the next record has not
+// taken its turn yet: nothing it waits behind can be stuck).
 func (s *State) Waited(sl Slot, now time.Time) (d time.Duration, ok bool) {
 	since := max(sl.At, s.HeadSince)
-	if since <= 0 {
+	if since <= 0 || s.Head == "" {
 		return 0, false
 	}
 	return now.Sub(time.UnixMilli(since)), true

@@ -7,7 +7,7 @@ import (
 	"relay/internal/keyorder"
 )
 
-// BUG: when a head settles, keyorder.Advance clears head and headSince
+// Regression (found by mutation testing): when a head settles, keyorder.Advance clears head and headSince
 // until the next record takes its turn (a tier copy not read yet, a
 // parked record not handed back yet, a relay restarting): the audit then
 // measures a parked record's wait from when it was parked, across every
@@ -29,7 +29,7 @@ func TestParkedBetweenHeadsIsNotStuck(t *testing.T) {
 	}
 }
 
-// BUG: parkedTooLong judges every slot the commit parks, in the window or
+// Regression (found by mutation testing): parkedTooLong judges every slot the commit parks, in the window or
 // not, though the audit judges only the window's offsets (a copy in a
 // tier is stuck only for an offset of the window): an audit of
 // yesterday's window reports today's parked record stuck, in a partition
