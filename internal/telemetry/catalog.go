@@ -30,7 +30,7 @@ type Metric struct {
 
 // Instruments lists every metric relay exports, in the reference's order.
 var Instruments = []Metric{
-	{Name: MetricRecordsConsumed, Kind: Counter, Help: "source records handled into a transaction (aborted ones are handled again)"},
+	{Name: MetricRecordsConsumed, Kind: Counter, Help: "source records read and handled into a transaction (aborted ones are read again; a parked record counts once)"},
 	{Name: MetricRecordsCommitted, Kind: Counter, Help: "source records whose offsets were committed"},
 	{Name: MetricOutputsCommitted, Kind: Counter, Help: "records written by committed transactions"},
 	{Name: MetricTxnCommitted, Kind: Counter, Help: "committed transactions"},

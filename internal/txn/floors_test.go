@@ -80,6 +80,11 @@ func TestFloorsDueRecordsAreHandledAgain(t *testing.T) {
 	if len(p.produced) != 4 || len(p.sentOffsets) != 1 || offsetsOf(p.sentOffsets[0])[0] != 5 {
 		t.Fatalf("%d outputs, offsets %v; want 4 and 5", len(p.produced), p.sentOffsets)
 	}
+	// Handled six times, read four: a record handed back is not consumed
+	// again.
+	if h.obs.consumed != 4 {
+		t.Errorf("%d records consumed, want 4", h.obs.consumed)
+	}
 }
 
 func valued(m *kafka.Message, v string) *kafka.Message {

@@ -202,12 +202,12 @@ func (l *Loop) handle(ctx context.Context, m *kafka.Message) {
 	if !ok {
 		return
 	}
-	l.handleRecord(ctx, tp, toRecord(m))
+	l.handleRecord(ctx, tp, toRecord(m), false)
 }
 
 // handleRecord is handle's work on rec, a record of tp read now or kept
-// aside by the handler (see Floors).
-func (l *Loop) handleRecord(ctx context.Context, tp tpKey, rec *Record) {
+// aside by the handler (see Floors) and handed back: again.
+func (l *Loop) handleRecord(ctx context.Context, tp tpKey, rec *Record, again bool) {
 	l.include(tp, rec.Offset)
 	if !l.begin(ctx) {
 		return
@@ -223,7 +223,7 @@ func (l *Loop) handleRecord(ctx context.Context, tp tpKey, rec *Record) {
 		l.abortAfterProduce(ctx, err)
 		return
 	}
-	l.applied(tp, rec.Offset, len(outs))
+	l.applied(tp, rec.Offset, len(outs), !again)
 }
 
 // handleDue hands a Floors handler's records whose turn has come to it
@@ -244,7 +244,7 @@ func (l *Loop) handleDue(ctx context.Context, f Floors) {
 				seen = map[*Record]bool{}
 			}
 			seen[rec] = true
-			l.handleRecord(ctx, tp, rec)
+			l.handleRecord(ctx, tp, rec, true)
 			if !l.open || l.fatal != nil || ctx.Err() != nil {
 				return // it did not go through: the transaction ended, or relay stops
 			}
@@ -302,12 +302,16 @@ func (l *Loop) begin(ctx context.Context) bool {
 
 // applied counts a record whose outputs are written in the open
 // transaction: its offset commits with it. (Records of a batch are
-// applied in any order: the offset is past the furthest.)
-func (l *Loop) applied(tp tpKey, offset int64, outputs int) {
+// applied in any order: the offset is past the furthest.) read says the
+// record came from its source now, not handed back by the handler: a
+// record kept aside counts as consumed once, when read.
+func (l *Loop) applied(tp tpKey, offset int64, outputs int, read bool) {
 	l.next[tp] = max(l.next[tp], offset+1)
 	l.records++
 	l.outputs += outputs
-	l.obs.Consumed(1)
+	if read {
+		l.obs.Consumed(1)
+	}
 }
 
 // handlerFailed deals with a handler that gave no outputs for rec: a

@@ -68,9 +68,12 @@ func (h *harness) factory() (Producer, error) {
 	return p, nil
 }
 
+func (o *countingObserver) Consumed(n int) { o.consumed += n }
+
 type countingObserver struct {
 	NopObserver
 	committed, aborted int
+	consumed           int
 	reasons            []string
 	ready              []bool
 	stats              statsCount

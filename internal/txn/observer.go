@@ -9,7 +9,9 @@ type Observer interface {
 	Ready(bool)
 	// Assigned reports how many partitions this instance owns.
 	Assigned(partitions int)
-	// Consumed reports source records handled into the open transaction.
+	// Consumed reports source records read and handled into the open
+	// transaction (a record the handler kept aside and handed back later
+	// counts once).
 	Consumed(records int)
 	// Committed reports a committed transaction: its source records, its
 	// outputs, and how long its commit (send offsets + commit) took.
