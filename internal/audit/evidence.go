@@ -246,8 +246,11 @@ func (s *scan) parkedTooLong() {
 		pt := s.batch[p.Partition]
 		for _, sl := range st.Parked {
 			waited, ok := st.Waited(sl, s.o.Now)
-			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) || outside(s.at(p.Partition, sl.Offset)) {
+			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) {
 				continue
+			}
+			if _, in := s.at(p.Partition, sl.Offset); in == nil {
+				continue // outside the audited window
 			}
 			if !s.firstStuck(p.Partition, sl.Offset) {
 				continue
@@ -261,11 +264,8 @@ func (s *scan) parkedTooLong() {
 	s.keys = nil
 }
 
-// outside says the slot at returned is nil: the offset is outside the
-// audited window.
-func outside(_ *part, sl *slot) bool { return sl == nil }
-
-// headOf is a key's head for a message, cut as a record's header is.
+// headOf is a key's head (relay.key.head) as a finding quotes it: at
+// most 200 bytes.
 func headOf(h string) string {
 	if len(h) > 200 {
 		return h[:200]
@@ -311,15 +311,12 @@ func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) 
 	if waited <= bound {
 		return false
 	}
-	if len(head) > 200 {
-		head = head[:200]
-	}
 	if !s.firstStuck(p, off) {
 		return true
 	}
 	s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
 		fmt.Sprintf("waits behind %q, an earlier record of its key, since %s (%s): longer than a head can take plus the stuck bound (%s), so that record never settles; is it stuck, lost or held?",
-			head, t.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
+			headOf(string(head)), t.UTC().Format(time.RFC3339), waited.Round(time.Second), bound))
 	return true
 }
 

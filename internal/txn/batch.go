@@ -277,7 +277,7 @@ func (b *batch) Done(i int, outs []Output, err error) bool {
 	}
 	// Results come in any order: gap (after the batch) checks that
 	// nothing before the furthest applied was left out.
-	l.applied(tp, rec.Offset, len(outs), true)
+	l.applied(tp, rec.Offset, len(outs), false)
 	b.applied[i] = true
 	return true
 }

@@ -223,7 +223,7 @@ func (l *Loop) handleRecord(ctx context.Context, tp tpKey, rec *Record, again bo
 		l.abortAfterProduce(ctx, err)
 		return
 	}
-	l.applied(tp, rec.Offset, len(outs), !again)
+	l.applied(tp, rec.Offset, len(outs), again)
 }
 
 // handleDue hands a Floors handler's records whose turn has come to it
@@ -302,14 +302,14 @@ func (l *Loop) begin(ctx context.Context) bool {
 
 // applied counts a record whose outputs are written in the open
 // transaction: its offset commits with it. (Records of a batch are
-// applied in any order: the offset is past the furthest.) read says the
-// record came from its source now, not handed back by the handler: a
-// record kept aside counts as consumed once, when read.
-func (l *Loop) applied(tp tpKey, offset int64, outputs int, read bool) {
+// applied in any order: the offset is past the furthest.) again says the
+// handler kept the record aside and handed it back: it counted as
+// consumed when read, not again.
+func (l *Loop) applied(tp tpKey, offset int64, outputs int, again bool) {
 	l.next[tp] = max(l.next[tp], offset+1)
 	l.records++
 	l.outputs += outputs
-	if read {
+	if !again {
 		l.obs.Consumed(1)
 	}
 }
