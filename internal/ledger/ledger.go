@@ -19,12 +19,13 @@ package ledger
 
 import (
 	"encoding/json"
-
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"relay/internal/envelope"
 )
@@ -115,7 +116,7 @@ func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 	// One pass reads the version and the change: a record of a newer
 	// format is named as such even when its fields do not fit this one.
 	v := record{Event: &Event{}}
-	err = json.Unmarshal(value, &v)
+	err = decodeRecord(value, &v)
 	if v.V > FormatVersion {
 		return nil, true, fmt.Errorf("ledger record %q has format version %d; this relay reads up to %d (written by a newer relay?): skipped", key, v.V, FormatVersion)
 	}
@@ -128,6 +129,13 @@ func Decode(key string, value []byte) (e *Event, ok bool, err error) {
 	}
 	return e, true, nil
 }
+
+// decodeRecord reads value with encoding/json's semantics (names in any
+// case, the same conversions and errors) from the implementation of its
+// successor: twice as fast, and a console's first read of a large
+// quarantine is mostly this step. TestDecodeReadsAsEncodingJSON holds the
+// two to the same reading.
+func decodeRecord(value []byte, v *record) error { return jsonv1.Unmarshal(value, v) }
 
 // record is a ledger record as it is written: its format version and the
 // change.
