@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -167,28 +166,6 @@ type daemon struct {
 	producer atomic.Pointer[guardedProducer]
 }
 
-// flushTraces exports the spans still queued and stops the exporter,
-// within the shutdown bound and at most 5 s: a collector that is away
-// must not hold the exit, and what is not out by then is dropped.
-func (d *daemon) flushTraces() {
-	budget := min(5*time.Second, d.cfg.ShutdownTimeout)
-	if at := d.signalled.Load(); at != 0 {
-		// What the shutdown bound has left, with a margin for the rest of
-		// the teardown: the flush must not turn a graceful stop into an
-		// abandoned one.
-		budget = min(budget, d.cfg.ShutdownTimeout-time.Since(time.Unix(0, at))-time.Second)
-	}
-	if budget <= 0 {
-		budget = time.Millisecond // drop what is queued; nothing waits
-	}
-	c, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	if err := d.traces.Shutdown(c); err != nil {
-		d.log.Warn("spans not exported at shutdown", "err", err)
-	}
-	d.traces = nil
-}
-
 // checkConfig checks what only librdkafka and the rules file can tell,
 // before anything connects.
 func (d *daemon) checkConfig() (*rules.Set, error) {
@@ -200,57 +177,6 @@ func (d *daemon) checkConfig() (*rules.Set, error) {
 		return nil, &ConfigError{Err: fmt.Errorf("%s: %w", config.EnvRulesFile, err)}
 	}
 	return ruleSet, nil
-}
-
-// forwardLogs sends librdkafka's own log lines through slog too, so
-// relay's stderr is one structured stream. It returns the function that
-// closes the channel, to be called only after every client that writes to
-// it has been closed.
-func (d *daemon) forwardLogs() (closeLogs func()) {
-	d.logs = make(chan kafka.LogEvent, 1024)
-	done := make(chan struct{})
-	d.opts.Go(func() { defer close(done); kafkaclient.ForwardLogs(d.logs, d.log) })
-	return func() {
-		if d.clientsLeft.Load() {
-			// A client the loop gave up on (a librdkafka call that never
-			// returned) may still log: a send on a closed channel would
-			// crash the exit. The process ends without it.
-			return
-		}
-		close(d.logs)
-		<-done
-	}
-}
-
-// serveMetrics sets the metrics up and serves the endpoint. It comes
-// before the consumer: a taken port then stops relay with nothing to clean
-// up. closeAll stops the endpoint and makes a last, bounded, export.
-func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeAll func(), err error) {
-	m, err = telemetry.New(d.opts.Environ)
-	if err != nil {
-		return nil, nil, &ConfigError{Err: err}
-	}
-	closeMetrics := func() {
-		// A collector that is away must not hold the exit.
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = m.Close(c)
-	}
-	if d.cfg.HTTPAddr == "" {
-		return m, closeMetrics, nil
-	}
-	srv, err := telemetry.Listen(ctx, d.cfg.HTTPAddr, m)
-	if err != nil {
-		d.log.Error("cannot serve metrics; set "+config.EnvHTTPAddr+" to a free address, or empty to disable", "err", err)
-		closeMetrics()
-		return nil, nil, fmt.Errorf("metrics endpoint: %w", err)
-	}
-	return m, func() {
-		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Close(c)
-		closeMetrics()
-	}, nil
 }
 
 // consume checks the topics, starts the ledger watch, assembles the
@@ -284,66 +210,6 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		d.opts.Go(func() { probeRefusedRegistry(watchCtx, ready.adm, metrics, d.cfg.SchemaTimeout) })
 	}
 	return d.loop(ctx, consumer, watchedMachine{machine, watch}, ruleSet, metrics)
-}
-
-// What sets relay's credential for the registry and the hook, for the
-// messages that say a credential is refused.
-const (
-	registryCredentialVars = config.EnvSchemaRegistryUser + ", " + config.EnvSchemaRegistrySecret + " (or its _FILE), " +
-		config.EnvRegistryClientID + ", " + config.EnvRegistryClientSecret + ", " + config.EnvSchemaRegistryCert
-	hookCredentialVars = config.EnvHookToken + ", " + config.EnvHookSigningSecret + " (or their _FILE), " + config.EnvHookCert
-)
-
-// secretChanged gives a Kafka SASL secret read again to the clients
-// running now (new connections authenticate with it; new clients are
-// built with it anyway). The registry's and the hook's are asked for at
-// every request.
-func (d *daemon) secretChanged(v *secret.Value) {
-	user, pass, sasl := d.cfg.SASLCredentials(v)
-	if !sasl {
-		for _, k := range d.cfg.KafkaSecrets {
-			if k == v {
-				d.log.Warn("librdkafka reads this secret only when a client is built: the running clients keep the old value; restart relay to use the new one now",
-					"var", v.Var)
-			}
-		}
-		return
-	}
-	// Each only while it is open: librdkafka's handle is gone after Close.
-	errs := []error{d.lag.setSaslCredentials(user, pass)}
-	if p := d.producer.Load(); p != nil {
-		errs = append(errs, p.setSaslCredentials(user, pass))
-	}
-	if err := errors.Join(errs...); err != nil {
-		d.log.Warn("cannot give a client the new SASL credentials; it keeps the old ones until it is built again", "err", err)
-		return
-	}
-	d.log.Info("the running Kafka clients authenticate with the new SASL credentials from their next connection or re-authentication", "var", v.Var)
-}
-
-// registryProbeEvery is how often relay asks a registry that refuses its
-// credential whether it still does.
-const registryProbeEvery = 15 * time.Second
-
-// probeRefusedRegistry asks the registry again, while it refuses relay's
-// credential, until ctx ends: records may no longer need it (schemas are
-// cached by id), and relay must still see the credential fixed, and be
-// ready again.
-func probeRefusedRegistry(ctx context.Context, adm *schema.Admitter, metrics *telemetry.Metrics, timeout time.Duration) {
-	t := time.NewTicker(registryProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if metrics.RefusedBy(telemetry.DependencyRegistry) {
-				c, cancel := context.WithTimeout(ctx, timeout)
-				_ = adm.Probe(c) // the answer reaches the metrics through the client
-				cancel()
-			}
-		}
-	}
 }
 
 // closeConsumer closes the loop's consumer once no scrape or secret
@@ -485,16 +351,6 @@ type watchedMachine struct {
 // OnOwned implements txn.OwnershipListener.
 func (m watchedMachine) OnOwned(owned []txn.TopicPartition) { m.watch.Own(m.Table(), owned) }
 
-// NewLogger is relay's logger: RELAY_LOG_FORMAT (json or text) at
-// RELAY_LOG_LEVEL, to w.
-func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
 // livenessBound is how long the loop may go without progress before
 // /livez calls it stuck: longer than anything it does without going round
 // — handling a record within the transaction (at most the transaction
@@ -506,14 +362,4 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 // consuming.
 func livenessBound(cfg *config.Config) time.Duration {
 	return 2*max(cfg.TransactionTimeout, 30*time.Second) + 4*cfg.OpTimeout + 2*txn.WedgeAfter(cfg.OpTimeout)
-}
-
-// owners names each quarantine topic's owner and alert threshold for the
-// gauges that carry them.
-func owners(cfg *config.Config) []telemetry.Ownership {
-	out := make([]telemetry.Ownership, 0, len(cfg.SourceTopics))
-	for _, src := range cfg.SourceTopics {
-		out = append(out, telemetry.Ownership{Topic: cfg.Derived(src).Quarantine, Owner: cfg.Owner(src), Threshold: cfg.Threshold(src)})
-	}
-	return out
 }
