@@ -98,7 +98,8 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	plain, err := b.plainRead(ctx, []string{cfg.StateTopicName(), cfg.Derived(src).Quarantine})
+	read := []string{cfg.StateTopicName(), cfg.Derived(src).Quarantine}
+	plain, err := b.plainRead(ctx, read)
 	if err != nil {
 		return err
 	}
@@ -153,6 +154,7 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 		{"list, one key", "/failures?key=k-7"},
 	}
 	var first string
+	var firstRead time.Duration
 	for i, p := range pages {
 		took, body, err := timedGet(ctx, base+p.path)
 		if err != nil {
@@ -160,6 +162,7 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 		}
 		fmt.Printf("  %-34s %6s, %d KiB of HTML\n", p.name, took.Round(time.Millisecond), len(body)>>10)
 		if i == 0 {
+			firstRead = took
 			fmt.Printf("  first read / plain consumer: %.2f\n", float64(took)/float64(plain))
 		}
 		if i == 2 {
@@ -176,8 +179,19 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 		fmt.Printf("  %-34s %6s\n", "one failure (reads its records)", took.Round(time.Millisecond))
 	}
 	// A page after the refresh interval is served from what was read and
-	// starts a catch-up beside it, which reads only what is new.
-	time.Sleep(consoleRefresh + time.Second)
+	// starts a catch-up beside it, which reads only what is new. While
+	// the console waits for it, idle, the plain consumer reads again: the
+	// first read above came right after the load, when the broker may
+	// still be busy with it (its log cleaner among others), and the ratio
+	// that counts is the one against the faster of the two reads.
+	refreshAt := time.Now().Add(consoleRefresh + time.Second)
+	again, err := b.plainRead(ctx, read)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("a plain consumer reads them again in %s; first read / the faster plain read: %.2f\n",
+		again.Round(time.Millisecond), float64(firstRead)/float64(min(plain, again)))
+	time.Sleep(time.Until(refreshAt))
 	for _, name := range []string{"overview after 30 s (starts a catch-up)", "overview after the catch-up"} {
 		took, _, err := timedGet(ctx, base+"/")
 		if err != nil {
