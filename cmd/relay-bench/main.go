@@ -45,6 +45,7 @@ type options struct {
 	audit      int
 	formats    int
 	scale      int
+	relayLogs  string
 	console    int
 	hookDelays []time.Duration // (e) and (f) once per delay
 	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
@@ -61,7 +62,7 @@ func main() {
 	flag.StringVar(&o.relayBin, "relay", "bin/relay", "path to the relay binary")
 	flag.IntVar(&o.latRate, "latency-rate", 5000, "records/s produced in the latency phase")
 	flag.IntVar(&o.latSeconds, "latency-seconds", 10, "duration of the latency phase in seconds")
-	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms (also MALLOC_ARENA_MAX, GOGC, GOMEMLIMIT)")
+	flag.StringVar(&o.relayEnv, "relay-env", "", "extra env for an additional, separately labelled relay run, e.g. RELAY_KAFKA_LINGER_MS=20,RELAY_COMMIT_INTERVAL=500ms (also MALLOC_ARENA_MAX, GOGC, GOMEMLIMIT); with -scale, the env of its instances")
 	flag.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry of the admission modes")
 	flag.BoolVar(&o.admission, "admission", true, "also run the admission modes: (d) decode + upcast + rules, (e) the same plus a hook failing 10% of records once")
 	flag.BoolVar(&o.keyModes, "key-modes", false, "also run key ordering with a hook: (f) no failures, (g) 5% of keys fail once")
@@ -78,6 +79,7 @@ func main() {
 	flag.BoolVar(&o.keepTopics, "keep-topics", false, "do not delete the topics and groups this run created")
 	flag.IntVar(&o.blocked, "blocked-keys", 0, "instead of the modes: relay's RSS idle and with this many keys blocked at once (key ordering, every key's record in a 1h tier)")
 	flag.IntVar(&o.console, "console", 0, "instead of the modes: relay console's memory over a quarantine of this many records relay quarantined, against relay quarantine stats on the same quarantine")
+	flag.StringVar(&o.relayLogs, "relay-logs", "", "a directory: each relay the bench starts logs at debug level (each commit) to a file of its own there (relay-*.log, named in the output), to see where a run's time went")
 	flag.IntVar(&o.scale, "scale", 0, "instead of the modes: this many relay instances in one group over -partitions partitions (every derived topic with as many): start-up to first commit, RSS per owned partition, commit latency under a steady load, and the stall when one instance is killed")
 	flag.IntVar(&o.formats, "formats", 0, "instead of the modes: admission and upcast of the same record in Avro, Protobuf and JSON Schema, in this process, for this many seconds; ratios to Avro")
 	flag.IntVar(&o.audit, "audit", 0, "instead of the modes: relay audit's scan of this many source records and their outputs, against a plain consumer reading the same topics")

@@ -86,10 +86,27 @@ func (b *bench) relayStarter(extra []string) func(context.Context, topics) (pass
 		}
 		r := &relayProc{b: b, t: t, cmd: cmd, addr: addr, stderr: &tailBuffer{max: 64 << 10}, done: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = r.stderr, r.stderr
+		var logFile *os.File
+		if b.o.relayLogs != "" {
+			cmd.Env = append(cmd.Env, "RELAY_LOG_LEVEL=debug") // the later value wins
+			if logFile, err = os.CreateTemp(b.o.relayLogs, "relay-*.log"); err != nil {
+				return nil, err
+			}
+			cmd.Stdout, cmd.Stderr = io.MultiWriter(r.stderr, logFile), io.MultiWriter(r.stderr, logFile)
+		}
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("start relay: %w", err)
 		}
-		go func() { _ = cmd.Wait(); close(r.done) }()
+		if logFile != nil {
+			fmt.Printf("  relay (pid %d) logs to %s\n", cmd.Process.Pid, logFile.Name())
+		}
+		go func() {
+			_ = cmd.Wait()
+			if logFile != nil {
+				_ = logFile.Close()
+			}
+			close(r.done)
+		}()
 		return r, nil
 	}
 }
