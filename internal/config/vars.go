@@ -211,7 +211,7 @@ var Vars = []Var{
 		"unset: %.0f s, or the transaction budget plus %.0f s (in whole seconds) when that is longer, at most `%d`, the broker's default `transaction.max.timeout.ms`; "+
 			"at start-up it is lowered to the broker's own `transaction.max.timeout.ms` when that is less and the budget still fits. "+
 			"A minute rides out a routine broker restart (about 15 s away) without the broker aborting the open transaction under relay. "+
-			"The cost: an instance that dies for good, and is not restarted under its `transactional.id`, holds back `read_committed` readers of its partitions until the broker aborts its transaction, up to this long. "+
+			"The cost: an instance that dies for good, and is not restarted under its `transactional.id`, holds back `read_committed` readers of its partitions until the broker aborts its transaction, up to this long, and so does the next owner of its source partitions when it died in a commit (its offsets are not stable until then). "+
 			"A value you set is kept as it is, and refused (naming this variable) when the budget does not fit it or the broker allows less. `relay config` shows the value in use",
 		defaultTransactionTimeout.Seconds(), transactionRideOut.Seconds(), brokerMaxTransactionTimeout.Milliseconds())},
 	{Name: EnvMaxPollInterval, DefaultNote: fmt.Sprintf("librdkafka: `%d`", defaultMaxPollInterval.Milliseconds()), Help: "read by relay to validate its own bounds"},
