@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"relay/internal/config"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -87,14 +88,7 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 
 	// A plain consumer reading the topics the console reads: the floor
 	// of its first read.
-	cfg, err := config.Load(config.ForOperators(func(k string) (string, bool) {
-		for _, kv := range env {
-			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
-				return v, true
-			}
-		}
-		return "", false
-	}), env)
+	cfg, err := configOf(env)
 	if err != nil {
 		return err
 	}
@@ -209,6 +203,20 @@ func (b *bench) consoleMemory(ctx context.Context, n int) error {
 		rss>>10, peak>>10, float64((peak-idle)<<10)/float64(n))
 	fmt.Printf("console peak / relay quarantine stats peak: %.2f\n", float64(peak)/float64(statsRSS))
 	return nil
+}
+
+// configOf is relay's configuration from env, as a relay (or an operator
+// command) started with it reads it: the last value of a name wins, as in
+// a process's environment.
+func configOf(env []string) (*config.Config, error) {
+	return config.Load(config.ForOperators(func(k string) (string, bool) {
+		for _, kv := range slices.Backward(env) {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v, true
+			}
+		}
+		return "", false
+	}), env)
 }
 
 // consoleRefresh is how old a page's snapshot of the quarantine may be

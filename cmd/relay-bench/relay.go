@@ -95,6 +95,9 @@ func (b *bench) relayStarter(extra []string) func(context.Context, topics) (pass
 			cmd.Stdout, cmd.Stderr = io.MultiWriter(r.stderr, logFile), io.MultiWriter(r.stderr, logFile)
 		}
 		if err := cmd.Start(); err != nil {
+			if logFile != nil {
+				_ = logFile.Close()
+			}
 			return nil, fmt.Errorf("start relay: %w", err)
 		}
 		if logFile != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -78,27 +77,17 @@ func (b *bench) scale(ctx context.Context, n int) error {
 	if err := b.reportStart(ctx, rs, t, t0); err != nil {
 		return err
 	}
-	if err := b.reportSteadyAndKill(ctx, rs, t, txnTimeoutOf(extra)); err != nil {
+	cfg, err := configOf(base)
+	if err != nil {
+		return err
+	}
+	if err := b.reportSteadyAndKill(ctx, rs, t, cfg.TransactionTimeout); err != nil {
 		return err
 	}
 	if err := stopLoad(); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
-}
-
-// txnTimeoutOf is the instances' transaction.timeout.ms: relay's derived
-// default unless env sets it.
-func txnTimeoutOf(env []string) time.Duration {
-	d := 60 * time.Second
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS="); ok {
-			if ms, err := strconv.Atoi(v); err == nil {
-				d = time.Duration(ms) * time.Millisecond
-			}
-		}
-	}
-	return d
 }
 
 // produceEach writes per records to every partition of topic.
