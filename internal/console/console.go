@@ -80,6 +80,8 @@ type Server struct {
 	bg         sync.WaitGroup
 	bgCtx      context.Context
 	bgStop     context.CancelFunc
+	// summary is the overview's last pass over the quarantine.
+	summary summary
 }
 
 // New builds the console.

@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"relay/internal/ledger"
@@ -31,36 +32,91 @@ type failures interface {
 	Each(fn func(fl *quarantine.Failure) bool)
 }
 
+// versioned is a quarantine that says when it changes (Index.Version).
+type versioned interface{ Version() uint64 }
+
+// summaryReuse is how long the overview's pass over the quarantine is
+// reused while the quarantine does not change: one bar of the finest
+// chart (an hour in 24 bars). The counts are always the quarantine's as
+// read; the ages are taken at each page; the chart may end up to a bar
+// before the page.
+const summaryReuse = time.Hour / chartBuckets
+
+// summary is one pass over the quarantine, reused by the pages that
+// follow while the quarantine does not change (see summaryReuse): a
+// pass over a million failures takes a tenth of a second or more.
+type summary struct {
+	mu      sync.Mutex
+	version uint64
+	at      time.Time // of the pass; zero: none
+	accs    []*sourceAcc
+}
+
 // sourceViews summarise each source's failures, in one pass over the
-// quarantine whatever the number of sources.
+// quarantine whatever the number of sources, or none when the last
+// pass still holds.
 func (s *Server) sourceViews(snap failures, now time.Time, audits map[string]*auditResult) []sourceView {
+	accs := s.summarize(snap, now)
+	out := make([]sourceView, len(accs))
+	for i, a := range accs {
+		out[i] = a.view(now)
+		out[i].Audit, out[i].AuditConfigured = audits[out[i].Source], s.cfg.Console.AuditFile != ""
+	}
+	return out
+}
+
+// summarize is the last pass when snap has not changed since and it is
+// recent, or a new one.
+func (s *Server) summarize(snap failures, now time.Time) []*sourceAcc {
+	v, ok := snap.(versioned)
+	if !ok {
+		return s.pass(snap, now)
+	}
+	sum := &s.summary
+	sum.mu.Lock()
+	defer sum.mu.Unlock()
+	version := v.Version()
+	if !sum.at.IsZero() && sum.version == version && now.Sub(sum.at) < summaryReuse && !now.Before(sum.at) {
+		return sum.accs
+	}
+	sum.accs, sum.version, sum.at = s.pass(snap, now), version, now
+	return sum.accs
+}
+
+// pass summarises each source's failures in one pass over snap.
+func (s *Server) pass(snap failures, now time.Time) []*sourceAcc {
 	ret := snap.Retention()
 	accs := make([]*sourceAcc, len(s.cfg.SourceTopics))
 	bySource, byTopic := map[string]*sourceAcc{}, map[string]*sourceAcc{}
 	for i, src := range s.cfg.SourceTopics {
 		topic := s.cfg.Derived(src).Quarantine
-		a := &sourceAcc{v: sourceView{Source: src, Topic: topic, Owner: s.cfg.Owner(src), Threshold: s.cfg.Threshold(src),
-			Audit: audits[src], AuditConfigured: s.cfg.Console.AuditFile != ""}, codes: map[string]*codeAcc{}, tally: newTally(now)}
+		a := &sourceAcc{v: sourceView{Source: src, Topic: topic, Owner: s.cfg.Owner(src), Threshold: s.cfg.Threshold(src)},
+			codes: map[string]*codeAcc{}, tally: newTally(now)}
 		a.ret, a.hasRet = ret[topic]
 		accs[i], bySource[src], byTopic[topic] = a, a, a
 	}
+	// Failures come in runs of one source and one quarantine topic: the
+	// last lookups are kept (interned strings compare by pointer first).
+	var lastSrc, lastTopic string
+	var src, top *sourceAcc
 	snap.Each(func(fl *quarantine.Failure) bool {
-		a := bySource[fl.Source.Topic]
-		if a != nil {
-			a.add(fl)
+		if fl.Source.Topic != lastSrc || src == nil {
+			lastSrc, src = fl.Source.Topic, bySource[fl.Source.Topic]
+		}
+		if src != nil {
+			src.add(fl)
 		}
 		if fl.Record != nil {
-			if b := byTopic[fl.Record.Topic]; b != nil && b != a {
-				b.add(fl)
+			if fl.Record.Topic != lastTopic || top == nil {
+				lastTopic, top = fl.Record.Topic, byTopic[fl.Record.Topic]
+			}
+			if top != nil && top != src {
+				top.add(fl)
 			}
 		}
 		return true
 	})
-	out := make([]sourceView, len(accs))
-	for i, a := range accs {
-		out[i] = a.view(now)
-	}
-	return out
+	return accs
 }
 
 // sourceAcc gathers one source's overview.
@@ -126,8 +182,9 @@ func (a *sourceAcc) add(fl *quarantine.Failure) {
 func (a *sourceAcc) view(now time.Time) sourceView {
 	v := a.v
 	for _, c := range a.codes {
-		c.row.Oldest = quarantine.Age(now.Sub(time.Unix(0, c.oldest)))
-		v.Codes = append(v.Codes, c.row)
+		row := c.row // a is shared by the pages that reuse it
+		row.Oldest = quarantine.Age(now.Sub(time.Unix(0, c.oldest)))
+		v.Codes = append(v.Codes, row)
 	}
 	sort.Slice(v.Codes, func(i, j int) bool {
 		if v.Codes[i].N != v.Codes[j].N {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,5 +166,71 @@ func TestSourceViews(t *testing.T) {
 		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("%s:\n%+v\nwant\n%+v", got[i].Source, got[i], want[i])
 		}
+	}
+}
+
+// counted is a quarantine that says its version and counts the passes
+// over it.
+type counted struct {
+	quarantineOf
+	version uint64
+	passes  *int
+}
+
+func (q counted) Version() uint64 { return q.version }
+
+func (q counted) Each(fn func(fl *quarantine.Failure) bool) {
+	*q.passes++
+	q.quarantineOf.Each(fn)
+}
+
+// The overview's pass is reused while the quarantine's version holds and
+// for at most summaryReuse, with ages taken at each page; a new version,
+// an older pass or a clock gone back makes a new one. Pages that share a
+// pass do not share what they show (run with -race).
+func TestOverviewPassIsReused(t *testing.T) {
+	s := newTestServer(t, nil)
+	qo := s.cfg.Derived("orders").Quarantine
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	open := func(id, code string, since time.Duration) *quarantine.Failure {
+		return &quarantine.Failure{ID: id, State: ledger.Open, Code: code, Since: now.Add(-since), Source: ledger.Source{Topic: "orders"},
+			Record: &quarantine.Record{Topic: qo, Timestamp: now.Add(-since)}}
+	}
+	passes := 0
+	q := counted{quarantineOf: quarantineOf{fls: []*quarantine.Failure{open("orders/0/1", "A", time.Hour)}}, version: 1, passes: &passes}
+	view := func(q counted, at time.Time) sourceView { return s.sourceViews(q, at, nil)[0] }
+	if v := view(q, now); passes != 1 || v.Unresolved != 1 || v.Codes[0].Oldest != "1h00m" {
+		t.Fatalf("first page: %d passes, %+v", passes, v)
+	}
+	v := view(q, now.Add(time.Minute))
+	if passes != 1 || v.Unresolved != 1 || v.Oldest != "1h01m" || v.Codes[0].Oldest != "1h01m" {
+		t.Fatalf("a page a minute on: %d passes, %+v", passes, v)
+	}
+	q.fls = append(q.fls, open("orders/0/2", "B", time.Minute))
+	if v := view(q, now.Add(time.Minute)); passes != 1 || v.Unresolved != 1 {
+		t.Fatalf("the same version, changed: %d passes, %d unresolved (the pass is reused)", passes, v.Unresolved)
+	}
+	q.version++
+	if v := view(q, now.Add(time.Minute)); passes != 2 || v.Unresolved != 2 || len(v.Codes) != 2 {
+		t.Fatalf("a new version: %d passes, %+v", passes, v)
+	}
+	if view(q, now.Add(time.Minute+summaryReuse)); passes != 3 {
+		t.Fatalf("a pass summaryReuse old: %d passes", passes)
+	}
+	if view(q, now); passes != 4 {
+		t.Fatalf("the clock gone back: %d passes", passes)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			v := view(q, now.Add(time.Duration(i)*time.Second))
+			if v.Unresolved != 2 || len(v.Codes) != 2 {
+				t.Errorf("page %d: %+v", i, v)
+			}
+		})
+	}
+	wg.Wait()
+	if passes != 4 {
+		t.Fatalf("pages of one version: %d passes", passes)
 	}
 }

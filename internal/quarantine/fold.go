@@ -177,6 +177,7 @@ func (x *Index) applyLedger(m *kafka.Message) {
 // apply folds change e, read at l, as ledger.Fold would; called with mu
 // held.
 func (x *Index) apply(e *ledger.Event, l loc) {
+	x.version++
 	i := x.get(e.ID)
 	en := x.entry(i)
 	o := ord{count: int32(e.ReplayCount), rank: uint8(ledger.Rank(e)), at: nanos(e.At)} //nolint:gosec // a replay count
@@ -249,6 +250,7 @@ func (x *Index) addRecord(m *kafka.Message, topic, src string) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.version++
 	en := x.entry(x.get(f.ID))
 	if en.flags&(inLedger|hasRecord) == 0 {
 		// Quarantined before the ledger existed (or its change is not

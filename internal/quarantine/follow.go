@@ -114,13 +114,7 @@ func (r *Reader) readQuarantine(ctx context.Context) error {
 		ret, ok, err := topics.Retention(c, r.admin, topic)
 		cancel()
 		if err == nil {
-			r.x.mu.Lock()
-			if ok {
-				r.x.retention[topic] = ret
-			} else {
-				delete(r.x.retention, topic)
-			}
-			r.x.mu.Unlock()
+			r.x.setRetention(topic, ret, ok)
 		}
 		if err := r.follow(ctx, topic, n, func(m *kafka.Message) { r.x.addRecord(m, topic, src) }); err != nil {
 			return err
@@ -131,15 +125,13 @@ func (r *Reader) readQuarantine(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.x.mu.Lock()
 		lows := make([]int64, n)
 		for p, o := range low {
 			if int(p) < n {
 				lows[p] = o
 			}
 		}
-		r.x.low[r.x.names.id(topic)] = lows
-		r.x.mu.Unlock()
+		r.x.setLow(topic, lows)
 	}
 	return nil
 }

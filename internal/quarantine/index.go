@@ -41,6 +41,9 @@ type Index struct {
 	warning   error
 	// only keeps one failure id (a single failure's page), when set.
 	only string
+	// version counts the changes to what Each yields: a summary made at
+	// one version holds until the next.
+	version uint64
 }
 
 // loc is where one ledger record is in the state topic.
@@ -155,6 +158,16 @@ func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return int(x.n)
+}
+
+// Version changes whenever what Each yields may have changed: a change
+// folded, a quarantine record joined, a topic's retention or its low
+// watermarks moved. A summary of the index made at one version is still
+// the index's at the same version.
+func (x *Index) Version() uint64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.version
 }
 
 // Warning is the first ledger record that could not be read, if any.
@@ -347,4 +360,33 @@ func (x *Index) Replays(n int) []ReplayTally {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out[:min(n, len(out))]
+}
+
+// setRetention records topic's retention (ok false: none, or infinite).
+func (x *Index) setRetention(topic string, ret time.Duration, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	old, had := x.retention[topic]
+	if had == ok && old == ret {
+		return
+	}
+	if ok {
+		x.retention[topic] = ret
+	} else {
+		delete(x.retention, topic)
+	}
+	x.version++
+}
+
+// setLow records where retention has deleted each partition of topic up
+// to.
+func (x *Index) setLow(topic string, lows []int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	id := x.names.id(topic)
+	if slices.Equal(x.low[id], lows) {
+		return
+	}
+	x.low[id] = lows
+	x.version++
 }

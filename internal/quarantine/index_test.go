@@ -461,3 +461,41 @@ func TestIndexKeepsZeroTimes(t *testing.T) {
 		}
 	}
 }
+
+// Version moves with every change to what Each yields, and only then: a
+// change folded, a record joined, a retention or low watermark that
+// moved; not a read, nor a catch-up that found them as they were.
+func TestIndexVersionFollowsChanges(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	x := NewIndex()
+	steps := []struct {
+		name  string
+		do    func()
+		moves bool
+	}{
+		{"a change folded", func() {
+			x.applyLedger(statetopic.EventMessage("relay.state", &ledger.Event{ID: "o/0/1", State: ledger.Open, At: t0}))
+		}, true},
+		{"a record joined", func() { x.addRecord(record("o/0/1", 0, 1, t0, nil), "o.quarantine", "o") }, true},
+		{"a record of no failure", func() { x.addRecord(&kafka.Message{}, "o.quarantine", "o") }, false},
+		{"a retention", func() { x.setRetention("o.quarantine", time.Hour, true) }, true},
+		{"the same retention", func() { x.setRetention("o.quarantine", time.Hour, true) }, false},
+		{"another retention", func() { x.setRetention("o.quarantine", 2*time.Hour, true) }, true},
+		{"no retention", func() { x.setRetention("o.quarantine", 0, false) }, true},
+		{"no retention again", func() { x.setRetention("o.quarantine", 0, false) }, false},
+		{"low watermarks", func() { x.setLow("o.quarantine", []int64{0, 0}) }, true},
+		{"the same low watermarks", func() { x.setLow("o.quarantine", []int64{0, 0}) }, false},
+		{"a low watermark moved", func() { x.setLow("o.quarantine", []int64{2, 0}) }, true},
+		{"a read", func() { x.Each(func(*Failure) bool { return true }); x.Get("o/0/1"); x.Summary() }, false},
+		{"a second change", func() {
+			x.applyLedger(statetopic.EventMessage("relay.state", &ledger.Event{ID: "o/0/1", State: ledger.Resolved, At: t0.Add(time.Second)}))
+		}, true},
+	}
+	for _, s := range steps {
+		before := x.Version()
+		s.do()
+		if moved := x.Version() != before; moved != s.moves {
+			t.Errorf("%s: version moved %v, want %v", s.name, moved, s.moves)
+		}
+	}
+}
