@@ -171,7 +171,7 @@ func TestConfigCommandShowsDerivedValues(t *testing.T) {
 	if code := run(context.Background(), []string{"config"}, lookup, environ, &stdout, &stderr); code != cli.OK {
 		t.Fatalf("registry and hook with the defaults: exit %d:\n%s", code, stderr.String())
 	}
-	for _, want := range []string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=60000", "RELAY_SCHEMA_READER_VERSION=3"} {
+	for _, want := range []string{"RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=45000", "RELAY_SCHEMA_READER_VERSION=3"} {
 		if !strings.Contains(stdout.String(), want+"\n") {
 			t.Errorf("missing %q in:\n%s", want, stdout.String())
 		}

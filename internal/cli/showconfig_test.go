@@ -55,7 +55,7 @@ func TestShowConfigSaysWhereEachValueComesFrom(t *testing.T) {
 	for _, c := range []struct{ group, line string }{
 		{"RELAY_* and RELAY_KAFKA_*, set in the environment", "RELAY_KAFKA_QUEUED_MAX_MESSAGES_KBYTES=4096"},
 		{"RELAY_* and RELAY_KAFKA_*, read from files", "RELAY_HOOK_TOKEN_FILE=" + vars["RELAY_HOOK_TOKEN_FILE"]},
-		{"RELAY_* and RELAY_KAFKA_*, derived", "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=60000"},
+		{"RELAY_* and RELAY_KAFKA_*, derived", "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS=36000"},
 		{"RELAY_* and RELAY_KAFKA_*, defaults", "RELAY_COMMIT_INTERVAL=100ms"},
 		{"librdkafka properties relay sets on its consumers", "RELAY_KAFKA_CLIENT_ID=relay-consumer"},
 		{"librdkafka properties relay sets on its producers", "RELAY_KAFKA_QUEUE_BUFFERING_MAX_KBYTES=16384"},

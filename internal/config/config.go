@@ -140,12 +140,11 @@ func (e *Error) Error() string { return e.Var + ": " + e.Problem }
 // Defaults that relay's validation depends on.
 //
 // transaction.timeout.ms, when unset, is derived from the transaction
-// budget (see deriveTransactionTimeout): at least a minute, so a transaction
-// open during a routine broker restart (about 15s away) is not aborted under
-// relay, and never more than the broker's default transaction.max.timeout.ms,
-// which the broker would refuse.
+// budget (see deriveTransactionTimeout): the budget plus transactionRideOut,
+// so a transaction open during a routine broker restart (about 15s away) is
+// not aborted under relay, and never more than the broker's default
+// transaction.max.timeout.ms, which the broker would refuse.
 const (
-	defaultTransactionTimeout   = 60 * time.Second
 	transactionRideOut          = 30 * time.Second
 	brokerMaxTransactionTimeout = 900 * time.Second
 	defaultMaxPollInterval      = 300 * time.Second
@@ -172,7 +171,7 @@ func Load(lookup func(string) (string, bool), environ []string) (*Config, error)
 	c.SessionTimeout = p.kafkaMillis(c, "session.timeout.ms", defaultSessionTimeout)
 	p.readMembership(c)
 	if _, set := c.Kafka["transaction.timeout.ms"]; set {
-		c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", defaultTransactionTimeout)
+		c.TransactionTimeout = p.kafkaMillis(c, "transaction.timeout.ms", c.deriveTransactionTimeout()) // the default only stands in for a bad value, which fails
 	} else {
 		c.TransactionTimeout, c.txnTimeoutDerived = c.deriveTransactionTimeout(), true
 		c.Kafka["transaction.timeout.ms"] = strconv.FormatInt(c.TransactionTimeout.Milliseconds(), 10)

@@ -53,8 +53,8 @@ func TestDefaults(t *testing.T) {
 		{"HTTPAddr", c.HTTPAddr, ":9464"},
 		{"output", c.Derived("orders").Output, "orders.valid"},
 		{"auto.offset.reset", c.Kafka["auto.offset.reset"], "earliest"},
-		{"TransactionTimeout", c.TransactionTimeout, 60 * time.Second},
-		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "60000"},
+		{"TransactionTimeout", c.TransactionTimeout, 36 * time.Second},
+		{"transaction.timeout.ms", c.Kafka["transaction.timeout.ms"], "36000"},
 		{"MaxPollInterval", c.MaxPollInterval, 300 * time.Second},
 	}
 	for _, ch := range checks {

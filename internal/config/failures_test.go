@@ -101,17 +101,23 @@ func TestFailureSettingsRejected(t *testing.T) {
 	}
 }
 
-// TestDerivedTransactionTimeout: unset, transaction.timeout.ms is a minute,
-// or the budget plus 30s in whole seconds when that is longer; set, it is
-// the user's.
+// TestDerivedTransactionTimeout: unset, transaction.timeout.ms is the
+// budget plus 30s in whole seconds, below the session timeout (45s) with
+// the defaults, registry and hook included; set, it is the user's.
 func TestDerivedTransactionTimeout(t *testing.T) {
 	reg := map[string]string{EnvSchemaRegistryURL: "http://r:8081", EnvSchemaSubject: "s", EnvSchemaAccept: "1", EnvHookURL: "http://hook:8080/x"}
 	for _, tc := range []struct {
 		extra map[string]string
 		want  time.Duration
 	}{
-		{nil, time.Minute},
-		{reg, time.Minute},
+		// No registry, no hook: 100ms + 2×200ms + 5s = 5.5s, + 30s → 36s.
+		{nil, 36 * time.Second},
+		// A registry and a hook, records at once: 2×100ms + 3×(1s+2s) +
+		// 2×200ms + 5s = 14.6s, + 30s → 45s.
+		{reg, 45 * time.Second},
+		// Under the batch protocol: 2×100ms + 3×(1s+2×2s) + 2×200ms + 5s
+		// = 20.6s, + 30s → 51s.
+		{map[string]string{EnvHookBatch: "8"}, 51 * time.Second},
 		// One record at a time: 100ms + 11×(1s+2s) + 10×200ms + 5s =
 		// 40.1s, + 30s → 71s.
 		{map[string]string{EnvBlockingAttempts: "10", EnvHookConcurrency: "1"}, 71 * time.Second},

@@ -207,13 +207,13 @@ var Vars = []Var{
 	{Name: EnvLogFormat, Default: "json", Help: "`json` or `text`: structured `log/slog` on stderr, librdkafka's own lines included (`logger=librdkafka`); payloads are never logged"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts. librdkafka's own default is `latest`, which silently skips everything already in the topics"},
 	{Name: EnvMetadataRefresh, Default: "30000", Help: "how often the clients refresh topic metadata. librdkafka's own default is 5 minutes; relay's 30 s means partitions added to a source, and to its derived topics, are used within 30 s"},
-	{Name: EnvTransactionTimeout, Default: "60000", DefaultNote: fmt.Sprintf("derived: `%d` or more", defaultTransactionTimeout.Milliseconds()), Help: fmt.Sprintf(
-		"unset: %.0f s, or the transaction budget plus %.0f s (in whole seconds) when that is longer, at most `%d`, the broker's default `transaction.max.timeout.ms`; "+
+	{Name: EnvTransactionTimeout, Default: "36000", DefaultNote: "derived: `36000` with no registry and no hook", Help: fmt.Sprintf(
+		"unset: the transaction budget plus %.0f s, in whole seconds (36 s with no registry and no hook, 45 s with both, 51 s under the hook's batch protocol), at most `%d`, the broker's default `transaction.max.timeout.ms`; "+
 			"at start-up it is lowered to the broker's own `transaction.max.timeout.ms` when that is less and the budget still fits. "+
-			"A minute rides out a routine broker restart (about 15 s away) without the broker aborting the open transaction under relay. "+
-			"The cost: an instance that dies for good, and is not restarted under its `transactional.id`, holds back `read_committed` readers of its partitions until the broker aborts its transaction, up to this long, and so does the next owner of its source partitions when it died in a commit (its offsets are not stable until then). "+
+			"The %.0f s ride out a routine broker restart (about 15 s away) without the broker aborting the open transaction under relay. "+
+			"It is kept no longer: an instance that dies for good, and is not restarted under its `transactional.id`, holds back `read_committed` readers of its partitions until the broker aborts its transaction, up to this long, and so does the next owner of its source partitions when it died in a commit (its offsets are not stable until then); within the session timeout (45 s) that costs the new owner nothing more than the wait for the session timeout. "+
 			"A value you set is kept as it is, and refused (naming this variable) when the budget does not fit it or the broker allows less. `relay config` shows the value in use",
-		defaultTransactionTimeout.Seconds(), transactionRideOut.Seconds(), brokerMaxTransactionTimeout.Milliseconds())},
+		transactionRideOut.Seconds(), brokerMaxTransactionTimeout.Milliseconds(), transactionRideOut.Seconds())},
 	{Name: EnvMaxPollInterval, DefaultNote: fmt.Sprintf("librdkafka: `%d`", defaultMaxPollInterval.Milliseconds()), Help: "read by relay to validate its own bounds"},
 }
 

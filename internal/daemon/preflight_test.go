@@ -64,7 +64,7 @@ func TestTransactionTimeoutFitsTheBroker(t *testing.T) {
 	ctx := context.Background()
 
 	cfg := load()
-	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{"900000"}, cfg, log); err != nil || cfg.TransactionTimeout != time.Minute {
+	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{"900000"}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
 		t.Errorf("default broker: %v, timeout %s", err, cfg.TransactionTimeout)
 	}
 	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{"20000"}, cfg, log); err != nil || cfg.Kafka["transaction.timeout.ms"] != "20000" {
@@ -76,7 +76,7 @@ func TestTransactionTimeoutFitsTheBroker(t *testing.T) {
 		t.Errorf("user's 2m over a 1m broker limit: %v", err)
 	}
 	cfg = load()
-	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{""}, cfg, log); err != nil || cfg.TransactionTimeout != time.Minute {
+	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{""}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
 		t.Errorf("broker not described: %v, timeout %s", err, cfg.TransactionTimeout)
 	}
 	if !strings.Contains(logs.String(), "cannot read the broker's transaction.max.timeout.ms") {
