@@ -3,6 +3,7 @@ package quarantine
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -54,4 +55,46 @@ func BenchmarkIndexMemory(b *testing.B) {
 		b.ReportMetric(float64(took.Nanoseconds())/n, "ns/failure")
 		runtime.KeepAlive(x)
 	}
+}
+
+// BenchmarkCatchUpGC folds failures into an index as a catch-up does,
+// each change and record made as it is read (garbage, as the consumer's
+// are), at the collector's target of a catch-up (catchUpGC) and, in the
+// same run, at 25 %; it reports the time per failure at each and their
+// ratio. go test -run - -bench CatchUpGC -benchtime 3x ./internal/quarantine
+func BenchmarkCatchUpGC(b *testing.B) {
+	const n = 300_000
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	topic, state := "orders.quarantine", "relay.state"
+	fold := func(gc int) time.Duration {
+		runtime.GC()
+		defer debug.SetGCPercent(debug.SetGCPercent(gc))
+		x := NewIndex()
+		start := time.Now()
+		for i := range n {
+			id := fmt.Sprintf("orders/%d/%d", i%3, i)
+			e := &ledger.Event{ID: id, State: ledger.Open, At: t0.Add(time.Duration(i) * time.Millisecond), Actor: "relay", Reason: "quarantined",
+				Code: "WIRE_FORMAT_INVALID", Source: ledger.Source{Topic: "orders", Partition: int32(i % 3), Offset: int64(i)}, Topic: topic, RecordTime: t0}
+			m := statetopic.EventMessage(state, e)
+			m.TopicPartition.Offset = kafka.Offset(i)
+			f := &envelope.Failure{ID: id, SourceTopic: "orders", SourcePartition: int32(i % 3), SourceOffset: int64(i), Class: "permanent",
+				Code: "WIRE_FORMAT_INVALID", Message: "the value does not start with the magic byte", Attempt: 1, FirstFailedAt: t0, LastFailedAt: t0}
+			q := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % 3), Offset: kafka.Offset(i)},
+				Key: fmt.Appendf(nil, "k-%d", i), Value: make([]byte, 100), Headers: envelope.AppendFailure([]kafka.Header(nil), f), Timestamp: t0}
+			x.applyLedger(m)
+			x.addRecord(q, topic, "orders")
+		}
+		took := time.Since(start)
+		runtime.KeepAlive(x)
+		return took
+	}
+	var at, base time.Duration
+	for b.Loop() {
+		// Alternating, so that the machine's noise falls on both.
+		at += fold(catchUpGC)
+		base += fold(25)
+	}
+	b.ReportMetric(float64(at.Nanoseconds())/float64(b.N*n), "ns/failure")
+	b.ReportMetric(float64(base.Nanoseconds())/float64(b.N*n), "ns/failure@25%")
+	b.ReportMetric(float64(at)/float64(base), "ratio")
 }
