@@ -76,14 +76,27 @@ func (c *Config) budgetTerms() string {
 //
 // It is no longer than it must be: an instance that dies in a commit
 // leaves offsets that no new owner may read until the broker aborts the
-// transaction, this long after it began. With the default settings it
-// stays below the session timeout (36 s, or 45 s with a registry and a
-// hook, against 45 s), so such a death costs the new owner no more than
-// any other.
+// transaction, this long after it began (and within the broker's cleanup
+// interval, 10 s by default). With the default settings that is about
+// when the session timeout (45 s) hands the partitions over anyway (36 s,
+// or 45 s with a registry and a hook).
+//
+// A delivery or socket timeout set for the producer must fit in it
+// (librdkafka refuses the producer otherwise), so it is at least as long
+// as one: a setting that fitted the earlier derived minute still does.
 func (c *Config) deriveTransactionTimeout() time.Duration {
-	d := (c.TransactionBudget() + transactionRideOut + time.Second - 1).Truncate(time.Second)
-	return min(d, brokerMaxTransactionTimeout)
+	d := c.TransactionBudget() + transactionRideOut
+	for _, prop := range producerTimeouts {
+		if ms, err := strconv.Atoi(c.Kafka[prop]); err == nil && ms > 0 {
+			d = max(d, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	return min((d+time.Second-1).Truncate(time.Second), brokerMaxTransactionTimeout)
 }
+
+// producerTimeouts are the producer's timeouts librdkafka requires to fit
+// in transaction.timeout.ms (socket.timeout.ms within 100 ms of it).
+var producerTimeouts = []string{"message.timeout.ms", "delivery.timeout.ms", "socket.timeout.ms"}
 
 // FitBrokerTransactionMax checks transaction.timeout.ms against the
 // broker's transaction.max.timeout.ms, which only the broker knows: the

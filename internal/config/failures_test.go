@@ -129,6 +129,12 @@ func TestDerivedTransactionTimeout(t *testing.T) {
 		{map[string]string{EnvBlockingAttempts: "10"}, 71 * time.Second},
 		{map[string]string{EnvBlockingAttempts: "10", EnvHookBatch: "8"}, 93 * time.Second},
 		{map[string]string{EnvTransactionTimeout: "20000", EnvHookConcurrency: "1"}, 20 * time.Second},
+		// A delivery or socket timeout set for the producer fits in it,
+		// as librdkafka requires.
+		{map[string]string{"RELAY_KAFKA_SOCKET_TIMEOUT_MS": "60000"}, time.Minute},
+		{map[string]string{"RELAY_KAFKA_DELIVERY_TIMEOUT_MS": "50500"}, 51 * time.Second},
+		{map[string]string{"RELAY_KAFKA_MESSAGE_TIMEOUT_MS": "120000"}, 2 * time.Minute},
+		{map[string]string{"RELAY_KAFKA_MESSAGE_TIMEOUT_MS": "10000"}, 45 * time.Second},
 	} {
 		env := with(reg)
 		if tc.extra == nil {

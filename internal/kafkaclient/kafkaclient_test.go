@@ -61,6 +61,14 @@ func TestValidateNamesTheVariable(t *testing.T) {
 	if err := Validate(testConfig(t, nil)); err != nil {
 		t.Fatalf("a good configuration was refused: %v", err)
 	}
+	// The derived transaction timeout makes room for the producer's
+	// timeouts set longer than it would be: librdkafka refuses a
+	// transactional producer whose timeouts do not fit in it.
+	for _, v := range []string{"RELAY_KAFKA_SOCKET_TIMEOUT_MS", "RELAY_KAFKA_DELIVERY_TIMEOUT_MS", "RELAY_KAFKA_MESSAGE_TIMEOUT_MS"} {
+		if err := Validate(testConfig(t, map[string]string{v: "60000"})); err != nil {
+			t.Errorf("%s=60000 with the transaction timeout derived: %v", v, err)
+		}
+	}
 }
 
 // The loop's consumer is a static member unless told otherwise: the loop

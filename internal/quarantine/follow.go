@@ -257,14 +257,38 @@ const catchUpGC = 10
 
 // lowerGC lowers the collector's target for a catch-up (never raises
 // it: GOGC may be lower); the function it returns restores it and hands
-// the garbage back to the system.
+// the garbage back to the system. Catch-ups may overlap (the console's
+// and a replay's selection): the first lowers the target, the last
+// restores the one from before the first.
 func lowerGC() func() {
-	old := debug.SetGCPercent(catchUpGC)
-	if old >= 0 && old < catchUpGC {
-		debug.SetGCPercent(old)
+	lowered.Lock()
+	if lowered.n == 0 {
+		lowered.old = debug.SetGCPercent(catchUpGC)
+		if lowered.old >= 0 && lowered.old < catchUpGC {
+			debug.SetGCPercent(lowered.old)
+		}
 	}
+	lowered.n++
+	lowered.Unlock()
+	var once sync.Once
 	return func() {
-		debug.SetGCPercent(old)
-		debug.FreeOSMemory()
+		once.Do(func() {
+			lowered.Lock()
+			lowered.n--
+			last := lowered.n == 0
+			if last {
+				debug.SetGCPercent(lowered.old)
+			}
+			lowered.Unlock()
+			if last {
+				debug.FreeOSMemory()
+			}
+		})
 	}
+}
+
+// lowered is how many catch-ups run, and the target from before them.
+var lowered struct {
+	sync.Mutex
+	n, old int
 }

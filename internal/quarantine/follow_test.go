@@ -24,3 +24,43 @@ func TestLowerGC(t *testing.T) {
 		}
 	}
 }
+
+// Catch-ups that overlap keep the target low until the last ends, which
+// restores the one from before the first, whatever the order they end in.
+func TestLowerGCOverlapping(t *testing.T) {
+	gcPercent := func() int {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, firstEndsFirst := range []bool{true, false} {
+		debug.SetGCPercent(100)
+		a := lowerGC()
+		b := lowerGC()
+		if firstEndsFirst {
+			a()
+		} else {
+			b()
+		}
+		if during := gcPercent(); during != catchUpGC {
+			t.Errorf("one of two catch-ups ended (the first %v): GOGC %d, want %d", firstEndsFirst, during, catchUpGC)
+		}
+		a()
+		b()
+		if after := gcPercent(); after != 100 {
+			t.Errorf("both ended (the first first %v): GOGC %d, want 100", firstEndsFirst, after)
+		}
+	}
+	// A restore called twice counts once.
+	a, b := lowerGC(), lowerGC()
+	a()
+	a()
+	if during := gcPercent(); during != catchUpGC {
+		t.Errorf("a restore called twice ended the other catch-up: GOGC %d", during)
+	}
+	b()
+	if after := gcPercent(); after != 100 {
+		t.Errorf("after both: GOGC %d", after)
+	}
+}
