@@ -91,7 +91,7 @@ func (c *Config) deriveTransactionTimeout() time.Duration {
 			d = max(d, time.Duration(ms)*time.Millisecond)
 		}
 	}
-	return min((d+time.Second-1).Truncate(time.Second), brokerMaxTransactionTimeout)
+	return min((d + time.Second - 1).Truncate(time.Second), brokerMaxTransactionTimeout)
 }
 
 // producerTimeouts are the producer's timeouts librdkafka requires to fit
