@@ -95,23 +95,14 @@ func (s *Server) pass(snap failures, now time.Time) []*sourceAcc {
 		a.ret, a.hasRet = ret[topic]
 		accs[i], bySource[src], byTopic[topic] = a, a, a
 	}
-	// Failures come in runs of one source and one quarantine topic: the
-	// last lookups are kept (interned strings compare by pointer first).
-	var lastSrc, lastTopic string
-	var src, top *sourceAcc
 	snap.Each(func(fl *quarantine.Failure) bool {
-		if fl.Source.Topic != lastSrc || src == nil {
-			lastSrc, src = fl.Source.Topic, bySource[fl.Source.Topic]
-		}
-		if src != nil {
-			src.add(fl)
+		a := bySource[fl.Source.Topic]
+		if a != nil {
+			a.add(fl)
 		}
 		if fl.Record != nil {
-			if fl.Record.Topic != lastTopic || top == nil {
-				lastTopic, top = fl.Record.Topic, byTopic[fl.Record.Topic]
-			}
-			if top != nil && top != src {
-				top.add(fl)
+			if b := byTopic[fl.Record.Topic]; b != nil && b != a {
+				b.add(fl)
 			}
 		}
 		return true

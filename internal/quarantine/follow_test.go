@@ -5,14 +5,16 @@ import (
 	"testing"
 )
 
+// gcPercent is the collector's target now.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
 // A catch-up lowers the collector's target to catchUpGC, never raises a
 // lower one, and restores it after.
 func TestLowerGC(t *testing.T) {
-	gcPercent := func() int {
-		p := debug.SetGCPercent(100)
-		debug.SetGCPercent(p)
-		return p
-	}
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for _, c := range []struct{ gogc, during int }{{100, catchUpGC}, {catchUpGC - 5, catchUpGC - 5}, {-1, catchUpGC}} {
 		debug.SetGCPercent(c.gogc)
@@ -28,11 +30,6 @@ func TestLowerGC(t *testing.T) {
 // Catch-ups that overlap keep the target low until the last ends, which
 // restores the one from before the first, whatever the order they end in.
 func TestLowerGCOverlapping(t *testing.T) {
-	gcPercent := func() int {
-		p := debug.SetGCPercent(100)
-		debug.SetGCPercent(p)
-		return p
-	}
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for _, firstEndsFirst := range []bool{true, false} {
 		debug.SetGCPercent(100)

@@ -14,24 +14,34 @@ import (
 	"relay/internal/statetopic"
 )
 
+// benchTopic is the quarantine topic of the benchmarks' failures.
+const benchTopic = "orders.quarantine"
+
+// benchFailure is failure i as relay writes it: its open change in the
+// state topic (m) and its quarantine record (q), without a value.
+func benchFailure(i int, t0 time.Time) (m, q *kafka.Message) {
+	topic := benchTopic
+	id := fmt.Sprintf("orders/%d/%d", i%3, i)
+	e := &ledger.Event{ID: id, State: ledger.Open, At: t0.Add(time.Duration(i) * time.Millisecond), Actor: "relay", Reason: "quarantined",
+		Code: "WIRE_FORMAT_INVALID", Source: ledger.Source{Topic: "orders", Partition: int32(i % 3), Offset: int64(i)}, Topic: topic, RecordTime: t0}
+	m = statetopic.EventMessage("relay.state", e)
+	m.TopicPartition.Offset = kafka.Offset(i)
+	f := &envelope.Failure{ID: id, SourceTopic: "orders", SourcePartition: int32(i % 3), SourceOffset: int64(i), Class: "permanent",
+		Code: "WIRE_FORMAT_INVALID", Message: "the value does not start with the magic byte", Attempt: 1, FirstFailedAt: t0, LastFailedAt: t0}
+	q = &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % 3), Offset: kafka.Offset(i)},
+		Key: fmt.Appendf(nil, "k-%d", i), Headers: envelope.AppendFailure([]kafka.Header(nil), f), Timestamp: t0}
+	return m, q
+}
+
 // BenchmarkIndexMemory is the index's live heap per failure, each with
 // its open change and its quarantine record, as relay writes them; and
 // the time to fold one.
 func BenchmarkIndexMemory(b *testing.B) {
 	const n = 200_000
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	topic, state := "orders.quarantine", "relay.state"
 	msgs := make([]*kafka.Message, 0, 2*n)
 	for i := range n {
-		id := fmt.Sprintf("orders/%d/%d", i%3, i)
-		e := &ledger.Event{ID: id, State: ledger.Open, At: t0.Add(time.Duration(i) * time.Millisecond), Actor: "relay", Reason: "quarantined",
-			Code: "WIRE_FORMAT_INVALID", Source: ledger.Source{Topic: "orders", Partition: int32(i % 3), Offset: int64(i)}, Topic: topic, RecordTime: t0}
-		m := statetopic.EventMessage(state, e)
-		m.TopicPartition.Offset = kafka.Offset(i)
-		f := &envelope.Failure{ID: id, SourceTopic: "orders", SourcePartition: int32(i % 3), SourceOffset: int64(i), Class: "permanent",
-			Code: "WIRE_FORMAT_INVALID", Message: "the value does not start with the magic byte", Attempt: 1, FirstFailedAt: t0, LastFailedAt: t0}
-		q := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % 3), Offset: kafka.Offset(i)},
-			Key: []byte(fmt.Sprintf("k-%d", i)), Headers: envelope.AppendFailure([]kafka.Header(nil), f), Timestamp: t0}
+		m, q := benchFailure(i, t0)
 		msgs = append(msgs, m, q)
 	}
 	for b.Loop() {
@@ -44,7 +54,7 @@ func BenchmarkIndexMemory(b *testing.B) {
 			if i%2 == 0 {
 				x.applyLedger(m)
 			} else {
-				x.addRecord(m, topic, "orders")
+				x.addRecord(m, benchTopic, "orders")
 			}
 		}
 		x.Items(&Filter{Partition: -1}, time.Now())
@@ -65,24 +75,16 @@ func BenchmarkIndexMemory(b *testing.B) {
 func BenchmarkCatchUpGC(b *testing.B) {
 	const n = 300_000
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	topic, state := "orders.quarantine", "relay.state"
 	fold := func(gc int) time.Duration {
 		runtime.GC()
 		defer debug.SetGCPercent(debug.SetGCPercent(gc))
 		x := NewIndex()
 		start := time.Now()
 		for i := range n {
-			id := fmt.Sprintf("orders/%d/%d", i%3, i)
-			e := &ledger.Event{ID: id, State: ledger.Open, At: t0.Add(time.Duration(i) * time.Millisecond), Actor: "relay", Reason: "quarantined",
-				Code: "WIRE_FORMAT_INVALID", Source: ledger.Source{Topic: "orders", Partition: int32(i % 3), Offset: int64(i)}, Topic: topic, RecordTime: t0}
-			m := statetopic.EventMessage(state, e)
-			m.TopicPartition.Offset = kafka.Offset(i)
-			f := &envelope.Failure{ID: id, SourceTopic: "orders", SourcePartition: int32(i % 3), SourceOffset: int64(i), Class: "permanent",
-				Code: "WIRE_FORMAT_INVALID", Message: "the value does not start with the magic byte", Attempt: 1, FirstFailedAt: t0, LastFailedAt: t0}
-			q := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(i % 3), Offset: kafka.Offset(i)},
-				Key: fmt.Appendf(nil, "k-%d", i), Value: make([]byte, 100), Headers: envelope.AppendFailure([]kafka.Header(nil), f), Timestamp: t0}
+			m, q := benchFailure(i, t0)
+			q.Value = make([]byte, 100)
 			x.applyLedger(m)
-			x.addRecord(q, topic, "orders")
+			x.addRecord(q, benchTopic, "orders")
 		}
 		took := time.Since(start)
 		runtime.KeepAlive(x)
