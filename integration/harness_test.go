@@ -369,9 +369,23 @@ func (r *relay) wait(d time.Duration) int {
 	select {
 	case <-r.done:
 	case <-time.After(d):
-		r.t.Fatalf("%s did not exit within %s", r.name, d)
+		r.dumpGoroutines()
+		r.t.Fatalf("%s did not exit within %s (its goroutines, dumped on SIGQUIT, are at the end of its log)", r.name, d)
 	}
 	return r.cmd.ProcessState.ExitCode()
+}
+
+// dumpGoroutines has relay's daemon print its goroutines (the Go
+// runtime's answer to SIGQUIT) into its log, for a test that found it
+// stuck: the dump names the call it is stuck in.
+func (r *relay) dumpGoroutines() {
+	for _, pid := range childrenOf(r.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // stop sends SIGTERM and requires a graceful exit (code 0).

@@ -123,6 +123,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	d.lag = &lagReader{c: consumer}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	d.stop = stop
 	stopAfter := context.AfterFunc(ctx, func() { d.signalled.Store(time.Now().UnixNano()) })
 	defer stopAfter()
 	stopped := make(chan struct{})
@@ -164,6 +165,10 @@ type daemon struct {
 	// producer is the loop's latest transactional producer, which a
 	// rotated SASL secret is given to.
 	producer atomic.Pointer[guardedProducer]
+	// stop cancels Run's context: after a signal, or once the loop has
+	// failed, and then the rest of the teardown has RELAY_SHUTDOWN_TIMEOUT
+	// (see watchSignals).
+	stop context.CancelFunc
 }
 
 // checkConfig checks what only librdkafka and the rules file can tell,
@@ -326,8 +331,15 @@ func (d *daemon) runLoop(ctx context.Context, loop *txn.Loop) error {
 	return loop.Run(ctx)
 }
 
-// ended logs how the loop ended and returns its error.
+// ended logs how the loop ended and returns its error. A failed loop
+// starts the shutdown's bound on the rest of the teardown, as a signal
+// does: a process that said it stopped must not go on holding its
+// transactional.id and group.instance.id for as long as a close that does
+// not return (the ledger reader's, the last exports) lasts.
 func (d *daemon) ended(err error) error {
+	if err != nil && d.stop != nil {
+		d.stop()
+	}
 	if err != nil {
 		if errors.Is(err, txn.ErrFatal) {
 			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"relay/internal/config"
+	"relay/internal/txn"
 )
 
 // runOnce runs the daemon with the variables vars on top of a minimal
@@ -203,4 +205,30 @@ func cpuNow(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Issue: a process that logged "relay stopped on a fatal error" could go
+// on running: only a signal started the shutdown's bound, and a fatal
+// stop has none. A failed loop starts it too, so a teardown that does
+// not return is abandoned (exit 1) within RELAY_SHUTDOWN_TIMEOUT; a
+// graceful end starts nothing.
+func TestFatalStopBoundsTheTeardown(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	d := &daemon{log: slog.New(slog.DiscardHandler), stop: stop}
+	abandoned := make(chan struct{})
+	teardown := make(chan struct{}) // never closed: a close that hangs
+	go watchSignals(ctx, stop, nil, 20*time.Millisecond, d.log, teardown, func() { close(abandoned) }, nil)
+	if err := d.ended(nil); err != nil || ctx.Err() != nil {
+		t.Fatalf("a graceful end: ended = %v, context %v; want neither", err, ctx.Err())
+	}
+	fatal := fmt.Errorf("%w: commit: fenced", txn.ErrFatal)
+	if err := d.ended(fatal); !errors.Is(err, txn.ErrFatal) {
+		t.Fatalf("ended = %v", err)
+	}
+	select {
+	case <-abandoned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a fatal stop whose teardown hangs was not abandoned past the bound")
+	}
 }

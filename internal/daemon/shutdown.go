@@ -68,7 +68,7 @@ func watchSignals(ctx context.Context, stop context.CancelFunc, sigs <-chan os.S
 				stopping() // a second signal already queued abandons
 			}
 		case <-deadline:
-			log.Error("graceful stop exceeded its bound; exiting", "bound", bound.String(), "var", config.EnvShutdownTimeout)
+			log.Error("graceful stop exceeded its bound; exiting without the rest of the teardown", "bound", bound.String(), "var", config.EnvShutdownTimeout)
 			abandon()
 			return
 		}

@@ -25,6 +25,14 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 	case kafkaerr.Fatal:
 		l.onFatal(ctx, op, err)
 	case kafkaerr.Abort:
+		if l.set.StaticMember && kafkaerr.Is(err, kafka.ErrFencedInstanceID) {
+			// The group coordinator refused the offsets: another member
+			// holds this group.instance.id now, as when its heartbeat is
+			// refused (see consumerError). An abort and a rewind would
+			// only meet the refused consumer's errors.
+			l.instanceFenced(fmt.Errorf("%s: %w", op, err))
+			return
+		}
 		l.log.Warn("transaction must abort", "op", op, "err", err)
 		if op == "begin" || kafkaerr.StaleGeneration(err) {
 			// Nothing was delivered yet; or the group refused the
@@ -65,6 +73,9 @@ func (l *Loop) abort(ctx context.Context, why string) { l.abortBlaming(ctx, why,
 func (l *Loop) abortAsync(ctx context.Context, why string) { l.abortBlaming(ctx, why, true) }
 
 func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
+	if l.open && l.heldForVerdict(why) {
+		return
+	}
 	if l.open {
 		// Let the transaction's partitions finish registering first.
 		// librdkafka sends EndTxn(abort) as soon as an AddPartitionsToTxn
@@ -131,6 +142,14 @@ func (l *Loop) reinit(ctx context.Context, why string) { l.reinitBlaming(ctx, wh
 // blameSilent), so one unwritable output partition does not fail every
 // transaction of the instance.
 func (l *Loop) reinitBlaming(ctx context.Context, why string, timedOut bool) {
+	if l.heldForVerdict(why) {
+		return
+	}
+	l.renew(ctx, why, timedOut)
+}
+
+// renew is reinitBlaming once nothing holds the new producer back.
+func (l *Loop) renew(ctx context.Context, why string, timedOut bool) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
 	h := l.producer

@@ -227,8 +227,14 @@ func TestFenceWithTheAssignmentLostStops(t *testing.T) {
 // gives after the fence.
 func frozenRun(t *testing.T, static bool, then ...kafka.Event) (*harness, error) {
 	t.Helper()
+	return frozenRunFailing(t, static, errFenced, then...)
+}
+
+// frozenRunFailing is frozenRun with commitErr as the commit's error.
+func frozenRunFailing(t *testing.T, static bool, commitErr error, then ...kafka.Event) (*harness, error) {
+	t.Helper()
 	first, second := newFakeProducer(), newFakeProducer()
-	first.commitErrs = []error{errFenced}
+	first.commitErrs = []error{commitErr}
 	h := newHarness(t, first, second)
 	h.set.TxnTimeout = time.Nanosecond
 	h.set.SessionTimeout = 30 * time.Millisecond

@@ -148,12 +148,7 @@ func (l *Loop) pollTimeout() int {
 // librdkafka's to recover from.
 func (l *Loop) consumerError(e kafka.Error) {
 	if fencedInstance(e) {
-		// There is no membership left to end, and librdkafka's close
-		// of a consumer fenced this way did not return (30 s, until
-		// the watchdog gave up on it): close leaves it alone, and the
-		// process ends without it (see ClientsLeft).
-		l.detached.Store(true)
-		l.fatal = fmt.Errorf("%w: %w: consumer: %w", ErrFatal, ErrInstanceFenced, e)
+		l.instanceFenced(fmt.Errorf("consumer: %w", e))
 		return
 	}
 	if e.IsFatal() {
@@ -164,6 +159,16 @@ func (l *Loop) consumerError(e kafka.Error) {
 		l.noteRefused("consumer", e)
 	}
 	l.log.Warn("consumer error", "err", e, "code", e.Code().String())
+}
+
+// instanceFenced ends the loop on the group coordinator's refusal of
+// this member's group.instance.id. There is no membership left to end,
+// and librdkafka's close of a consumer fenced this way did not return
+// (30 s, until the watchdog gave up on it): close leaves it alone, and
+// the process ends without it (see ClientsLeft).
+func (l *Loop) instanceFenced(err error) {
+	l.detached.Store(true)
+	l.fatal = fmt.Errorf("%w: %w: %w", ErrFatal, ErrInstanceFenced, err)
 }
 
 // admissible says whether m is to be handled, and gives its partition.

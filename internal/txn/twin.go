@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -56,7 +57,11 @@ func (l *Loop) twinWait() time.Duration {
 // partitions since the transaction began has rejoined already, after the
 // event: its membership is the verdict, and relay recovers at once.
 func (l *Loop) awaitTwin(op, why string, err error) {
-	l.log.Warn("fenced after "+why+"; asking the group coordinator whether another instance holds this group.instance.id before starting a new producer",
+	what := "fenced"
+	if errors.Is(err, errEpochBump) {
+		what = "a call that may bump the producer epoch held back"
+	}
+	l.log.Warn(what+" after "+why+"; asking the group coordinator whether another instance holds this group.instance.id before starting a new producer",
 		"op", op, "err", err, "wait_at_most", l.twinWait().String())
 	assigns := l.assignsAtBegin
 	if !l.open {
@@ -101,12 +106,44 @@ func (l *Loop) settleTwin(ctx context.Context) {
 		verdict = fmt.Sprintf("the group coordinator refused no heartbeat in %s", time.Since(w.since).Round(time.Millisecond))
 	}
 	if !l.mayRecover() {
-		l.fatal = fmt.Errorf("%w: %s: fenced after %s, %d recoveries within %s, giving up: %w", ErrFatal, w.op, w.why, maxRecoveries, recoveryWindow, w.err)
+		l.fatal = fmt.Errorf("%w: %s: after %s, %d recoveries within %s, giving up: %w", ErrFatal, w.op, w.why, maxRecoveries, recoveryWindow, w.err)
 		return
 	}
 	l.log.Warn("no other instance holds this group.instance.id ("+verdict+"): the fence was the coordinator's, not a twin's; starting a new producer and rewinding to the committed offsets",
 		"op", w.op, "recoveries_in_window", len(l.recoveries))
-	l.reinit(ctx, w.op+" (recovered)")
+	l.renew(ctx, w.op+" (recovered)", false)
+}
+
+// errEpochBump is the reason a call waits for the coordinator's verdict
+// before it is made: it may bump the producer epoch.
+var errEpochBump = errors.New("the call may bump the producer epoch, which fences whichever process holds this transactional.id now")
+
+// Two calls bump the producer epoch of this transactional.id, and so
+// fence whichever process holds it now: a new producer's
+// InitTransactions, and an abort of a transaction whose records timed
+// out, which librdkafka ends with InitProducerId under the current epoch
+// (KIP-360). The broker takes the second as a retry of this instance's
+// own epoch bump and fences the producer that replaced it. Seen after a
+// freeze past the transaction timeout: the queued records time out on
+// thaw, relay aborts, and the live twin that took this instance's place
+// was fenced and stopped while the thawed process went on. So when the
+// group may have moved on without this instance (zombie), a static member
+// makes neither call before the coordinator's verdict; after it, a new
+// producer settles what the old one left open.
+
+// heldForVerdict reports whether op, a call that may bump the producer
+// epoch, is held back for the group coordinator's verdict, which it then
+// awaits.
+func (l *Loop) heldForVerdict(op string) bool {
+	if !l.set.StaticMember || l.twin != nil || l.fatal != nil {
+		return false
+	}
+	why := l.zombie()
+	if why == "" {
+		return false
+	}
+	l.awaitTwin(op, why, errEpochBump)
+	return true
 }
 
 // fencedInstance is the consumer's fatal error when another process joined
