@@ -73,7 +73,7 @@ func (l *Loop) abort(ctx context.Context, why string) { l.abortBlaming(ctx, why,
 func (l *Loop) abortAsync(ctx context.Context, why string) { l.abortBlaming(ctx, why, true) }
 
 func (l *Loop) abortBlaming(ctx context.Context, why string, async bool) {
-	if l.open && l.heldForVerdict(why) {
+	if l.open && l.heldForVerdict(why, true) {
 		return
 	}
 	if l.open {
@@ -142,14 +142,15 @@ func (l *Loop) reinit(ctx context.Context, why string) { l.reinitBlaming(ctx, wh
 // blameSilent), so one unwritable output partition does not fail every
 // transaction of the instance.
 func (l *Loop) reinitBlaming(ctx context.Context, why string, timedOut bool) {
-	if l.heldForVerdict(why) {
+	if l.heldForVerdict(why, false) {
 		return
 	}
-	l.renew(ctx, why, timedOut)
+	l.renew(ctx, why, timedOut, true)
 }
 
-// renew is reinitBlaming once nothing holds the new producer back.
-func (l *Loop) renew(ctx context.Context, why string, timedOut bool) {
+// renew is reinitBlaming once nothing holds the new producer back; reload
+// says whether the handler's state is read again (see reloadState).
+func (l *Loop) renew(ctx context.Context, why string, timedOut, reload bool) {
 	l.obs.Aborted(why)
 	l.handlerAborted()
 	h := l.producer
@@ -172,7 +173,9 @@ func (l *Loop) renew(ctx context.Context, why string, timedOut bool) {
 	if !l.hold(blamed) {
 		l.pause(ctx)
 	}
-	l.reloadState(ctx)
+	if reload {
+		l.reloadState(ctx)
+	}
 }
 
 // reloadState makes the handler read its durable state again after a

@@ -167,6 +167,12 @@ func (l *Loop) consumerError(e kafka.Error) {
 // (30 s, until the watchdog gave up on it): close leaves it alone, and
 // the process ends without it (see ClientsLeft).
 func (l *Loop) instanceFenced(err error) {
+	if l.open {
+		// Undone now, before a revoke that may be under way forgets
+		// the partitions' state (undone after it, it would come back).
+		l.handlerAborted()
+		l.open = false
+	}
 	l.detached.Store(true)
 	l.fatal = fmt.Errorf("%w: %w: %w", ErrFatal, ErrInstanceFenced, err)
 }
@@ -250,8 +256,8 @@ func (l *Loop) handleDue(ctx context.Context, f Floors) {
 			}
 			seen[rec] = true
 			l.handleRecord(ctx, tp, rec, true)
-			if !l.open || l.fatal != nil || ctx.Err() != nil {
-				return // it did not go through: the transaction ended, or relay stops
+			if !l.open || l.fatal != nil || l.twin != nil || ctx.Err() != nil {
+				return // it did not go through: the transaction ended or waits for a verdict, or relay stops
 			}
 			handled++
 			if l.due() {
@@ -283,11 +289,13 @@ func (l *Loop) include(tp tpKey, offset int64) {
 // begin opens a transaction unless one is open; false: it could not, and
 // the failure has been dealt with.
 func (l *Loop) begin(ctx context.Context) bool {
+	if l.twin != nil {
+		// No producer to begin with until the verdict, and an open
+		// transaction is the verdict's to settle.
+		return false
+	}
 	if l.open && l.producer != nil {
 		return true
-	}
-	if l.twin != nil {
-		return false // no producer to begin with until the verdict
 	}
 	h := l.producer
 	if err := l.producerCall(h, "begin", func() error { return h.BeginTransaction() }); err != nil {
@@ -396,7 +404,9 @@ func (l *Loop) clocked() {
 // end commits the open transaction: send offsets, then commit. On failure it
 // aborts or re-initialises the producer and rewinds, as the error says.
 func (l *Loop) end(ctx context.Context, why string) {
-	if !l.open {
+	if !l.open || l.twin != nil {
+		// Nothing to end, or the transaction waits for the group
+		// coordinator's verdict, which settles it (twin.go).
 		return
 	}
 	if l.consumer.AssignmentLost() {

@@ -43,6 +43,9 @@ type twinCheck struct {
 	err     error
 	since   time.Time
 	assigns int // l.assigns when the wait began
+	// abort says the held call was an abort: the transaction did not
+	// commit.
+	abort bool
 }
 
 // twinWait bounds the wait for a verdict: a member's heartbeat goes out
@@ -105,13 +108,20 @@ func (l *Loop) settleTwin(ctx context.Context) {
 	if l.assigns == w.assigns {
 		verdict = fmt.Sprintf("the group coordinator refused no heartbeat in %s", time.Since(w.since).Round(time.Millisecond))
 	}
-	if !l.mayRecover() {
+	// A held call is no fence: nothing another instance did is
+	// answered, so it does not count against the bound on recoveries
+	// (an abort after each of many lost assignments is no ping-pong).
+	held := errors.Is(w.err, errEpochBump)
+	if !held && !l.mayRecover() {
 		l.fatal = fmt.Errorf("%w: %s: after %s, %d recoveries within %s, giving up: %w", ErrFatal, w.op, w.why, maxRecoveries, recoveryWindow, w.err)
 		return
 	}
-	l.log.Warn("no other instance holds this group.instance.id ("+verdict+"): the fence was the coordinator's, not a twin's; starting a new producer and rewinding to the committed offsets",
+	l.log.Warn("no other instance holds this group.instance.id ("+verdict+"); starting a new producer and rewinding to the committed offsets",
 		"op", w.op, "recoveries_in_window", len(l.recoveries))
-	l.renew(ctx, w.op+" (recovered)", false)
+	// A held abort's transaction did not commit, and the handler undid
+	// it: its state needs no reload. A fence's or a held re-init's
+	// outcome is unknown.
+	l.renew(ctx, w.op+" (recovered)", false, !(held && w.abort))
 }
 
 // errEpochBump is the reason a call waits for the coordinator's verdict
@@ -132,10 +142,15 @@ var errEpochBump = errors.New("the call may bump the producer epoch, which fence
 // producer settles what the old one left open.
 
 // heldForVerdict reports whether op, a call that may bump the producer
-// epoch, is held back for the group coordinator's verdict, which it then
-// awaits.
-func (l *Loop) heldForVerdict(op string) bool {
-	if !l.set.StaticMember || l.twin != nil || l.fatal != nil {
+// epoch, is held back for the group coordinator's verdict: while one is
+// awaited, every such call is (the verdict's recovery settles the
+// transaction); otherwise when the group may have moved on, and the wait
+// starts. abort says op is an abort.
+func (l *Loop) heldForVerdict(op string, abort bool) bool {
+	if l.twin != nil {
+		return true
+	}
+	if !l.set.StaticMember || l.fatal != nil {
 		return false
 	}
 	why := l.zombie()
@@ -143,6 +158,7 @@ func (l *Loop) heldForVerdict(op string) bool {
 		return false
 	}
 	l.awaitTwin(op, why, errEpochBump)
+	l.twin.abort = abort
 	return true
 }
 

@@ -211,17 +211,51 @@ func TestNonFatalFencedInstanceCodeIsLogged(t *testing.T) {
 	}
 }
 
-// Recoveries after the verdict count against the same bound as every
-// fence recovery.
+// Recoveries after the verdict on a fence count against the same bound
+// as every fence recovery.
 func TestVerdictRecoveriesAreBounded(t *testing.T) {
 	var prods []*fakeProducer
 	for range maxRecoveries + 1 {
 		p := newFakeProducer()
-		p.abortErrs = []error{errFenced}
+		p.commitErrs = []error{errFenced}
 		prods = append(prods, p)
 	}
 	h := newHarness(t, prods...)
 	h.set.TxnTimeout = time.Nanosecond
+	h.set.SessionTimeout, h.set.OpTimeout = time.Second, time.Second
+	h.set.MaxRecords = 1
+	h.set.StaticMember = true
+	var l *Loop
+	// Every transaction is frozen past the session, and its commit
+	// fenced; each new assignment is the verdict.
+	h.handler = HandlerFunc(func(_ context.Context, r *Record) ([]Output, error) {
+		l.freeze.gap.Store(int64(2 * time.Second))
+		return []Output{{Topic: "out", Partition: r.Partition}}, nil
+	})
+	c := h.c
+	script := []kafka.Event{c.assign(0)}
+	for i := range maxRecoveries + 1 {
+		script = append(script, c.msg(0, int64(i)), c.assign(0))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.script, c.onIdle = script, cancel
+	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
+	err := l.Run(ctx)
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "giving up") {
+		t.Fatalf("Run = %v, want ErrFatal giving up after %d recoveries", err, maxRecoveries)
+	}
+}
+
+// A held abort is no fence: many, each after a lost assignment, are
+// recovered from without limit (before they were held, each was a plain
+// abort).
+func TestHeldAbortsAreNotCountedAsFenceRecoveries(t *testing.T) {
+	var prods []*fakeProducer
+	for range maxRecoveries + 2 {
+		prods = append(prods, newFakeProducer())
+	}
+	h := newHarness(t, prods...)
 	h.set.MaxRecords = 1
 	h.set.StaticMember = true
 	c := h.c
@@ -229,9 +263,13 @@ func TestVerdictRecoveriesAreBounded(t *testing.T) {
 	for i := range maxRecoveries + 1 {
 		script = append(script, lostEvent{}, c.msg(0, int64(i)), c.assign(0))
 	}
-	err := h.run(script...)
-	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "giving up") {
-		t.Fatalf("Run = %v, want ErrFatal giving up after %d recoveries", err, maxRecoveries)
+	if err := h.run(script...); err != nil {
+		t.Fatalf("Run = %v, want every held abort recovered", err)
+	}
+	for i, p := range prods[:h.made] {
+		if slices.Contains(p.calls, "abort") {
+			t.Errorf("producer %d calls %v: an abort after a lost assignment was not held", i, p.calls)
+		}
 	}
 }
 
