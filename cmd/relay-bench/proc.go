@@ -159,6 +159,22 @@ func relayMemory(pid int, field string) (int64, error) {
 	return total, nil
 }
 
+// memoryParts says what relayMemory adds up, so that a change of relay's
+// peak shows where it is: the daemon's peak, its file pages now (the
+// binary's, and the page cache's state decides how many are resident:
+// most right after a build), and the supervisor's private memory.
+func memoryParts(pid int) string {
+	kids := children(pid)
+	if len(kids) == 0 {
+		return ""
+	}
+	d := strconv.Itoa(kids[0])
+	hwm, _ := procStatus(d, "VmHWM")
+	file, _ := procStatus(d, "RssFile")
+	sup, _ := procStatus(strconv.Itoa(pid), "RssAnon")
+	return fmt.Sprintf("daemon peak %.1f MiB (file pages now %.1f), supervisor private %.1f MiB", float64(hwm)/1024, float64(file)/1024, float64(sup)/1024)
+}
+
 // resetSelfHWM makes this process's VmHWM its current RSS (Linux >= 4.0),
 // so the peak of one in-process mode can be read on its own.
 func resetSelfHWM() error { return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

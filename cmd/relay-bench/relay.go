@@ -165,6 +165,7 @@ func (r *relayProc) finish(ctx context.Context, res *result) error {
 	if res.rssKB, err = relayMemory(r.cmd.Process.Pid, "VmHWM"); err != nil {
 		return err
 	}
+	fmt.Printf("  relay's peak RSS: %s\n", memoryParts(r.cmd.Process.Pid))
 	m, err := scrape(ctx, "http://"+r.addr+"/metrics")
 	if err != nil {
 		return err

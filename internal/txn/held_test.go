@@ -29,59 +29,61 @@ func (f *freezingParker) Handle(ctx context.Context, r *Record) ([]Output, error
 	return f.parker.Handle(ctx, r)
 }
 
-// After a freeze, two due records of a Floors handler both fail to produce
-// (_STATE: the queued records timed out). The first abort is held for the
-// verdict; the second must be too.
-func TestHeldWaitHoldsEveryLaterAbort(t *testing.T) {
-	first, second := newFakeProducer(), newFakeProducer()
-	stateErr := fakeErr{code: kafka.ErrState}
-	first.produceErrs = []error{nil, stateErr, stateErr}
-	h := newHarness(t, first, second)
+// heldRun runs a static member whose handler parks records and is frozen
+// past its session when it handles "release": the handler made by mk, on
+// a first producer that fails as given, then the consumer's script then.
+// It returns the first producer.
+func heldRun(t *testing.T, maxRecords int, mk func(l **Loop, ph *parker) Handler, first *fakeProducer, script func(c *fakeConsumer) []kafka.Event) *fakeProducer {
+	t.Helper()
+	h := newHarness(t, first, newFakeProducer())
 	h.set.TxnTimeout = time.Nanosecond
 	h.set.SessionTimeout = 30 * time.Millisecond
 	h.set.OpTimeout = 20 * time.Millisecond
 	h.set.StaticMember = true
+	if maxRecords > 0 {
+		h.set.MaxRecords = maxRecords
+	}
 	var l *Loop
 	ph := &parker{parked: map[int32][]int64{}}
-	h.handler = &freezingParker{parker: ph, l: &l}
+	h.handler = mk(&l, ph)
 	c := h.c
 	c.committed[0] = 0
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.script = []kafka.Event{c.assign(0), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "park"), valued(c.msg(0, 3), "release"), twinErr}
+	c.script = script(c)
 	c.onIdle = cancel
 	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
 	err := l.Run(ctx)
-	t.Logf("Run = %v; calls %v; made %d; handled %v", err, first.calls, h.made, ph.handled)
+	t.Logf("Run = %v; calls %v; made %d; handled %v; sent %v", err, first.calls, h.made, ph.handled, first.sentOffsets)
+	return first
+}
+
+// After a freeze, two due records of a Floors handler both fail to produce
+// (_STATE: the queued records timed out). The first abort is held for the
+// verdict; the second must be too.
+func TestHeldWaitHoldsEveryLaterAbort(t *testing.T) {
+	first := newFakeProducer()
+	stateErr := fakeErr{code: kafka.ErrState}
+	first.produceErrs = []error{nil, stateErr, stateErr}
+	heldRun(t, 0, func(l **Loop, ph *parker) Handler { return &freezingParker{parker: ph, l: l} }, first,
+		func(c *fakeConsumer) []kafka.Event {
+			return []kafka.Event{c.assign(0), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "park"), valued(c.msg(0, 3), "release"), twinErr}
+		})
 	if slices.Contains(first.calls, "abort") {
 		t.Errorf("AbortTransaction called on the old producer during the wait for the verdict (may bump the epoch and fence the twin): %v", first.calls)
 	}
 }
 
 // Same, but the first due record fails in the handler and the second is
-// applied: the loop goes on handling records in the held transaction and
-// commits it when due.
+// applied: the loop went on handling records in the held transaction and
+// committed it when due.
 func TestHeldTransactionIsNeverCommitted(t *testing.T) {
-	first, second := newFakeProducer(), newFakeProducer()
-	h := newHarness(t, first, second)
-	h.set.TxnTimeout = time.Nanosecond
-	h.set.SessionTimeout = 30 * time.Millisecond
-	h.set.OpTimeout = 20 * time.Millisecond
-	h.set.StaticMember = true
-	h.set.MaxRecords = 4
-	var l *Loop
-	ph := &parker{parked: map[int32][]int64{}}
 	fail := true
-	h.handler = &failingDue{freezingParker: &freezingParker{parker: ph, l: &l}, fail: &fail, failAt: 1}
-	c := h.c
-	c.committed[0] = 0
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.script = []kafka.Event{c.assign(0), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "park"), valued(c.msg(0, 3), "release"), sleepEvent(200 * time.Millisecond)}
-	c.onIdle = cancel
-	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
-	err := l.Run(ctx)
-	t.Logf("Run = %v; calls %v; made %d; handled %v; sent %v", err, first.calls, h.made, ph.handled, first.sentOffsets)
+	first := heldRun(t, 4, func(l **Loop, ph *parker) Handler {
+		return &failingDue{freezingParker: &freezingParker{parker: ph, l: l}, fail: &fail, failAt: 1}
+	}, newFakeProducer(), func(c *fakeConsumer) []kafka.Event {
+		return []kafka.Event{c.assign(0), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "park"), valued(c.msg(0, 3), "release"), sleepEvent(200 * time.Millisecond)}
+	})
 	if slices.Contains(first.calls, "commit") {
 		t.Errorf("the held transaction was committed on the old producer: calls %v, offsets %v", first.calls, first.sentOffsets)
 	}
@@ -131,26 +133,12 @@ func (u *undoingParker) OnAbort() {
 // Nor are the parked records' offsets of a held transaction, which the
 // handler undid, committed past them.
 func TestHeldTransactionCommitsNoParkedOffset(t *testing.T) {
-	first, second := newFakeProducer(), newFakeProducer()
-	h := newHarness(t, first, second)
-	h.set.TxnTimeout = time.Nanosecond
-	h.set.SessionTimeout = 30 * time.Millisecond
-	h.set.OpTimeout = 20 * time.Millisecond
-	h.set.StaticMember = true
-	h.set.MaxRecords = 4
-	var l *Loop
-	ph := &parker{parked: map[int32][]int64{}}
 	fail := true
-	h.handler = &undoingParker{failingDue: &failingDue{freezingParker: &freezingParker{parker: ph, l: &l}, fail: &fail, failAt: 0}}
-	c := h.c
-	c.committed[0] = 0
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.script = []kafka.Event{c.assign(0), valued(c.msg(0, 0), "park"), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "release"), sleepEvent(200 * time.Millisecond)}
-	c.onIdle = cancel
-	l = New(h.set, c, h.factory, h.handler, discard(), h.obs)
-	err := l.Run(ctx)
-	t.Logf("Run = %v; calls %v; made %d; handled %v; sent %v; produced %d", err, first.calls, h.made, ph.handled, first.sentOffsets, len(first.produced))
+	first := heldRun(t, 4, func(l **Loop, ph *parker) Handler {
+		return &undoingParker{failingDue: &failingDue{freezingParker: &freezingParker{parker: ph, l: l}, fail: &fail, failAt: 0}}
+	}, newFakeProducer(), func(c *fakeConsumer) []kafka.Event {
+		return []kafka.Event{c.assign(0), valued(c.msg(0, 0), "park"), valued(c.msg(0, 1), "park"), valued(c.msg(0, 2), "release"), sleepEvent(200 * time.Millisecond)}
+	})
 	for _, offs := range first.sentOffsets {
 		if o := offsetsOf(offs)[0]; o > 0 {
 			t.Errorf("committed src[0]@%d: record 0 (parked, never written) is skipped", o)
