@@ -96,9 +96,9 @@ type failingDue struct {
 }
 
 func (f *failingDue) Handle(ctx context.Context, r *Record) ([]Output, error) {
-	if r.Offset == f.failAt && *f.fail && slices.Contains(f.parker.due, r) {
+	if r.Offset == f.failAt && *f.fail && slices.Contains(f.due, r) {
 		*f.fail = false
-		f.parker.handled = append(f.parker.handled, "fail-1")
+		f.handled = append(f.handled, "fail-1")
 		return nil, errHandler
 	}
 	return f.freezingParker.Handle(ctx, r)
@@ -118,7 +118,7 @@ type undoingParker struct {
 }
 
 func (u *undoingParker) Handle(ctx context.Context, r *Record) ([]Output, error) {
-	if string(r.Value) == "park" && !slices.Contains(u.parker.due, r) {
+	if string(r.Value) == "park" && !slices.Contains(u.due, r) {
 		u.inTxn = append(u.inTxn, r.Offset)
 	}
 	return u.failingDue.Handle(ctx, r)

@@ -121,7 +121,7 @@ func (l *Loop) settleTwin(ctx context.Context) {
 	// A held abort's transaction did not commit, and the handler undid
 	// it: its state needs no reload. A fence's or a held re-init's
 	// outcome is unknown.
-	l.renew(ctx, w.op+" (recovered)", false, !(held && w.abort))
+	l.renew(ctx, w.op+" (recovered)", false, !held || !w.abort)
 }
 
 // errEpochBump is the reason a call waits for the coordinator's verdict
