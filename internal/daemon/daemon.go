@@ -337,10 +337,10 @@ func (d *daemon) runLoop(ctx context.Context, loop *txn.Loop) error {
 // transactional.id and group.instance.id for as long as a close that does
 // not return (the ledger reader's, the last exports) lasts.
 func (d *daemon) ended(err error) error {
-	if err != nil && d.stop != nil {
-		d.stop()
-	}
 	if err != nil {
+		if d.stop != nil {
+			d.stop()
+		}
 		if errors.Is(err, txn.ErrFatal) {
 			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
 				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
