@@ -21,6 +21,7 @@ import (
 	"relay/internal/checks"
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/kafkaerr"
 	"relay/internal/ledger"
 	"relay/internal/ledgerwatch"
 	"relay/internal/pipeline"
@@ -341,10 +342,13 @@ func (d *daemon) ended(err error) error {
 		if d.stop != nil {
 			d.stop()
 		}
-		if errors.Is(err, txn.ErrFatal) {
+		switch {
+		case errors.Is(err, txn.ErrFatal) && kafkaerr.Is(err, kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch):
 			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
 				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
-		} else {
+		case errors.Is(err, txn.ErrFatal):
+			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err)
+		default:
 			d.log.Error("relay stopped", "err", err)
 		}
 		return err

@@ -103,9 +103,16 @@ func (l *Loop) zombie() string {
 }
 
 // onFatal acts on an error librdkafka calls fatal. Recovered from, with a
-// new producer: a fence of an expired transaction (the coordinator's), and
+// new producer: a fence of an expired transaction (the coordinator's),
 // INVALID_TXN_STATE (the client's and the coordinator's view of the
-// transaction disagree; no other instance is involved). A fence after the
+// transaction disagree; no other instance is involved), and
+// OUT_OF_ORDER_SEQUENCE_NUMBER at the head of a partition's requests
+// (seen after a produce timed out in flight, possibly written, during a
+// broker restart: the broker and the client then disagree on the next
+// sequence under one epoch). librdkafka calls that a desynchronisation it
+// cannot reason about; the Java client (KIP-360) bumps the epoch. A new producer does the same: its
+// InitProducerId aborts whatever the old epoch wrote, possibly written
+// records included, so no reader of committed data sees them. A fence after the
 // group moved on waits for the coordinator's verdict on a twin (static
 // members, twin.go). Anything else — a fence of a young transaction above
 // all — stops relay.
@@ -124,6 +131,8 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 	switch {
 	case kafkaerr.Is(err, kafka.ErrInvalidTxnState):
 		why = "transaction state out of step with the coordinator"
+	case kafkaerr.Is(err, kafka.ErrOutOfOrderSequenceNumber):
+		why = "the producer's sequence numbers out of step with a broker's after a timed-out produce (librdkafka makes this fatal), not another instance"
 	case isFence(err) && zombie != "":
 		// Another instance's fence, however old the transaction.
 	case isFence(err) && l.expired():

@@ -105,3 +105,30 @@ func TestShutdownCommitIsNotCutShortByTheSignal(t *testing.T) {
 		t.Fatalf("committed %v, want partition 0 at 2: both handled records", got)
 	}
 }
+
+// Seen in the rolling restart under load: a produce timed out in flight
+// while a broker restarted, and the next transaction's first batch to
+// that partition was refused with OUT_OF_ORDER_SEQUENCE_NUMBER, which
+// librdkafka makes fatal ("sequence desynchronization"). No other
+// instance is involved: relay settles it with a new producer (whose
+// InitProducerId aborts what the old epoch wrote) and a rewind, within
+// the recoveries' bound, instead of stopping.
+func TestOutOfOrderSequenceIsSettledWithANewProducer(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.commitErrs = []error{fakeErr{code: kafka.ErrOutOfOrderSequenceNumber, fatalF: true}}
+	h := newHarness(t, first, second)
+	c := h.c
+	c.committed[0] = 5
+	if err := h.run(c.assign(0), c.msg(0, 5)); err != nil {
+		t.Fatalf("Run = %v, want relay to carry on with a new producer", err)
+	}
+	if h.made != 2 {
+		t.Fatalf("made %d producers, want 2", h.made)
+	}
+	if got := offsetsOf(c.seeks); !mapsEqual(got, map[int32]int64{0: 5}) {
+		t.Fatalf("seeks %v, want partition 0 back to 5", got)
+	}
+	if first.committedTxns != 0 {
+		t.Fatalf("the first producer committed %d transactions, want 0", first.committedTxns)
+	}
+}
