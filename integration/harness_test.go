@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if os.Getenv(childDescribe) != "" {
+		return m.Run() // a child of a test: no broker check, no build
+	}
 	wd, _ := os.Getwd()
 	repoRoot = filepath.Dir(wd)
 	conn, err := net.DialTimeout("tcp", strings.Split(bootstrap, ",")[0], 2*time.Second)

@@ -110,7 +110,7 @@ func checkACLs(ctx context.Context, a *kafka.AdminClient, cfg *config.Config, lo
 	err = untilReachable(ctx, log, "the ACL check (topic and group descriptions)", func() (err error) {
 		c, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
 		defer cancel()
-		if missing, err = topics.MissingACLs(c, a, need); err != nil {
+		if missing, err = topics.MissingACLs(c, a, kafkaclient.GroupsOf(cfg), need); err != nil {
 			if r := refused(); r != nil {
 				return r
 			}

@@ -12,6 +12,7 @@ import (
 
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
+	"relay/internal/topics"
 )
 
 // A static member's consumer refused its group.instance.id
@@ -33,10 +34,10 @@ const (
 	lookEvery = time.Second
 )
 
-// groupDescriber is what the watch needs of an admin client.
-type groupDescriber interface {
-	DescribeConsumerGroups(ctx context.Context, groups []string, options ...kafka.DescribeConsumerGroupsAdminOption) (kafka.DescribeConsumerGroupsResult, error)
-}
+// groupDescriber is what the watch needs of an admin client: each look
+// on a client of its own (kafkaclient.Groups), since a look that times
+// out while the group coordinator is away must not outlive its client.
+type groupDescriber = topics.GroupDescriber
 
 // rejoin decides what follows a refused group.instance.id: a new consumer
 // when no live member holds the id, the error (relay stops) when a twin
@@ -50,12 +51,7 @@ func (d *daemon) rejoin(ctx context.Context, fenced error, rejoins *[]time.Time)
 	watch := d.cfg.SessionTimeout + d.cfg.OpTimeout + 2*lookEvery
 	d.log.Warn("the group coordinator gave this group.instance.id to another member; watching the group to tell a live twin from a stale member",
 		"group_instance_id", d.cfg.GroupInstanceID, "watch", watch.String(), "err", fenced)
-	a, err := kafkaclient.Admin(d.cfg)
-	if err != nil {
-		return nil, errors.Join(fenced, fmt.Errorf("admin client: %w", err))
-	}
-	defer a.Close()
-	twin, err := twinHolds(ctx, a, d.cfg.GroupID, d.cfg.GroupInstanceID, watch, lookEvery, d.cfg.OpTimeout, d.log)
+	twin, err := twinHolds(ctx, kafkaclient.GroupsOf(d.cfg), d.cfg.GroupID, d.cfg.GroupInstanceID, watch, lookEvery, d.cfg.OpTimeout, d.log)
 	switch {
 	case ctx.Err() != nil:
 		return nil, nil

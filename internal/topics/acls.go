@@ -164,6 +164,11 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 	return slices.CompactFunc(out, func(a, b ACL) bool { return a == b }), nil
 }
 
+// GroupDescriber describes consumer groups (kafkaclient.Groups).
+type GroupDescriber interface {
+	DescribeConsumerGroups(ctx context.Context, groups []string, options ...kafka.DescribeConsumerGroupsAdminOption) (kafka.DescribeConsumerGroupsResult, error)
+}
+
 // MissingACLs is the start-up check of what a principal may do: the ACLs
 // of need it does not hold. It asks the brokers which operations the
 // principal is allowed (KIP-430's authorized operations) on every topic,
@@ -172,7 +177,9 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 // longer say since KIP-700), whose only ACL relay needs is optional and
 // found out when relay reads the brokers' configuration. Brokers that do not
 // say (before Kafka 2.3) pass the check. Errors are the admin calls'.
-func MissingACLs(ctx context.Context, a *kafka.AdminClient, need []ACL) ([]ACL, error) {
+// The group is described through groups (kafkaclient.Groups: a request
+// to a group coordinator must not outlive its client, see there).
+func MissingACLs(ctx context.Context, a *kafka.AdminClient, groups GroupDescriber, need []ACL) ([]ACL, error) {
 	allowed := map[string][]kafka.ACLOperation{} // "Topic/name" -> operations; nil: unknown
 	denied := map[string]bool{}                  // not even Describe
 	var names []string
@@ -196,7 +203,7 @@ func MissingACLs(ctx context.Context, a *kafka.AdminClient, need []ACL) ([]ACL, 
 		}
 	}
 	if i := slices.IndexFunc(need, func(a ACL) bool { return a.Resource == "Group" }); i >= 0 {
-		res, err := a.DescribeConsumerGroups(ctx, []string{need[i].Name}, kafka.SetAdminOptionIncludeAuthorizedOperations(true))
+		res, err := groups.DescribeConsumerGroups(ctx, []string{need[i].Name}, kafka.SetAdminOptionIncludeAuthorizedOperations(true))
 		if err != nil {
 			return nil, err
 		}
