@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+
+	"relay/internal/compat"
 )
 
 // Parked is what a partition's commit says of its parked records: the
@@ -24,6 +27,28 @@ type Parked struct {
 // names its format: metadata without it (another committer's, or none)
 // carries no parked set.
 const Prefix = "relay.park.1:"
+
+// parkVersion is the version Prefix names; family starts every version's
+// prefix, "relay.park.<version>:".
+const (
+	parkVersion = 1
+	family      = "relay.park."
+)
+
+// newerFormat reports the version of metadata that is a parked set of a
+// later format than this relay writes.
+func newerFormat(metadata string) (int, bool) {
+	rest, ok := strings.CutPrefix(metadata, family)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ":")
+	v, err := strconv.Atoi(num)
+	if !ok || err != nil || v <= parkVersion || len(num) > 9 {
+		return 0, false
+	}
+	return v, true
+}
 
 // maxParked bounds what Decode accepts: a broker's metadata limit is a
 // few KiB, so a larger count is not relay's.
@@ -90,6 +115,9 @@ func (p Parked) check() error {
 func Decode(offset int64, metadata string) (p Parked, ok bool, err error) {
 	rest, found := strings.CutPrefix(metadata, Prefix)
 	if !found {
+		if v, newer := newerFormat(metadata); newer {
+			return Parked{}, true, &compat.NewerError{What: fmt.Sprintf("the parked set committed with offset %d", offset), Version: v, Reads: parkVersion}
+		}
 		return Parked{}, false, nil
 	}
 	bad := func(why string) (Parked, bool, error) {

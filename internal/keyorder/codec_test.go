@@ -1,10 +1,13 @@
 package keyorder
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+
+	"relay/internal/compat"
 )
 
 // Encode and Decode round-trip every parked set, and EncodedLen is the
@@ -80,6 +83,26 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 	for _, bad := range []Parked{{}, {Offsets: []int64{3, 3}, Hi: 9}, {Offsets: []int64{3}, Hi: 3}, {Offsets: []int64{-1}, Hi: 3}} {
 		if _, err := Encode(bad); err == nil {
 			t.Errorf("%+v encoded", bad)
+		}
+	}
+}
+
+// A parked set of a later format (relay.park.2:, written by a newer relay)
+// is refused with a *compat.NewerError, never read as "nothing parked":
+// that would read its records again above the committed offset. Metadata
+// that only looks like the family (no version number, version 0) is not a
+// parked set, as any other committer's metadata.
+func TestDecodeRefusesANewerFormat(t *testing.T) {
+	for _, md := range []string{"relay.park.2:AAA", "relay.park.17:", "relay.park.2:" + strings.Repeat("x", 100)} {
+		_, ok, err := Decode(5, md)
+		var newer *compat.NewerError
+		if !ok || !errors.As(err, &newer) || newer.Version <= 1 || newer.Reads != 1 || !strings.Contains(err.Error(), "offset 5") {
+			t.Errorf("%q: ok=%v err=%v, want a NewerError naming offset 5", md, ok, err)
+		}
+	}
+	for _, md := range []string{"relay.park.x:AAA", "relay.park.0:AAA", "relay.park.2", "relay.parking", "relay.park.99999999999:"} {
+		if _, ok, err := Decode(5, md); ok || err != nil {
+			t.Errorf("%q: ok=%v err=%v, want no parked set", md, ok, err)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"relay/internal/compat"
 )
 
 // State is one blocked key: its records with seq in [Next, Tail) are
@@ -92,17 +94,16 @@ func (s *State) Encode() []byte {
 	return b
 }
 
-// DecodeState reads a state-topic value of key sk. newer is an error for a
-// state of a format this relay does not read (the caller warns and skips
-// it); err is one that cannot be read at all.
+// DecodeState reads a state-topic value of key sk. newer is a
+// *compat.NewerError for a state of a format this relay does not read;
+// err is one that cannot be read at all.
 func DecodeState(sk string, v []byte) (s *State, newer, err error) {
 	var ver versioned
 	if err := json.Unmarshal(v, &ver); err != nil {
 		return nil, nil, fmt.Errorf("state record %q is not readable: %w", sk, err)
 	}
 	if ver.V > readsUpTo {
-		return nil, fmt.Errorf("key state %q has format version %d; this relay reads up to %d (written by a newer relay?): skipped, so the key's records are not held back in order",
-			sk, ver.V, readsUpTo), nil
+		return nil, &compat.NewerError{What: fmt.Sprintf("key state %q", sk), Version: ver.V, Reads: readsUpTo}, nil
 	}
 	s = &State{}
 	if err := json.Unmarshal(v, s); err != nil {

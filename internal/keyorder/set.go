@@ -123,26 +123,25 @@ func (k *Set[R]) Abort() {
 	clear(k.journal)
 }
 
-// Restore adds states read from the state topic (key → value). States of
-// a newer format are skipped and returned, so the caller can warn; one
-// that cannot be read at all is an error.
-func (k *Set[R]) Restore(entries map[string][]byte) (skipped []error, err error) {
+// Restore adds states read from the state topic (key → value). A state
+// of a newer format (a *compat.NewerError) or one that cannot be read at
+// all is an error: skipping it would let the key's records past its head.
+func (k *Set[R]) Restore(entries map[string][]byte) error {
 	k.init()
 	for sk, v := range entries {
 		if !strings.HasPrefix(sk, "key|") || v == nil {
 			continue
 		}
 		s, newer, err := DecodeState(sk, v)
-		if err != nil {
-			return skipped, err
+		if err == nil {
+			err = newer
 		}
-		if newer != nil {
-			skipped = append(skipped, newer)
-			continue
+		if err != nil {
+			return err
 		}
 		k.set(sk, s)
 	}
-	return skipped, nil
+	return nil
 }
 
 // Forget drops what is known of the given partition numbers (of any

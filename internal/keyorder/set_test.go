@@ -327,7 +327,7 @@ func TestForgetDropsTheCommittedSet(t *testing.T) {
 // its handled position is above every parked offset.
 func TestFloorWithAParkedOffsetAboveNext(t *testing.T) {
 	var k Set[string]
-	if _, err := k.Restore(map[string][]byte{skA: blocked(11, 15).Encode()}); err != nil {
+	if err := k.Restore(map[string][]byte{skA: blocked(11, 15).Encode()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Resume(p0, 12, ""); err != nil {

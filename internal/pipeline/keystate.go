@@ -61,12 +61,11 @@ func (k *KeyOrdering) abort() { k.Abort() }
 
 // Restore adds the blocked keys among state-topic records (key → value,
 // as the machine's LoadState reads them for newly assigned partitions).
-// Records of a newer format are skipped and returned, so the caller can
-// warn; a record that cannot be read at all is an error.
-func (k *KeyOrdering) Restore(entries map[string][]byte) (skipped []error, err error) {
-	skipped, err = k.Set.Restore(entries)
-	if err != nil {
-		err = fmt.Errorf("%s: %w", k.StateTopic, err)
+// A record of a newer format, or one that cannot be read at all, is an
+// error.
+func (k *KeyOrdering) Restore(entries map[string][]byte) error {
+	if err := k.Set.Restore(entries); err != nil {
+		return fmt.Errorf("%s: %w", k.StateTopic, err)
 	}
-	return skipped, err
+	return nil
 }

@@ -76,11 +76,7 @@ func (m *Machine) restoreKeys(entries map[string][]byte, partitions []int32) err
 		}
 		return nil
 	}
-	skipped, err := m.keys.Restore(entries)
-	for _, err := range skipped {
-		m.log.Warn("key state of a newer format skipped", "topic", m.stateTopic, "err", err)
-	}
-	return err
+	return m.keys.Restore(entries)
 }
 
 // OnRevoked implements txn.PartitionListener.

@@ -59,7 +59,7 @@ func TestParkedFollowerDueOnceReadAgain(t *testing.T) {
 	m.OnCommit()
 
 	n, _, now2 := parking(t, 100)
-	if _, err := n.keys.Restore(map[string][]byte{string(state.Key): state.Value}); err != nil {
+	if err := n.keys.Restore(map[string][]byte{string(state.Key): state.Value}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Resume(ordersP0, off, md); err != nil {

@@ -3,9 +3,12 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"relay/internal/compat"
 	"relay/internal/envelope"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
@@ -51,9 +54,10 @@ func TestFollowerOfRemovedTierGoesToLastTier(t *testing.T) {
 }
 
 // State records carry a format version: key states are written with
-// "v":1; a record without one is version 1 (written before versions); a
-// record of a newer version is skipped with a warning, not misread, and
-// the rest are restored.
+// "v":1; a record without one is version 1 (written before versions).
+// A record of a newer version stops relay (a *compat.NewerError naming
+// the key and both versions) rather than be skipped: skipping it would let
+// the key's records past its head.
 func TestKeyStateFormatVersion(t *testing.T) {
 	m, a, _ := keyed(t, false)
 	a.errs = []error{errUnavailable()}
@@ -65,16 +69,21 @@ func TestKeyStateFormatVersion(t *testing.T) {
 		t.Fatalf("state record %s: version %d (%v), want 1", outs[1].Value, v.V, err)
 	}
 	k := &KeyOrdering{StateTopic: "_relay.relay.state"}
-	skipped, err := k.Restore(map[string][]byte{
-		stateKey("orders", 0, []byte("old")):   []byte(`{"next":1,"tail":3,"tier":0}`),
-		stateKey("orders", 0, []byte("v1")):    []byte(`{"v":1,"next":0,"tail":1,"tier":1}`),
-		stateKey("orders", 0, []byte("newer")): []byte(`{"v":3,"queue":[1,2]}`),
+	err := k.Restore(map[string][]byte{
+		stateKey("orders", 0, []byte("old")): []byte(`{"next":1,"tail":3,"tier":0}`),
+		stateKey("orders", 0, []byte("v1")):  []byte(`{"v":1,"next":0,"tail":1,"tier":1}`),
 	})
-	if err != nil || len(skipped) != 1 || k.Blocked() != 2 || k.get(stateKey("orders", 0, []byte("newer"))) != nil {
-		t.Fatalf("restore: skipped %v, err %v, %d blocked; want the newer one skipped and the others restored", skipped, err, k.Blocked())
+	if err != nil || k.Blocked() != 2 {
+		t.Fatalf("restore: err %v, %d blocked; want both restored", err, k.Blocked())
 	}
 	if s := k.get(stateKey("orders", 0, []byte("old"))); s.Next != 1 || s.Tail != 3 {
 		t.Fatalf("unversioned record read as %+v", s)
+	}
+	err = k.Restore(map[string][]byte{stateKey("orders", 0, []byte("newer")): []byte(`{"v":3,"queue":[1,2]}`)})
+	var newer *compat.NewerError
+	if !errors.As(err, &newer) || newer.Version != 3 || newer.Reads != 2 || !strings.Contains(err.Error(), "newer") ||
+		!strings.Contains(err.Error(), "_relay.relay.state") {
+		t.Fatalf("restore of a version 3 key state = %v, want a NewerError naming the topic and versions 3 and 2", err)
 	}
 }
 
