@@ -123,7 +123,7 @@ func (a *app) topics(ctx context.Context, apply bool, replication int, out cli.O
 		states, done, err = topics.Reconcile(ctx, ad, p, cfg, replication, timeout)
 		a.applied(done, replication)
 	} else {
-		states, err = topics.Current(ad, cfg, timeout)
+		states, err = topics.Current(ctx, ad, cfg, timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(a.stderr, "%s: %v\n", name, err)
@@ -147,5 +147,8 @@ func (a *app) applied(done topics.Applied, asked int) {
 	}
 	for _, t := range done.Grown {
 		fmt.Fprintf(a.stdout, "added partitions to %s\n", t)
+	}
+	for _, t := range done.Raised {
+		fmt.Fprintf(a.stdout, "raised min.insync.replicas of %s\n", t)
 	}
 }

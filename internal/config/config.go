@@ -79,6 +79,9 @@ type Config struct {
 	QuarantineObjective time.Duration
 	QuarantineRetention time.Duration
 	OutputRetention     time.Duration
+	// RequireDurable: refuse to start on a topic that a broker's loss
+	// could lose records of (RELAY_TOPICS_DURABILITY=require).
+	RequireDurable bool
 
 	// Owners and Thresholds are RELAY_QUARANTINE_OWNER and
 	// RELAY_QUARANTINE_ALERT_THRESHOLD by source topic ("" for them all).
@@ -237,6 +240,7 @@ func (p *parser) readFailures(c *Config) {
 	c.QuarantineObjective = p.duration(EnvQuarantineObjective)
 	c.QuarantineRetention = p.duration(EnvQuarantineRetention)
 	c.OutputRetention = p.duration(EnvOutputRetention)
+	c.RequireDurable = p.enum(EnvTopicsDurability, "warn", "require") == "require"
 	c.RedactPattern = p.regexp(EnvRedactPattern)
 	c.ErrorMessageMax = p.intRange(EnvErrorMessageMax, 64, 4096)
 	for _, h := range p.list(EnvCompatHeaders) {

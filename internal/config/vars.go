@@ -70,6 +70,7 @@ const (
 	EnvQuarantineObjective  = "RELAY_QUARANTINE_OBJECTIVE"
 	EnvQuarantineRetention  = "RELAY_QUARANTINE_RETENTION"
 	EnvOutputRetention      = "RELAY_OUTPUT_RETENTION"
+	EnvTopicsDurability     = "RELAY_TOPICS_DURABILITY"
 	EnvActor                = "RELAY_ACTOR"
 	EnvTraceURL             = "RELAY_TRACE_URL"
 	EnvQuarantineOwner      = "RELAY_QUARANTINE_OWNER"
@@ -181,6 +182,7 @@ var Vars = []Var{
 	{Name: EnvCompatHeaders, Help: "also write compatibility headers: `spring` (`kafka_dlt-*`), `connect` (`__connect.errors.*`), or both comma-separated"},
 	{Name: EnvQuarantineObjective, Default: "168h", Help: "response objective for quarantined records; relay warns when quarantine retention is shorter"},
 	{Name: EnvQuarantineRetention, Default: "720h", Help: "`retention.ms` that `relay topics apply` gives quarantine and rejected topics"},
+	{Name: EnvTopicsDurability, Default: "warn", Help: "what relay does at start when one of its topics or sources could lose acknowledged records, or stop taking writes, when one broker is lost (fewer than 3 replicas, or `min.insync.replicas` not one below them): `warn` (log each) or `require` (refuse to start, naming them)"},
 	{Name: EnvOutputRetention, Default: "168h", Help: "`retention.ms` that `relay topics apply` gives output and replay topics"},
 	{Name: EnvTraceURL, Help: "link to a trace in your tracing UI, with `{traceId}` where the trace id goes (e.g. `https://jaeger.example/trace/{traceId}`): `relay quarantine show` prints it"},
 	{Name: EnvQuarantineOwner, Help: "who owns the quarantine: one team for every source (`payments-team`) or one per source topic (`orders=payments-team,refunds=ledger-team`); shown by `relay console` and exported as the `owner` label of `relay_quarantine_topic_unresolved` and `relay_quarantine_alert_threshold`, so alerts route to the owner"},

@@ -188,11 +188,14 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 			}
 		}
 	}
-	states, err := topics.Inspect(a, plan, cfg.OpTimeout)
+	states, err := topics.Inspect(ctx, a, plan, cfg.OpTimeout)
 	if err != nil {
 		return nil, err
 	}
 	if err := topics.Check(states); err != nil {
+		return nil, err
+	}
+	if err := checkDurability(ctx, a, cfg, states, log); err != nil {
 		return nil, err
 	}
 	// The range assignor keeps partition p of co-partitioned topics on
@@ -236,4 +239,33 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 // the operator commands that write transactions).
 func fitTransactionTimeout(ctx context.Context, a kafkaclient.BrokerDescriber, cfg *config.Config, log *slog.Logger) error {
 	return kafkaclient.FitTransactionTimeout(ctx, a, cfg, log)
+}
+
+// checkDurability warns of each topic relay reads or writes that one
+// broker's loss could lose acknowledged records of (topics.Durability),
+// or, with RELAY_TOPICS_DURABILITY=require, refuses to start naming them.
+func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, states []topics.State, log *slog.Logger) error {
+	sources, err := topics.ReadDurability(ctx, a, cfg.SourceTopics, cfg.OpTimeout)
+	if err != nil {
+		return err
+	}
+	var risks []string
+	for _, src := range cfg.SourceTopics {
+		if r := sources[src].Risk(); r != "" {
+			risks = append(risks, fmt.Sprintf("source topic %q: %s", src, r))
+		}
+	}
+	for _, s := range states {
+		if r := s.Risk(); r != "" {
+			risks = append(risks, fmt.Sprintf("%s topic %q: %s (relay topics apply raises min.insync.replicas of relay's own topics)", s.Role, s.Name, r))
+		}
+	}
+	if len(risks) > 0 && cfg.RequireDurable {
+		return &ConfigError{Err: fmt.Errorf("%s=require: %s", config.EnvTopicsDurability, strings.Join(risks, "; "))}
+	}
+	if len(risks) > 0 {
+		log.Warn("topics are not replicated safely: one broker's loss could lose acknowledged records or stop writes", "topics", risks,
+			"setting", config.EnvTopicsDurability)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -103,7 +104,8 @@ func Sources(a Admin, cfg *config.Config, timeout time.Duration) (map[string]int
 // State is a planned topic as the cluster has it.
 type State struct {
 	Spec
-	Have int // partitions now; 0 = missing
+	Have       int // partitions now; 0 = missing
+	Durability     // of an existing topic
 }
 
 // Problem says what is wrong with the topic, "" if nothing.
@@ -118,15 +120,27 @@ func (s State) Problem() string {
 	return ""
 }
 
-// Inspect reads the current partition count of every planned topic.
-func Inspect(a Admin, plan []Spec, timeout time.Duration) ([]State, error) {
+// Inspect reads the current partition count and durability of every
+// planned topic.
+func Inspect(ctx context.Context, a Admin, plan []Spec, timeout time.Duration) ([]State, error) {
 	out := make([]State, 0, len(plan))
+	var existing []string
 	for _, s := range plan {
 		n, err := Partitions(a, s.Name, timeout)
 		if err != nil {
 			return nil, fmt.Errorf("metadata of %s: %w", s.Name, err)
 		}
 		out = append(out, State{Spec: s, Have: n})
+		if n > 0 {
+			existing = append(existing, s.Name)
+		}
+	}
+	d, err := ReadDurability(ctx, a, existing, timeout)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Durability = d[out[i].Name]
 	}
 	return out, nil
 }
@@ -148,7 +162,9 @@ type Watermarks interface {
 	QueryWatermarkOffsets(topic string, partition int32, timeoutMs int) (low, high int64, err error)
 }
 
-// Apply creates the missing topics of states and returns when each
+// Apply creates the missing topics of states, with min.insync.replicas
+// one below the replication factor when that is 3 or more (durable.go),
+// and returns when each
 // partition of what it created answers its leader's requests, or ctx ends.
 // Existing topics are left as they are (Grow adds partitions to a
 // too-small one).
@@ -157,7 +173,11 @@ func Apply(ctx context.Context, a Admin, w Watermarks, states []State, replicati
 	parts := map[string]int{}
 	for _, s := range states {
 		if s.Have == 0 {
-			specs = append(specs, kafka.TopicSpecification{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: replication, Config: s.Configs})
+			conf := maps.Clone(s.Configs)
+			if n := MinInsyncFor(replication); n > 0 {
+				conf["min.insync.replicas"] = strconv.Itoa(n)
+			}
+			specs = append(specs, kafka.TopicSpecification{Topic: s.Name, NumPartitions: s.Partitions, ReplicationFactor: replication, Config: conf})
 			parts[s.Name] = s.Partitions
 		}
 	}

@@ -8,29 +8,39 @@ import (
 )
 
 // Current is the plan of cfg as the cluster has it now.
-func Current(a Admin, cfg *config.Config, timeout time.Duration) ([]State, error) {
+func Current(ctx context.Context, a Admin, cfg *config.Config, timeout time.Duration) ([]State, error) {
 	parts, err := Sources(a, cfg, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return Inspect(a, Plan(cfg, parts), timeout)
+	return Inspect(ctx, a, Plan(cfg, parts), timeout)
+}
+
+// Reconciler is what Reconcile needs of an admin client.
+type Reconciler interface {
+	Grower
+	Alterer
 }
 
 // Applied is what Reconcile changed.
 type Applied struct {
 	Created, Grown []string
+	// Raised are the topics whose min.insync.replicas it raised.
+	Raised []string
 	// Replication is the factor topics were created with: the one asked
 	// for, capped at the brokers present.
 	Replication int
 }
 
 // Reconcile creates the missing topics of cfg's plan (Apply), adds
-// partitions to those with fewer than their source (Grow), and returns the
-// plan as the cluster has it afterwards. What it changed is returned with
-// an error too. It never deletes a topic or changes its settings.
-func Reconcile(ctx context.Context, a Grower, w Watermarks, cfg *config.Config, replication int, timeout time.Duration) ([]State, Applied, error) {
+// partitions to those with fewer than their source (Grow), raises
+// min.insync.replicas where it is below one less than the replicas
+// (RaiseMinInsync), and returns the plan as the cluster has it afterwards.
+// What it changed is returned with an error too. It never deletes a topic
+// or changes another of its settings.
+func Reconcile(ctx context.Context, a Reconciler, w Watermarks, cfg *config.Config, replication int, timeout time.Duration) ([]State, Applied, error) {
 	done := Applied{Replication: replication}
-	states, err := Current(a, cfg, timeout)
+	states, err := Current(ctx, a, cfg, timeout)
 	if err != nil {
 		return nil, done, err
 	}
@@ -50,6 +60,15 @@ func Reconcile(ctx context.Context, a Grower, w Watermarks, cfg *config.Config, 
 	if err != nil {
 		return nil, done, err
 	}
-	states, err = Current(a, cfg, timeout)
+	if states, err = Current(ctx, a, cfg, timeout); err != nil {
+		return nil, done, err
+	}
+	c, cancel = context.WithTimeout(ctx, 60*time.Second)
+	done.Raised, err = RaiseMinInsync(c, a, states)
+	cancel()
+	if err != nil || len(done.Raised) == 0 {
+		return states, done, err
+	}
+	states, err = Current(ctx, a, cfg, timeout)
 	return states, done, err
 }

@@ -1,0 +1,144 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// relay's producers write with acks=all, and a broker acknowledges such a
+// write once min.insync.replicas replicas have it. On a topic with three
+// replicas and min.insync.replicas 1 (Kafka's default) a committed
+// transaction's records may sit on one broker only, and that broker's loss
+// before its followers copy them loses them: exactly once holds for what
+// the cluster keeps. So relay creates its topics with min.insync.replicas
+// one below their replication factor (2 of 3: one broker may be down and
+// writes go on), raises it on its own topics where it is lower, and says
+// so of any topic it reads or writes (its sources included) that cannot
+// survive one broker's loss.
+
+// MinInsyncFor is the min.insync.replicas relay gives a topic of its own
+// with rf replicas: rf-1 when rf is 3 or more; 0 (the broker's default
+// stays) below, where no setting keeps writes going through a broker's
+// loss without risking the records.
+func MinInsyncFor(rf int) int {
+	if rf >= 3 {
+		return rf - 1
+	}
+	return 0
+}
+
+// Durability is a topic's replication as the cluster has it.
+type Durability struct {
+	Replicas  int // the fewest replicas of any of its partitions; 0 unknown
+	MinInsync int // its effective min.insync.replicas; 0 unknown
+}
+
+// Risk says how acknowledged records of the topic could be lost, or its
+// writes stop, when one broker is lost: "" when they cannot (or nothing is
+// known).
+func (d Durability) Risk() string {
+	switch {
+	case d.Replicas == 0:
+		return ""
+	case d.Replicas < 3:
+		return fmt.Sprintf("replication factor %d: one broker's loss can lose acknowledged records or stop writes (3 replicas with min.insync.replicas 2 survive one)", d.Replicas)
+	case d.MinInsync == 0:
+		return ""
+	case d.MinInsync < 2:
+		return fmt.Sprintf("min.insync.replicas %d with %d replicas: a write counts once one broker has it, and that broker's loss loses it; set min.insync.replicas to %d", d.MinInsync, d.Replicas, MinInsyncFor(d.Replicas))
+	case d.MinInsync >= d.Replicas:
+		return fmt.Sprintf("min.insync.replicas %d with %d replicas: writes stop while any replica is away; set it to %d", d.MinInsync, d.Replicas, MinInsyncFor(d.Replicas))
+	}
+	return ""
+}
+
+// ReadDurability reads the replication of the existing topics among
+// names: the fewest replicas of a partition from the metadata, and the
+// effective min.insync.replicas (the topic's own, or the brokers') from
+// DescribeConfigs. A topic that does not exist is left out.
+func ReadDurability(ctx context.Context, a Admin, names []string, timeout time.Duration) (map[string]Durability, error) {
+	out := map[string]Durability{}
+	var res []kafka.ConfigResource
+	for _, name := range names {
+		md, err := a.GetMetadata(&name, false, int(timeout/time.Millisecond))
+		if err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", name, err)
+		}
+		t, ok := md.Topics[name]
+		if !ok || t.Error.Code() != kafka.ErrNoError || len(t.Partitions) == 0 {
+			continue
+		}
+		fewest := len(t.Partitions[0].Replicas)
+		for _, p := range t.Partitions {
+			fewest = min(fewest, len(p.Replicas))
+		}
+		out[name] = Durability{Replicas: fewest}
+		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: name})
+	}
+	if len(res) == 0 {
+		return out, nil
+	}
+	c, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	described, err := a.DescribeConfigs(c, res)
+	if err != nil {
+		return nil, fmt.Errorf("configuration of %d topics: %w", len(res), err)
+	}
+	for _, r := range described {
+		d, ok := out[r.Name]
+		e, has := r.Config["min.insync.replicas"]
+		if !ok || r.Error.Code() != kafka.ErrNoError || !has {
+			continue
+		}
+		if n, err := strconv.Atoi(e.Value); err == nil && n > 0 {
+			d.MinInsync = n
+			out[r.Name] = d
+		}
+	}
+	return out, nil
+}
+
+// Alterer is what RaiseMinInsync needs of an admin client.
+type Alterer interface {
+	IncrementalAlterConfigs(ctx context.Context, resources []kafka.ConfigResource, options ...kafka.AlterConfigsAdminOption) ([]kafka.ConfigResourceResult, error)
+}
+
+// RaiseMinInsync sets min.insync.replicas of each existing topic of
+// states whose value is below MinInsyncFor its replicas, and returns the
+// topics it changed. It only ever raises the value, and only on relay's
+// own topics (never a source): a higher value can stop writes while
+// replicas are away, never lose a record.
+func RaiseMinInsync(ctx context.Context, a Alterer, states []State) ([]string, error) {
+	var res []kafka.ConfigResource
+	for _, s := range states {
+		want := MinInsyncFor(s.Durability.Replicas)
+		if s.Have == 0 || want == 0 || s.Durability.MinInsync == 0 || s.Durability.MinInsync >= want {
+			continue
+		}
+		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: s.Name, Config: []kafka.ConfigEntry{
+			{Name: "min.insync.replicas", Value: strconv.Itoa(want), IncrementalOperation: kafka.AlterConfigOpTypeSet},
+		}})
+	}
+	if len(res) == 0 {
+		return nil, nil
+	}
+	out, err := a.IncrementalAlterConfigs(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	var raised []string
+	var errs []error
+	for _, r := range out {
+		if r.Error.Code() != kafka.ErrNoError {
+			errs = append(errs, fmt.Errorf("set min.insync.replicas of %s: %w", r.Name, r.Error))
+			continue
+		}
+		raised = append(raised, r.Name)
+	}
+	return raised, errors.Join(errs...)
+}

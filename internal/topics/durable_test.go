@@ -1,0 +1,99 @@
+package topics
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// What one broker's loss does to a topic, by its replicas and
+// min.insync.replicas: with 3 replicas, 2 is the one safe value; below 3
+// replicas, none is; unknown values say nothing.
+func TestDurabilityRisk(t *testing.T) {
+	for _, c := range []struct {
+		d    Durability
+		want string // "" or a part of the risk
+	}{
+		{Durability{}, ""},
+		{Durability{Replicas: 3, MinInsync: 2}, ""},
+		{Durability{Replicas: 5, MinInsync: 4}, ""},
+		{Durability{Replicas: 5, MinInsync: 3}, ""},
+		{Durability{Replicas: 3}, ""},
+		{Durability{Replicas: 1, MinInsync: 1}, "replication factor 1"},
+		{Durability{Replicas: 2, MinInsync: 2}, "replication factor 2"},
+		{Durability{Replicas: 3, MinInsync: 1}, "set min.insync.replicas to 2"},
+		{Durability{Replicas: 3, MinInsync: 3}, "writes stop while any replica is away"},
+	} {
+		got := c.d.Risk()
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%+v: risk %q, want %q", c.d, got, c.want)
+		}
+	}
+	for rf, want := range map[int]int{1: 0, 2: 0, 3: 2, 4: 3, 5: 4} {
+		if got := MinInsyncFor(rf); got != want {
+			t.Errorf("MinInsyncFor(%d) = %d, want %d", rf, got, want)
+		}
+	}
+}
+
+// recordingAdmin records what CreateTopics and IncrementalAlterConfigs were
+// asked; every topic exists once created.
+type recordingAdmin struct {
+	Admin
+	created []kafka.TopicSpecification
+	altered []kafka.ConfigResource
+}
+
+func (r *recordingAdmin) CreateTopics(_ context.Context, specs []kafka.TopicSpecification, _ ...kafka.CreateTopicsAdminOption) ([]kafka.TopicResult, error) {
+	r.created = append(r.created, specs...)
+	out := make([]kafka.TopicResult, len(specs))
+	for i, s := range specs {
+		out[i] = kafka.TopicResult{Topic: s.Topic, Error: kafka.NewError(kafka.ErrTopicAlreadyExists, "exists", false)}
+	}
+	return out, nil
+}
+
+func (r *recordingAdmin) IncrementalAlterConfigs(_ context.Context, res []kafka.ConfigResource, _ ...kafka.AlterConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
+	r.altered = append(r.altered, res...)
+	out := make([]kafka.ConfigResourceResult, len(res))
+	for i, c := range res {
+		out[i] = kafka.ConfigResourceResult{Type: c.Type, Name: c.Name}
+	}
+	return out, nil
+}
+
+// relay creates its topics with min.insync.replicas one below a
+// replication factor of 3 or more, and leaves the broker's default below;
+// it raises the value of its existing topics only where it is lower than
+// that, and never lowers it.
+func TestApplyAndRaiseSetMinInsync(t *testing.T) {
+	plan := []Spec{{Name: "a", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete"}}}
+	for rf, want := range map[int]string{3: "2", 1: ""} {
+		r := &recordingAdmin{}
+		if _, err := Apply(context.Background(), r, nil, []State{{Spec: plan[0]}}, rf); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.created[0].Config["min.insync.replicas"]; got != want || r.created[0].Config["cleanup.policy"] != "delete" {
+			t.Errorf("replication %d: created with %v, want min.insync.replicas %q", rf, r.created[0].Config, want)
+		}
+	}
+	if _, ok := plan[0].Configs["min.insync.replicas"]; ok {
+		t.Error("Apply changed the plan's own configs")
+	}
+	r := &recordingAdmin{}
+	states := []State{
+		{Spec: Spec{Name: "low"}, Have: 1, Durability: Durability{Replicas: 3, MinInsync: 1}},
+		{Spec: Spec{Name: "fine"}, Have: 1, Durability: Durability{Replicas: 3, MinInsync: 2}},
+		{Spec: Spec{Name: "higher"}, Have: 1, Durability: Durability{Replicas: 3, MinInsync: 3}},
+		{Spec: Spec{Name: "single"}, Have: 1, Durability: Durability{Replicas: 1, MinInsync: 1}},
+		{Spec: Spec{Name: "unknown"}, Have: 1, Durability: Durability{Replicas: 3}},
+		{Spec: Spec{Name: "missing"}, Durability: Durability{Replicas: 3, MinInsync: 1}},
+	}
+	raised, err := RaiseMinInsync(context.Background(), r, states)
+	if err != nil || len(raised) != 1 || raised[0] != "low" || len(r.altered) != 1 ||
+		r.altered[0].Config[0].Value != "2" || r.altered[0].Config[0].IncrementalOperation != kafka.AlterConfigOpTypeSet {
+		t.Fatalf("raised %v (%v), altered %+v; want only low, set to 2", raised, err, r.altered)
+	}
+}
