@@ -31,6 +31,9 @@ type Producer interface {
 	AbortTransaction(ctx context.Context) error
 	Purge(flags int) error
 	Events() chan kafka.Event
+	// GetFatalError is the producer's first fatal error (librdkafka
+	// keeps it; a transactional call reports the latest).
+	GetFatalError() error
 	Close()
 }
 

@@ -178,6 +178,7 @@ type fakeProducer struct {
 	produced                        []*kafka.Message
 	sentOffsets                     [][]kafka.TopicPartition
 	initErrs, commitErrs, abortErrs []error
+	firstFatal                      error // GetFatalError's answer
 	sendErrs, beginErrs             []error
 	// produceErrs gives the result of the next Produce calls.
 	produceErrs                []error
@@ -300,6 +301,7 @@ func (p *fakeProducer) AbortTransaction(context.Context) error {
 }
 
 func (p *fakeProducer) Purge(int) error          { return nil }
+func (p *fakeProducer) GetFatalError() error     { return p.firstFatal }
 func (p *fakeProducer) Events() chan kafka.Event { return p.events }
 
 func (p *fakeProducer) Close() {

@@ -120,10 +120,9 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 	if l.twin != nil {
 		return // the fenced producer's later calls: the verdict decides
 	}
-	var why, zombie string
-	if isFence(err) {
-		zombie = l.zombie()
-	}
+	err = l.firstFatal(err)
+	var why string
+	zombie := l.zombie()
 	if isFence(err) && zombie != "" && l.set.StaticMember {
 		l.awaitTwin(op, zombie, err)
 		return
@@ -139,6 +138,14 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 		why = "fenced by the coordinator: the transaction outlived transaction.timeout.ms (broker outage or a stalled process), not by another instance"
 	case isFence(err) && l.selfFenced():
 		why = "fenced by this instance's own abandoned producer, whose wedged InitTransactions got through late (see librdkafka call wedged), not by another instance"
+	}
+	if why != "" && zombie != "" && !l.set.StaticMember {
+		// A new producer would fence whichever process holds this
+		// transactional.id now, and a dynamic member cannot ask the group
+		// whether one does (a static member's re-init waits for the
+		// verdict instead: heldForVerdict).
+		l.fatal = fmt.Errorf("%w: %s: %s after %s: a new producer could fence an instance that took this one's place, and this one stops rather than risk it: %w", ErrFatal, op, why, zombie, err)
+		return
 	}
 	if why != "" && l.mayRecover() {
 		l.log.Warn(why+"; starting a new producer and rewinding to the committed offsets", "op", op, "err", err,
@@ -156,4 +163,19 @@ func (l *Loop) onFatal(ctx context.Context, op string, err error) {
 	default:
 		l.fatal = fmt.Errorf("%w: %s: %w", ErrFatal, op, err)
 	}
+}
+
+// firstFatal is err, or the producer's first fatal error when that was a
+// fence and err is not: librdkafka reports the latest fatal error to a
+// transactional call, so a fence followed by a late
+// OUT_OF_ORDER_SEQUENCE_NUMBER reads as the second, which relay would
+// recover from with a new producer, fencing the instance that fenced it.
+func (l *Loop) firstFatal(err error) error {
+	if l.producer == nil || isFence(err) {
+		return err
+	}
+	if first := l.producer.GetFatalError(); first != nil && isFence(first) {
+		return fmt.Errorf("%w (reported as: %v)", first, err)
+	}
+	return err
 }

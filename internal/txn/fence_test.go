@@ -221,6 +221,45 @@ func TestFenceWithTheAssignmentLostStops(t *testing.T) {
 	}
 }
 
+// Review finding: the errors recovered with a new producer
+// (INVALID_TXN_STATE, OUT_OF_ORDER_SEQUENCE_NUMBER) were recovered from
+// after the group had moved on too; a dynamic member's new producer would
+// fence an instance that took its place. It stops, as after a fence.
+func TestRecoverableFatalWithTheAssignmentLostStops(t *testing.T) {
+	for _, code := range []kafka.ErrorCode{kafka.ErrOutOfOrderSequenceNumber, kafka.ErrInvalidTxnState} {
+		first := newFakeProducer()
+		first.abortErrs = []error{fakeErr{code: code, fatalF: true}} // a lost assignment aborts
+		h := newHarness(t, first, newFakeProducer())
+		c := h.c
+		err := h.run(c.assign(0), c.msg(0, 0), lostEvent{})
+		if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "lost its assignment") {
+			t.Fatalf("%s: Run = %v, want ErrFatal naming the lost assignment", code, err)
+		}
+		if h.made != 1 {
+			t.Fatalf("%s: made %d producers, want no replacement", code, h.made)
+		}
+	}
+}
+
+// Review finding: librdkafka reports a producer's latest fatal error to a
+// transactional call, so a fence followed by a late sequence error read as
+// OUT_OF_ORDER_SEQUENCE_NUMBER and was recovered from with a new producer,
+// fencing the instance that fenced this one. The first fatal error decides.
+func TestAFenceReportedAsASequenceErrorStops(t *testing.T) {
+	first := newFakeProducer()
+	first.commitErrs = []error{fakeErr{code: kafka.ErrOutOfOrderSequenceNumber, fatalF: true}}
+	first.firstFatal = errFenced
+	h := newHarness(t, first, newFakeProducer())
+	c := h.c
+	err := h.run(c.assign(0), c.msg(0, 0))
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "RELAY_TRANSACTIONAL_ID") {
+		t.Fatalf("Run = %v, want ErrFatal as after a fence", err)
+	}
+	if h.made != 1 {
+		t.Fatalf("made %d producers, want no replacement", h.made)
+	}
+}
+
 // frozenRun runs the loop as TestFenceAfterAFreezePastTheSessionStops
 // does — a static member frozen past the session timeout in its first
 // transaction, whose commit is fenced — with then as what the consumer

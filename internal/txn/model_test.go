@@ -224,6 +224,7 @@ func (p *modelProducer) AbortTransaction(context.Context) error {
 func (p *modelProducer) Purge(int) error          { return nil }
 func (p *modelProducer) Events() chan kafka.Event { return p.events }
 func (p *modelProducer) Close()                   { close(p.events) }
+func (p *modelProducer) GetFatalError() error     { return nil }
 
 // TestWholeRunExactlyOnceUnderInjectedFailures: every call that can fail —
 // begin, handle, produce (synchronously, or through a failed delivery),
