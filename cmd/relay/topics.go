@@ -25,7 +25,9 @@ func (a *app) topicsCmd() *cobra.Command {
 	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "show the topics relay needs, what exists, and what apply would create",
-		Long: `Shows the topics relay needs, what exists, and what apply would create.
+		Long: `Shows the topics relay needs, what exists, and what apply would create,
+with each existing topic's replicas and min.insync.replicas, and a topic
+one broker's loss could lose acknowledged records of marked "at risk".
 With -o json, one JSON array of the topics.`,
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -38,7 +40,10 @@ With -o json, one JSON array of the topics.`,
 		Use:   "apply",
 		Short: "create the missing topics, add partitions to those with fewer than their source",
 		Long: `Creates the missing topics and adds partitions to those with fewer than
-their source. It never deletes a topic or changes its settings.`,
+their source. With a replication factor of 3 or more, it creates them with
+min.insync.replicas one below it, and raises min.insync.replicas of
+relay's existing topics to that where it is lower (a source is never
+changed). It never deletes a topic or changes another of its settings.`,
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if replication < 1 {

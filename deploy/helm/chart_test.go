@@ -195,9 +195,9 @@ func (r *rendered) add(doc []byte) error {
 		return appendStrict(&r.pods, strict)
 	case "batch/v1 Job":
 		return appendStrict(&r.jobs, strict)
-	case "kafka.strimzi.io/v1beta2 KafkaTopic":
+	case "kafka.strimzi.io/v1 KafkaTopic", "kafka.strimzi.io/v1beta2 KafkaTopic":
 		return appendStrict(&r.kafkaTopics, strict)
-	case "kafka.strimzi.io/v1beta2 KafkaUser":
+	case "kafka.strimzi.io/v1 KafkaUser", "kafka.strimzi.io/v1beta2 KafkaUser":
 		return appendStrict(&r.kafkaUsers, strict)
 	case "keda.sh/v1alpha1 ScaledObject":
 		return appendStrict(&r.scaledObjects, strict)

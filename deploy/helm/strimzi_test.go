@@ -120,9 +120,19 @@ func TestChartStrimziTopicsMatchPlan(t *testing.T) {
 					continue
 				}
 				got[kt.Spec.TopicName] = true
-				if kt.Spec.Partitions != s.Partitions || !maps.Equal(kt.Spec.Config, s.Configs) || kt.Spec.Replicas != 3 {
+				// What `relay topics apply --replication-factor 3` creates.
+				conf := maps.Clone(s.Configs)
+				conf["min.insync.replicas"] = strconv.Itoa(topics.MinInsyncFor(3))
+				if kt.Spec.Partitions != s.Partitions || !maps.Equal(kt.Spec.Config, conf) || kt.Spec.Replicas != 3 {
 					t.Errorf("KafkaTopic %s: partitions %d, config %v, replicas %d; relay plans %d, %v",
-						kt.Name, kt.Spec.Partitions, kt.Spec.Config, kt.Spec.Replicas, s.Partitions, s.Configs)
+						kt.Name, kt.Spec.Partitions, kt.Spec.Config, kt.Spec.Replicas, s.Partitions, conf)
+				}
+				// Helm never deletes a topic: not at uninstall, not when it
+				// leaves relay's configuration (a retired tier may hold
+				// records).
+				if kt.APIVersion != "kafka.strimzi.io/v1" || kt.Annotations["helm.sh/resource-policy"] != "keep" {
+					t.Errorf("KafkaTopic %s: apiVersion %s, annotations %v; want kafka.strimzi.io/v1, helm.sh/resource-policy: keep",
+						kt.Name, kt.APIVersion, kt.Annotations)
 				}
 				if kt.Labels["strimzi.io/cluster"] != "my-cluster" {
 					t.Errorf("KafkaTopic %s: labels %v", kt.Name, kt.Labels)
