@@ -112,7 +112,11 @@ type Config struct {
 	// (or derived, or librdkafka's defaults) because relay's own bounds
 	// depend on them.
 	TransactionTimeout time.Duration
-	MaxPollInterval    time.Duration
+	// OffsetMetadataMax is the brokers' offset.metadata.max.bytes as
+	// relay read it at start (0: not read), which bounds a parked set in
+	// a commit's metadata.
+	OffsetMetadataMax int
+	MaxPollInterval   time.Duration
 	// SessionTimeout is session.timeout.ms: a loop stalled longer than
 	// this has lost its group membership.
 	SessionTimeout time.Duration

@@ -83,8 +83,12 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Concurrency = cfg.HookConcurrency
 	}
 	if cfg.Ordering == "key" {
+		if meta := keyorder.MetadataFor(cfg.OffsetMetadataMax); cfg.KeyParkMaxRecords > 0 && meta < keyorder.DefaultMetadata {
+			log.Warn("the brokers' offset.metadata.max.bytes bounds how many followers a partition parks; past it they are copied into the tier",
+				"offset_metadata_max_bytes", cfg.OffsetMetadataMax, "parked_set_bytes", meta)
+		}
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
-			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, Metadata: keyorder.DefaultMetadata,
+			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, Metadata: keyorder.MetadataFor(cfg.OffsetMetadataMax),
 		}}
 	}
 	return pipeline.New(o)

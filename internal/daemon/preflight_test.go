@@ -16,11 +16,15 @@ import (
 	"relay/internal/config"
 	"relay/internal/kafkaclient"
 	"relay/internal/kafkaerr"
+	"relay/internal/keyorder"
 )
 
 // brokerConfigAdmin answers metadata with one broker and describes that
 // broker with txnMax as transaction.max.timeout.ms ("" = describe fails).
-type brokerConfigAdmin struct{ txnMax string }
+type brokerConfigAdmin struct {
+	txnMax      string
+	metadataMax string // offset.metadata.max.bytes; "": not reported
+}
 
 func (a brokerConfigAdmin) GetMetadata(*string, bool, int) (*kafka.Metadata, error) {
 	return &kafka.Metadata{Brokers: []kafka.BrokerMetadata{{ID: 7}}}, nil
@@ -37,9 +41,38 @@ func (a brokerConfigAdmin) DescribeConfigs(_ context.Context, rs []kafka.ConfigR
 	if len(rs) != 1 || rs[0].Type != kafka.ResourceBroker || rs[0].Name != "7" {
 		return nil, errors.New("asked for something else than broker 7")
 	}
-	return []kafka.ConfigResourceResult{{Type: kafka.ResourceBroker, Name: "7", Config: map[string]kafka.ConfigEntryResult{
+	conf := map[string]kafka.ConfigEntryResult{
 		"transaction.max.timeout.ms": {Name: "transaction.max.timeout.ms", Value: a.txnMax},
-	}}}, nil
+	}
+	if a.metadataMax != "" {
+		conf["offset.metadata.max.bytes"] = kafka.ConfigEntryResult{Name: "offset.metadata.max.bytes", Value: a.metadataMax}
+	}
+	return []kafka.ConfigResourceResult{{Type: kafka.ResourceBroker, Name: "7", Config: conf}}, nil
+}
+
+// A broker whose offset.metadata.max.bytes is below the default bounds
+// the parked sets: with the default bound every commit of a partition
+// with many parked records was refused (OFFSET_METADATA_TOO_LARGE), and
+// relay aborted, parked again and was refused again. A broker that does
+// not say leaves the default.
+func TestParkedSetsFitTheBrokersMetadataLimit(t *testing.T) {
+	lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		reported string
+		want     int
+	}{{"1024", 928}, {"4096", keyorder.DefaultMetadata}, {"1000000", keyorder.DefaultMetadata}, {"50", 0}, {"", keyorder.DefaultMetadata}} {
+		cfg, err := config.Load(lookup, environ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fitTransactionTimeout(context.Background(), brokerConfigAdmin{txnMax: "900000", metadataMax: c.reported}, cfg, log); err != nil {
+			t.Fatal(err)
+		}
+		if got := keyorder.MetadataFor(cfg.OffsetMetadataMax); got != c.want {
+			t.Errorf("offset.metadata.max.bytes %q: parked sets bounded at %d bytes, want %d", c.reported, got, c.want)
+		}
+	}
 }
 
 // TestTransactionTimeoutFitsTheBroker: a broker whose
@@ -64,19 +97,19 @@ func TestTransactionTimeoutFitsTheBroker(t *testing.T) {
 	ctx := context.Background()
 
 	cfg := load()
-	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{"900000"}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
+	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{txnMax: "900000"}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
 		t.Errorf("default broker: %v, timeout %s", err, cfg.TransactionTimeout)
 	}
-	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{"20000"}, cfg, log); err != nil || cfg.Kafka["transaction.timeout.ms"] != "20000" {
+	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{txnMax: "20000"}, cfg, log); err != nil || cfg.Kafka["transaction.timeout.ms"] != "20000" {
 		t.Errorf("broker allowing 20s: %v, transaction.timeout.ms %s", err, cfg.Kafka["transaction.timeout.ms"])
 	}
 	cfg = load("RELAY_KAFKA_TRANSACTION_TIMEOUT_MS", "120000")
-	err := fitTransactionTimeout(ctx, brokerConfigAdmin{"60000"}, cfg, log)
+	err := fitTransactionTimeout(ctx, brokerConfigAdmin{txnMax: "60000"}, cfg, log)
 	if err == nil || !strings.Contains(err.Error(), "RELAY_KAFKA_TRANSACTION_TIMEOUT_MS") || !strings.Contains(err.Error(), "1m0s") {
 		t.Errorf("user's 2m over a 1m broker limit: %v", err)
 	}
 	cfg = load()
-	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{""}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
+	if err := fitTransactionTimeout(ctx, brokerConfigAdmin{txnMax: ""}, cfg, log); err != nil || cfg.TransactionTimeout != 36*time.Second {
 		t.Errorf("broker not described: %v, timeout %s", err, cfg.TransactionTimeout)
 	}
 	if !strings.Contains(logs.String(), "cannot read the broker's transaction.max.timeout.ms") {

@@ -41,7 +41,11 @@ func (e *BrokersAwayError) Unwrap() error { return e.Err }
 // warning: a refused timeout still stops relay at init, with the broker's
 // message. No broker answering at all is a *BrokersAwayError.
 func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.Config, log *slog.Logger) error {
-	limit, err := brokerTransactionMax(ctx, a, cfg.OpTimeout)
+	limits, err := brokerLimits(ctx, a, cfg.OpTimeout)
+	limit := limits.txnMax
+	if err == nil {
+		cfg.OffsetMetadataMax = limits.metadataMax
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -60,32 +64,39 @@ func FitTransactionTimeout(ctx context.Context, a BrokerDescriber, cfg *config.C
 	return err
 }
 
-// brokerTransactionMax reads transaction.max.timeout.ms from the first of
-// the brokers in the metadata to answer; brokers of a cluster normally
-// share it. All are asked at once: the metadata still lists a broker that
+// limitsOf are a broker's limits relay fits itself to: its
+// transaction.max.timeout.ms, and its offset.metadata.max.bytes (0 when
+// it did not say), which bounds a parked set in a commit's metadata.
+type limitsOf struct {
+	txnMax      time.Duration
+	metadataMax int
+}
+
+// brokerLimits reads the limits from the first of the brokers in the
+// metadata to answer; brokers of a cluster normally share them. All are asked at once: the metadata still lists a broker that
 // went away seconds ago (until the controller fences it), and one that is
 // away answers only when the call times out. The first answer that is not
 // unreachable (kafkaerr.Unreachable) — a value, or a refused describe — is the
 // one; when every broker failed, the errors are returned together.
-func brokerTransactionMax(ctx context.Context, a BrokerDescriber, timeout time.Duration) (time.Duration, error) {
+func brokerLimits(ctx context.Context, a BrokerDescriber, timeout time.Duration) (limitsOf, error) {
 	md, err := a.GetMetadata(nil, false, int(timeout/time.Millisecond))
 	if err != nil {
-		return 0, err
+		return limitsOf{}, err
 	}
 	if len(md.Brokers) == 0 {
-		return 0, kafka.NewError(kafka.ErrAllBrokersDown, "no broker in the metadata", false)
+		return limitsOf{}, kafka.NewError(kafka.ErrAllBrokersDown, "no broker in the metadata", false)
 	}
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	type answer struct {
-		limit time.Duration
-		err   error
+		limits limitsOf
+		err    error
 	}
 	answers := make(chan answer, len(md.Brokers))
 	for _, b := range md.Brokers {
 		go func() {
-			limit, err := describeTransactionMax(c, a, b.ID)
-			answers <- answer{limit, err}
+			limits, err := describeLimits(c, a, b.ID)
+			answers <- answer{limits, err}
 		}()
 	}
 	// Every goroutine is waited for: cancel makes the slow ones return.
@@ -103,30 +114,38 @@ func brokerTransactionMax(ctx context.Context, a BrokerDescriber, timeout time.D
 		}
 	}
 	if found != nil {
-		return found.limit, found.err
+		return found.limits, found.err
 	}
-	return 0, errors.Join(errs...)
+	return limitsOf{}, errors.Join(errs...)
 }
 
-// describeTransactionMax asks broker id for its transaction.max.timeout.ms.
-func describeTransactionMax(ctx context.Context, a BrokerDescriber, id int32) (time.Duration, error) {
+// describeLimits asks broker id for its transaction.max.timeout.ms and
+// offset.metadata.max.bytes.
+func describeLimits(ctx context.Context, a BrokerDescriber, id int32) (limitsOf, error) {
 	res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceBroker, Name: strconv.Itoa(int(id))}})
 	if err != nil {
-		return 0, fmt.Errorf("broker %d: %w", id, err)
+		return limitsOf{}, fmt.Errorf("broker %d: %w", id, err)
 	}
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError {
-			return 0, fmt.Errorf("broker %d: %w", id, r.Error)
+			return limitsOf{}, fmt.Errorf("broker %d: %w", id, r.Error)
+		}
+		var l limitsOf
+		if e, ok := r.Config["offset.metadata.max.bytes"]; ok {
+			if n, err := strconv.Atoi(e.Value); err == nil && n > 0 {
+				l.metadataMax = n
+			}
 		}
 		if e, ok := r.Config["transaction.max.timeout.ms"]; ok {
 			n, err := strconv.ParseInt(e.Value, 10, 64)
 			if err != nil || n <= 0 {
-				return 0, fmt.Errorf("broker %d: transaction.max.timeout.ms %q is not a number of milliseconds", id, e.Value)
+				return limitsOf{}, fmt.Errorf("broker %d: transaction.max.timeout.ms %q is not a number of milliseconds", id, e.Value)
 			}
-			return time.Duration(n) * time.Millisecond, nil
+			l.txnMax = time.Duration(n) * time.Millisecond
+			return l, nil
 		}
 	}
-	return 0, fmt.Errorf("broker %d did not report transaction.max.timeout.ms", id)
+	return limitsOf{}, fmt.Errorf("broker %d did not report transaction.max.timeout.ms", id)
 }
 
 // FitForCommand is FitTransactionTimeout for an operator command that

@@ -28,6 +28,21 @@ type Limits struct {
 // offset.metadata.max.bytes (4096), less room for an offset's growth.
 const DefaultMetadata = 4000
 
+// metadataRoom is what MetadataFor leaves below the broker's limit.
+const metadataRoom = 4096 - DefaultMetadata
+
+// MetadataFor is Metadata under a broker's offset.metadata.max.bytes of
+// limit (0: unknown, the default's): a broker configured below the
+// default must not refuse every commit with OFFSET_METADATA_TOO_LARGE
+// while relay parks, aborts, parks again. 0 when the limit leaves no
+// room: followers are then copied, never parked.
+func MetadataFor(limit int) int {
+	if limit <= 0 {
+		return DefaultMetadata
+	}
+	return max(0, min(DefaultMetadata, limit-metadataRoom))
+}
+
 type held[R any] struct {
 	rec  R
 	size int64
