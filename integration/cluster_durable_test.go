@@ -88,7 +88,11 @@ func planViews(t *testing.T, relay func(...string) (string, error)) []topicView 
 		t.Fatalf("relay topics plan: %v\n%s", err, out)
 	}
 	var views []topicView
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &views); err != nil {
+	i := strings.Index(out, "[")
+	if i < 0 {
+		t.Fatalf("relay topics plan -o json printed no array:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(out[i:]), &views); err != nil {
 		t.Fatalf("relay topics plan -o json: %v\n%s", err, out)
 	}
 	return views

@@ -54,7 +54,7 @@ func (d *daemon) rejoin(ctx context.Context, fenced error, rejoins *[]time.Time)
 	twin, err := twinHolds(ctx, kafkaclient.GroupsOf(d.cfg), d.cfg.GroupID, d.cfg.GroupInstanceID, watch, lookEvery, d.cfg.OpTimeout, d.log)
 	switch {
 	case ctx.Err() != nil:
-		return nil, nil
+		return nil, nil //nolint:nilerr // a signal ended the watch: nil and nil, as rejoin says
 	case err != nil:
 		return nil, errors.Join(fenced, err)
 	case twin:

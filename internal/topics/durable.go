@@ -116,8 +116,8 @@ type Alterer interface {
 func RaiseMinInsync(ctx context.Context, a Alterer, states []State) ([]string, error) {
 	var res []kafka.ConfigResource
 	for _, s := range states {
-		want := MinInsyncFor(s.Durability.Replicas)
-		if s.Have == 0 || want == 0 || s.Durability.MinInsync == 0 || s.Durability.MinInsync >= want {
+		want := MinInsyncFor(s.Replicas)
+		if s.Have == 0 || want == 0 || s.MinInsync == 0 || s.MinInsync >= want {
 			continue
 		}
 		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: s.Name, Config: []kafka.ConfigEntry{

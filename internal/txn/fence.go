@@ -175,7 +175,7 @@ func (l *Loop) firstFatal(err error) error {
 		return err
 	}
 	if first := l.producer.GetFatalError(); first != nil && isFence(first) {
-		return fmt.Errorf("%w (reported as: %v)", first, err)
+		return fmt.Errorf("%w (reported as: %w)", first, err)
 	}
 	return err
 }
