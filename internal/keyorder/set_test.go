@@ -174,6 +174,14 @@ func TestCanParkLimits(t *testing.T) {
 		{"the record alone is over the bytes", Limits{Records: 100, Bytes: 99, Wait: time.Minute, Metadata: DefaultMetadata}, 100, due, "bytes"},
 		{"the head due later than the wait", lim, 100, now.Add(5 * time.Minute), "wait"},
 		{"the parked set over the metadata", Limits{Records: 100, Bytes: 1 << 20, Wait: time.Minute, Metadata: len(Prefix) + 1}, 100, due, "metadata"},
+		// The defaults meet here: a wait of 30 s and a first tier of 30 s.
+		// A head due exactly the wait away parks its followers; a
+		// nanosecond later, it does not (a review's mutation of > into >=
+		// went uncaught).
+		{"the head due exactly the wait away", Limits{Records: 100, Bytes: 1 << 20, Wait: 30 * time.Second, Metadata: DefaultMetadata}, 100, now.Add(30 * time.Second), ""},
+		{"the head due just past the wait", Limits{Records: 100, Bytes: 1 << 20, Wait: 30 * time.Second, Metadata: DefaultMetadata}, 100, now.Add(30*time.Second + time.Nanosecond), "wait"},
+		{"the record exactly at the bytes", Limits{Records: 100, Bytes: 100, Wait: time.Minute, Metadata: DefaultMetadata}, 100, due, ""},
+		{"the last record the count allows", Limits{Records: 1, Bytes: 1 << 20, Wait: time.Minute, Metadata: DefaultMetadata}, 100, due, ""},
 	} {
 		if ok, why := k.CanPark(c.lim, p0, 11, c.size, c.due, now); ok != (c.why == "") || why != c.why {
 			t.Errorf("%s: %v %q, want %q", c.name, ok, why, c.why)
