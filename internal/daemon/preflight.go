@@ -198,6 +198,9 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	if err := checkDurability(ctx, a, cfg, states, log); err != nil {
 		return nil, err
 	}
+	if err := checkParkable(ctx, a, cfg); err != nil {
+		return nil, err
+	}
 	// The range assignor keeps partition p of co-partitioned topics on
 	// one member. A record's key state and its ledger entry live with its
 	// source partition number, and a tier or replay topic with more
@@ -266,6 +269,31 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 	if len(risks) > 0 {
 		log.Warn("topics are not replicated safely: one broker's loss could lose acknowledged records or stop writes", "topics", risks,
 			"setting", config.EnvTopicsDurability)
+	}
+	return nil
+}
+
+// checkParkable refuses parking (RELAY_KEY_PARK_MAX_RECORDS) on a source
+// whose cleanup.policy compacts it: a parked follower stays in its source
+// partition, uncommitted, until its turn, and compaction may remove it
+// meanwhile (a later record of its key supersedes it), so the parked
+// offset is gone when the partition is read again. A source relay may not
+// describe passes.
+func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config) error {
+	if cfg.Ordering != "key" || cfg.KeyParkMaxRecords <= 0 {
+		return nil
+	}
+	for _, src := range cfg.SourceTopics {
+		c, cancel := context.WithTimeout(ctx, cfg.OpTimeout)
+		compacted, known, err := topics.Compacted(c, a, src)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if known && compacted {
+			return &ConfigError{Err: fmt.Errorf("%s: source topic %q is compacted (cleanup.policy): a parked follower waits in its source partition and compaction may remove it before its turn; set %s=0 (its followers are copied into the tiers) or use a source with cleanup.policy=delete",
+				config.EnvKeyParkMaxRecords, src, config.EnvKeyParkMaxRecords)}
+		}
 	}
 	return nil
 }

@@ -170,3 +170,46 @@ func TestTransactionMaxFromALiveBroker(t *testing.T) {
 		t.Fatalf("asked %d brokers; want all 3", len(a.asked))
 	}
 }
+
+// topicConfigAdmin describes every topic with cleanup.policy policy ("":
+// refused, as without DescribeConfigs on it).
+type topicConfigAdmin struct {
+	brokerConfigAdmin
+	policy string
+}
+
+func (a topicConfigAdmin) DescribeConfigs(_ context.Context, rs []kafka.ConfigResource, _ ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
+	out := make([]kafka.ConfigResourceResult, len(rs))
+	for i, r := range rs {
+		out[i] = kafka.ConfigResourceResult{Type: r.Type, Name: r.Name}
+		if a.policy == "" {
+			out[i].Error = kafka.NewError(kafka.ErrTopicAuthorizationFailed, "not allowed", false)
+			continue
+		}
+		out[i].Config = map[string]kafka.ConfigEntryResult{"cleanup.policy": {Name: "cleanup.policy", Value: a.policy}}
+	}
+	return out, nil
+}
+
+// Parking is refused on a compacted source: a parked follower waits,
+// uncommitted, in its source partition, and compaction may remove it
+// before its turn. A source relay may not describe, a deleting one, or
+// parking off, pass.
+func TestParkingIsRefusedOnACompactedSource(t *testing.T) {
+	for _, c := range []struct {
+		park, policy string
+		refused      bool
+	}{{"100", "compact", true}, {"100", "compact,delete", true}, {"100", "delete", false}, {"100", "", false}, {"0", "compact", false}} {
+		lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0",
+			"RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092", "RELAY_KEY_PARK_MAX_RECORDS": c.park})
+		cfg, err := config.Load(lookup, environ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkParkable(context.Background(), topicConfigAdmin{policy: c.policy}, cfg)
+		var ce *ConfigError
+		if refused := errors.As(err, &ce); refused != c.refused || (refused && !strings.Contains(err.Error(), "RELAY_KEY_PARK_MAX_RECORDS")) {
+			t.Errorf("parking %s, cleanup.policy %q: %v, want refused %v", c.park, c.policy, err, c.refused)
+		}
+	}
+}

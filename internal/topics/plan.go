@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -294,4 +295,23 @@ func Retention(ctx context.Context, a Admin, topic string) (time.Duration, bool,
 		}
 	}
 	return 0, false, nil
+}
+
+// Compacted reads whether topic's cleanup.policy compacts it; known is
+// false when the broker did not say (or relay may not ask: DescribeConfigs
+// on the topic).
+func Compacted(ctx context.Context, a Admin, topic string) (compacted, known bool, err error) {
+	res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
+	if err != nil {
+		return false, false, err
+	}
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError {
+			return false, false, nil
+		}
+		if e, ok := r.Config["cleanup.policy"]; ok {
+			return strings.Contains(e.Value, "compact"), true, nil
+		}
+	}
+	return false, false, nil
 }
