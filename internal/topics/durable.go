@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/kafkaerr"
 )
 
 // relay's producers write with acks=all, and a broker acknowledges such a
@@ -86,8 +88,13 @@ func ReadDurability(ctx context.Context, a Admin, names []string, timeout time.D
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	described, err := a.DescribeConfigs(c, res)
-	if err != nil {
+	switch {
+	case err != nil && kafkaerr.Outage(err):
 		return nil, fmt.Errorf("configuration of %d topics: %w", len(res), err)
+	case err != nil:
+		// Refused (no DescribeConfigs on the topics): the replicas are
+		// known, min.insync.replicas is not.
+		return out, nil
 	}
 	for _, r := range described {
 		d, ok := out[r.Name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -95,5 +96,40 @@ func TestApplyAndRaiseSetMinInsync(t *testing.T) {
 	if err != nil || len(raised) != 1 || raised[0] != "low" || len(r.altered) != 1 ||
 		r.altered[0].Config[0].Value != "2" || r.altered[0].Config[0].IncrementalOperation != kafka.AlterConfigOpTypeSet {
 		t.Fatalf("raised %v (%v), altered %+v; want only low, set to 2", raised, err, r.altered)
+	}
+}
+
+// refusingAdmin answers metadata with one topic of three replicas and
+// refuses DescribeConfigs with err.
+type refusingAdmin struct {
+	Admin
+	err error
+}
+
+func (r refusingAdmin) GetMetadata(topic *string, _ bool, _ int) (*kafka.Metadata, error) {
+	reps := []int32{1, 2, 3}
+	return &kafka.Metadata{Topics: map[string]kafka.TopicMetadata{*topic: {Topic: *topic, Partitions: []kafka.PartitionMetadata{{ID: 0, Replicas: reps}}}}}, nil
+}
+
+func (r refusingAdmin) DescribeConfigs(context.Context, []kafka.ConfigResource, ...kafka.DescribeConfigsAdminOption) ([]kafka.ConfigResourceResult, error) {
+	return nil, r.err
+}
+
+// A principal without DescribeConfigs (relay run's least privilege) gets
+// the replicas and no min.insync.replicas, never an error that would stop
+// relay at start; a cluster out of reach is an error, which the start-up
+// waits out.
+func TestDurabilityWithoutDescribeConfigs(t *testing.T) {
+	refused := refusingAdmin{err: kafka.NewError(kafka.ErrTopicAuthorizationFailed, "not allowed", false)}
+	d, err := ReadDurability(context.Background(), refused, []string{"orders"}, time.Second)
+	if err != nil || d["orders"] != (Durability{Replicas: 3}) {
+		t.Fatalf("refused: %+v, %v; want 3 replicas, min.insync.replicas unknown, no error", d, err)
+	}
+	if c, known, err := Compacted(context.Background(), refused, "orders"); c || known || err != nil {
+		t.Fatalf("Compacted refused: %v %v %v; want unknown, no error", c, known, err)
+	}
+	away := refusingAdmin{err: kafka.NewError(kafka.ErrTransport, "broker away", false)}
+	if _, err := ReadDurability(context.Background(), away, []string{"orders"}, time.Second); err == nil {
+		t.Fatal("brokers away: no error")
 	}
 }

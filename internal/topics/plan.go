@@ -13,6 +13,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/kafkaerr"
 )
 
 // Spec is one topic relay needs.
@@ -302,8 +303,11 @@ func Retention(ctx context.Context, a Admin, topic string) (time.Duration, bool,
 // on the topic).
 func Compacted(ctx context.Context, a Admin, topic string) (compacted, known bool, err error) {
 	res, err := a.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
-	if err != nil {
+	if err != nil && kafkaerr.Outage(err) {
 		return false, false, err
+	}
+	if err != nil {
+		return false, false, nil //nolint:nilerr // refused: not known, and not an error
 	}
 	for _, r := range res {
 		if r.Error.Code() != kafka.ErrNoError {
