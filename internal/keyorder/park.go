@@ -56,6 +56,10 @@ type parked[R any] struct {
 	// hands its parked records back to be copied into the tier (0:
 	// never); now is the clock.
 	spillAfter time.Duration
+	// refused: the brokers refused a commit's parked set as too large
+	// (RefuseParking): nothing is parked any more, and every parked
+	// record is handed back to be copied.
+	refused bool
 	now        func() time.Time
 	behind     map[Part]int64 // offsets each partition's last floor stays behind its next
 	mem        map[Part]map[int64]held[R]
@@ -83,6 +87,8 @@ func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.T
 	switch {
 	case lim.Records <= 0:
 		return false, "off"
+	case k.refused:
+		return false, "metadata"
 	case k.records+1 > lim.Records:
 		return false, "records"
 	case k.bytes+size > lim.Bytes:
@@ -163,6 +169,22 @@ func (k *Set[R]) Spill(after time.Duration, now func() time.Time) {
 	k.spillAfter, k.now = after, now
 }
 
+// RefuseParking stops parking for good (until restart): the brokers
+// refused a commit's parked set as too large, which a smaller bound read
+// at start should have prevented (the limit changed since, or could not
+// be read). Every key hands its parked records back, one after the
+// other, to be copied into its head's tier, so the partitions' commits
+// shrink back to no metadata.
+func (k *Set[R]) RefuseParking() {
+	k.init()
+	k.refused = true
+	for sk, s := range k.states {
+		if len(s.Parked) > 0 {
+			k.recheck(sk)
+		}
+	}
+}
+
 // recheck notes whether the first parked record of sk's queue is in
 // memory and to be handed back: its turn has come, or its key spills.
 func (k *Set[R]) recheck(sk string) {
@@ -171,7 +193,7 @@ func (k *Set[R]) recheck(sk string) {
 	if s == nil || len(s.Parked) == 0 {
 		return
 	}
-	spill := k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter
+	spill := k.refused || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter
 	if s.Parked[0].Seq != s.Next && !spill {
 		return
 	}

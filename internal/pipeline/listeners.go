@@ -132,6 +132,18 @@ func (m *Machine) Resume(tp txn.TopicPartition, offset int64, metadata string) e
 // Due implements txn.Floors: the parked records whose turn has come.
 func (m *Machine) Due() []*txn.Record { return m.keys.Ready() }
 
+// MetadataRefused implements txn.MetadataRefuser: parking stops until
+// relay restarts, and the parked followers are copied into their heads'
+// tiers, so the commits' metadata shrinks back under the brokers' limit.
+func (m *Machine) MetadataRefused() {
+	if m.keys == nil {
+		return
+	}
+	m.log.Warn("the brokers refused a commit's parked set as too large (OFFSET_METADATA_TOO_LARGE): parking is off until relay restarts, and parked followers are copied into their head's tier",
+		"hint", "raise the brokers' offset.metadata.max.bytes, or lower RELAY_KEY_PARK_MAX_RECORDS")
+	m.keys.RefuseParking()
+}
+
 // ParkStats is what key ordering holds parked, and the followers it
 // copied instead (by reason, since start).
 type ParkStats struct {

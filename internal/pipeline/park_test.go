@@ -253,3 +253,41 @@ func TestParkedFollowersSpillBehindALongTier(t *testing.T) {
 		t.Fatalf("floor %d %q, want 12", off, md)
 	}
 }
+
+// Once the brokers refused a commit's parked set as too large
+// (OFFSET_METADATA_TOO_LARGE: their limit was lowered, or could not be
+// read at start), parking stops until restart: the parked follower is
+// handed back and copied behind its head, a new follower is copied, and
+// the partition commits without metadata. Otherwise every commit of the
+// partition would be refused again.
+func TestParkedFollowersAreCopiedOnceTheMetadataIsRefused(t *testing.T) {
+	m, a, _ := parking(t, 100)
+	failHead(t, m, a)
+	a2 := rec("orders", 0, 11, "A")
+	if outs := handle(t, m, a2); len(outs) != 1 {
+		t.Fatalf("A2 not parked: %v", topics(outs))
+	}
+	m.OnCommit()
+	m.MetadataRefused()
+	due := m.Due()
+	if len(due) != 1 || due[0] != a2 {
+		t.Fatalf("due %v, want A2 handed back to be copied", due)
+	}
+	outs := handle(t, m, a2)
+	if len(outs) != 2 || outs[0].Topic != "orders.retry.30s" || keySeq(outs[0].Headers) != 1 {
+		t.Fatalf("A2 after the refusal: %v, want copied into the 30s tier with place 1", topics(outs))
+	}
+	if s := stateOf(t, outs[1]); s.Tail != 2 || len(s.Parked) != 0 {
+		t.Fatalf("state %+v, want nothing parked", s)
+	}
+	outs = handle(t, m, rec("orders", 0, 12, "A"))
+	if len(outs) != 2 || outs[0].Topic != "orders.retry.30s" || keySeq(outs[0].Headers) != 2 {
+		t.Fatalf("A3 after the refusal: %v, want copied, not parked", topics(outs))
+	}
+	if n, _ := m.keys.Held(); n != 0 {
+		t.Fatalf("%d records in memory", n)
+	}
+	if off, md := m.Floor(ordersP0, 13); off != 13 || md != "" {
+		t.Fatalf("floor %d %q, want 13 without metadata", off, md)
+	}
+}

@@ -21,6 +21,9 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 		l.onWedged(ctx, op)
 		return
 	}
+	if r, ok := l.handler.(MetadataRefuser); ok && kafkaerr.Is(err, kafka.ErrOffsetMetadataTooLarge) {
+		r.MetadataRefused()
+	}
 	switch kafkaerr.Classify(err) {
 	case kafkaerr.Fatal:
 		l.onFatal(ctx, op, err)

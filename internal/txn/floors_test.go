@@ -273,3 +273,30 @@ func TestFloorsForgetTheHandledPositionOfARevokedPartition(t *testing.T) {
 		t.Fatalf("committed %v after record 5 of the partition given back, want 6 (not the position before the revoke)", got)
 	}
 }
+
+// refusedParker is a parker told when the brokers refused a commit's
+// metadata as too large.
+type refusedParker struct {
+	*parker
+	refused int
+}
+
+func (p *refusedParker) MetadataRefused() { p.refused++ }
+
+// The brokers refused the offsets' metadata as too large: the handler is
+// told before the abort, so that it commits less from then on (key
+// ordering stops parking) instead of being refused at every commit.
+func TestMetadataTooLargeIsToldToTheHandler(t *testing.T) {
+	p := newFakeProducer()
+	p.sendErrs = []error{fakeErr{code: kafka.ErrOffsetMetadataTooLarge, abort: true}}
+	h := newHarness(t, p, newFakeProducer())
+	rp := &refusedParker{parker: &parker{parked: map[int32][]int64{}}}
+	h.handler = rp
+	c := h.c
+	if err := h.run(c.assign(0), valued(c.msg(0, 1), "park"), c.msg(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if rp.refused != 1 || p.abortedTxns != 1 {
+		t.Fatalf("told %d times, %d aborts; want the handler told once and the transaction aborted", rp.refused, p.abortedTxns)
+	}
+}

@@ -135,3 +135,12 @@ type Floors interface {
 	// floor).
 	Due() []*Record
 }
+
+// MetadataRefuser is implemented by a Floors handler that can commit less
+// metadata: the loop calls MetadataRefused when the brokers refused a
+// commit's offset metadata as too large (OFFSET_METADATA_TOO_LARGE),
+// before it aborts. Unless the handler commits less from then on, every
+// commit of the partition is refused again.
+type MetadataRefuser interface {
+	MetadataRefused()
+}
