@@ -60,13 +60,13 @@ type parked[R any] struct {
 	// (RefuseParking): nothing is parked any more, and every parked
 	// record is handed back to be copied.
 	refused bool
-	now        func() time.Time
-	behind     map[Part]int64 // offsets each partition's last floor stays behind its next
-	mem        map[Part]map[int64]held[R]
-	ready      map[string]int64 // key → offset of its parked record whose turn it is
-	windows    map[Part]Parked
-	records    int
-	bytes      int64
+	now     func() time.Time
+	behind  map[Part]int64 // offsets each partition's last floor stays behind its next
+	mem     map[Part]map[int64]held[R]
+	ready   map[string]int64 // key → offset of its parked record whose turn it is
+	windows map[Part]Parked
+	records int
+	bytes   int64
 }
 
 func (k *parked[R]) init() {
