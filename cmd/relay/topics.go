@@ -42,8 +42,9 @@ With -o json, one JSON array of the topics.`,
 		Long: `Creates the missing topics and adds partitions to those with fewer than
 their source. With a replication factor of 3 or more, it creates them with
 min.insync.replicas one below it, and raises min.insync.replicas of
-relay's existing topics to that where it is lower (a source is never
-changed). It never deletes a topic or changes another of its settings.`,
+relay's existing topics with 3 or more replicas to 2 where it is 1 (a
+value from 2 up, and a source, are never changed). It never deletes a
+topic or changes another of its settings.`,
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if replication < 1 {

@@ -18,5 +18,5 @@ type NewerError struct {
 func (e *NewerError) Error() string {
 	return fmt.Sprintf("%s has format version %d, written by a newer relay; this relay reads up to version %d, "+
 		"and stops rather than skip or misread it: run the newer relay again "+
-		"(a rollback past a format change is in docs/RUNBOOK.md, \"Rolling back\")", e.What, e.Version, e.Reads)
+		"(a rollback past a format change, and what to do if no newer relay ever ran here, are in docs/RUNBOOK.md, \"Rolling back\")", e.What, e.Version, e.Reads)
 }

@@ -198,7 +198,7 @@ func checkTopics(ctx context.Context, a topics.Admin, cfg *config.Config, log *s
 	if err := checkDurability(ctx, a, cfg, states, log); err != nil {
 		return nil, err
 	}
-	if err := checkParkable(ctx, a, cfg); err != nil {
+	if err := checkParkable(ctx, a, cfg, log); err != nil {
 		return nil, err
 	}
 	// The range assignor keeps partition p of co-partitioned topics on
@@ -252,19 +252,34 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 	if err != nil {
 		return err
 	}
-	var risks []string
+	var risks, unread []string
 	for _, src := range cfg.SourceTopics {
-		if r := sources[src].Risk(); r != "" {
+		d := sources[src]
+		if r := d.Risk(); r != "" {
 			risks = append(risks, fmt.Sprintf("source topic %q: %s", src, r))
+		} else if d.Replicas >= 3 && d.MinInsync == 0 {
+			unread = append(unread, src)
 		}
 	}
 	for _, s := range states {
 		if r := s.Risk(); r != "" {
 			risks = append(risks, fmt.Sprintf("%s topic %q: %s (relay topics apply raises min.insync.replicas of relay's own topics)", s.Role, s.Name, r))
+		} else if s.Replicas >= 3 && s.MinInsync == 0 {
+			unread = append(unread, s.Name)
 		}
+	}
+	// A topic whose min.insync.replicas relay may not read (no
+	// DescribeConfigs on it) is not known to be safe: require refuses it,
+	// warn says it was not checked.
+	if cfg.RequireDurable && len(unread) > 0 {
+		risks = append(risks, fmt.Sprintf("min.insync.replicas of %s not readable (relay's principal lacks DescribeConfigs on them), so not known to be 2 or more", strings.Join(unread, ", ")))
 	}
 	if len(risks) > 0 && cfg.RequireDurable {
 		return &ConfigError{Err: fmt.Errorf("%s=require: %s", config.EnvTopicsDurability, strings.Join(risks, "; "))}
+	}
+	if len(unread) > 0 {
+		log.Info("min.insync.replicas not checked: relay's principal may not read the topics' configuration (DescribeConfigs)", "topics", unread,
+			"setting", config.EnvTopicsDurability)
 	}
 	if len(risks) > 0 {
 		log.Warn("topics are not replicated safely: one broker's loss could lose acknowledged records or stop writes", "topics", risks,
@@ -279,7 +294,7 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 // meanwhile (a later record of its key supersedes it), so the parked
 // offset is gone when the partition is read again. A source relay may not
 // describe passes.
-func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config) error {
+func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) error {
 	if cfg.Ordering != "key" || cfg.KeyParkMaxRecords <= 0 {
 		return nil
 	}
@@ -289,6 +304,9 @@ func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config) erro
 		cancel()
 		if err != nil {
 			return err
+		}
+		if !known {
+			log.Info("cleanup.policy of the source not checked: relay's principal may not read its configuration (DescribeConfigs); parking needs a source that does not compact", "topic", src)
 		}
 		if known && compacted {
 			return &ConfigError{Err: fmt.Errorf("%s: source topic %q is compacted (cleanup.policy): a parked follower waits in its source partition and compaction may remove it before its turn; set %s=0 (its followers are copied into the tiers) or use a source with cleanup.policy=delete",

@@ -206,7 +206,7 @@ func TestParkingIsRefusedOnACompactedSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = checkParkable(context.Background(), topicConfigAdmin{policy: c.policy}, cfg)
+		err = checkParkable(context.Background(), topicConfigAdmin{policy: c.policy}, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		var ce *ConfigError
 		if refused := errors.As(err, &ce); refused != c.refused || (refused && !strings.Contains(err.Error(), "RELAY_KEY_PARK_MAX_RECORDS")) {
 			t.Errorf("parking %s, cleanup.policy %q: %v, want refused %v", c.park, c.policy, err, c.refused)

@@ -117,7 +117,7 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 		topic(state, "the state topic: key ordering and the quarantine ledger", "Read", "Write")
 		group("the consumer group (and relay's readers, named after it)", "Read")
 		add("TransactionalId", cfg.TransactionalID, false, "the instance's transactions", "Write")
-		optional("Cluster", "kafka-cluster", "the brokers' transaction.max.timeout.ms, which relay's transaction timeout is fitted to", "DescribeConfigs")
+		optional("Cluster", "kafka-cluster", "the brokers' transaction.max.timeout.ms, which relay's transaction timeout is fitted to, and offset.metadata.max.bytes, which bounds key ordering's parked sets", "DescribeConfigs")
 	case "topics":
 		for _, src := range cfg.SourceTopics {
 			d := cfg.Derived(src)

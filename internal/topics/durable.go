@@ -52,7 +52,7 @@ func (d Durability) Risk() string {
 	case d.MinInsync == 0:
 		return ""
 	case d.MinInsync < 2:
-		return fmt.Sprintf("min.insync.replicas %d with %d replicas: a write counts once one broker has it, and that broker's loss loses it; set min.insync.replicas to %d", d.MinInsync, d.Replicas, MinInsyncFor(d.Replicas))
+		return fmt.Sprintf("min.insync.replicas %d with %d replicas: a write counts once one broker has it, and that broker's loss loses it; set min.insync.replicas to 2 or more", d.MinInsync, d.Replicas)
 	case d.MinInsync >= d.Replicas:
 		return fmt.Sprintf("min.insync.replicas %d with %d replicas: writes stop while any replica is away; set it to %d", d.MinInsync, d.Replicas, MinInsyncFor(d.Replicas))
 	}
@@ -115,20 +115,20 @@ type Alterer interface {
 	IncrementalAlterConfigs(ctx context.Context, resources []kafka.ConfigResource, options ...kafka.AlterConfigsAdminOption) ([]kafka.ConfigResourceResult, error)
 }
 
-// RaiseMinInsync sets min.insync.replicas of each existing topic of
-// states whose value is below MinInsyncFor its replicas, and returns the
-// topics it changed. It only ever raises the value, and only on relay's
-// own topics (never a source): a higher value can stop writes while
-// replicas are away, never lose a record.
+// RaiseMinInsync sets min.insync.replicas to 2 on each existing topic of
+// states that has 3 or more replicas and a value of 1 (the one Risk names
+// for lost records), and returns the topics it changed. It never touches
+// a value an operator chose from 2 up, nor a source: a higher value can
+// stop writes while replicas are away, so relay raises it only as far as
+// durability needs.
 func RaiseMinInsync(ctx context.Context, a Alterer, states []State) ([]string, error) {
 	var res []kafka.ConfigResource
 	for _, s := range states {
-		want := MinInsyncFor(s.Replicas)
-		if s.Have == 0 || want == 0 || s.MinInsync == 0 || s.MinInsync >= want {
+		if s.Have == 0 || s.Replicas < 3 || s.MinInsync == 0 || s.MinInsync >= 2 {
 			continue
 		}
 		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: s.Name, Config: []kafka.ConfigEntry{
-			{Name: "min.insync.replicas", Value: strconv.Itoa(want), IncrementalOperation: kafka.AlterConfigOpTypeSet},
+			{Name: "min.insync.replicas", Value: "2", IncrementalOperation: kafka.AlterConfigOpTypeSet},
 		}})
 	}
 	if len(res) == 0 {

@@ -24,7 +24,7 @@ func TestDurabilityRisk(t *testing.T) {
 		{Durability{Replicas: 3}, ""},
 		{Durability{Replicas: 1, MinInsync: 1}, "replication factor 1"},
 		{Durability{Replicas: 2, MinInsync: 2}, "replication factor 2"},
-		{Durability{Replicas: 3, MinInsync: 1}, "set min.insync.replicas to 2"},
+		{Durability{Replicas: 3, MinInsync: 1}, "set min.insync.replicas to 2 or more"},
 		{Durability{Replicas: 3, MinInsync: 3}, "writes stop while any replica is away"},
 	} {
 		got := c.d.Risk()
@@ -67,8 +67,9 @@ func (r *recordingAdmin) IncrementalAlterConfigs(_ context.Context, res []kafka.
 
 // relay creates its topics with min.insync.replicas one below a
 // replication factor of 3 or more, and leaves the broker's default below;
-// it raises the value of its existing topics only where it is lower than
-// that, and never lowers it.
+// it raises the value of its existing topics to 2 only where it is 1, and
+// never changes a value an operator chose from 2 up (a review found 5
+// replicas at 3 raised to 4: writes then stop with two brokers away).
 func TestApplyAndRaiseSetMinInsync(t *testing.T) {
 	plan := []Spec{{Name: "a", Partitions: 1, Configs: map[string]string{"cleanup.policy": "delete"}}}
 	for rf, want := range map[int]string{3: "2", 1: ""} {
@@ -90,12 +91,14 @@ func TestApplyAndRaiseSetMinInsync(t *testing.T) {
 		{Spec: Spec{Name: "higher"}, Have: 1, Durability: Durability{Replicas: 3, MinInsync: 3}},
 		{Spec: Spec{Name: "single"}, Have: 1, Durability: Durability{Replicas: 1, MinInsync: 1}},
 		{Spec: Spec{Name: "unknown"}, Have: 1, Durability: Durability{Replicas: 3}},
+		{Spec: Spec{Name: "chosen"}, Have: 1, Durability: Durability{Replicas: 5, MinInsync: 3}},
+		{Spec: Spec{Name: "five-at-one"}, Have: 1, Durability: Durability{Replicas: 5, MinInsync: 1}},
 		{Spec: Spec{Name: "missing"}, Durability: Durability{Replicas: 3, MinInsync: 1}},
 	}
 	raised, err := RaiseMinInsync(context.Background(), r, states)
-	if err != nil || len(raised) != 1 || raised[0] != "low" || len(r.altered) != 1 ||
-		r.altered[0].Config[0].Value != "2" || r.altered[0].Config[0].IncrementalOperation != kafka.AlterConfigOpTypeSet {
-		t.Fatalf("raised %v (%v), altered %+v; want only low, set to 2", raised, err, r.altered)
+	if err != nil || len(raised) != 2 || raised[0] != "low" || raised[1] != "five-at-one" || len(r.altered) != 2 ||
+		r.altered[0].Config[0].Value != "2" || r.altered[1].Config[0].Value != "2" || r.altered[0].Config[0].IncrementalOperation != kafka.AlterConfigOpTypeSet {
+		t.Fatalf("raised %v (%v), altered %+v; want low and five-at-one, set to 2", raised, err, r.altered)
 	}
 }
 

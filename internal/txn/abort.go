@@ -22,6 +22,18 @@ func (l *Loop) onTxnError(ctx context.Context, op string, err error) {
 		return
 	}
 	if r, ok := l.handler.(MetadataRefuser); ok && kafkaerr.Is(err, kafka.ErrOffsetMetadataTooLarge) {
+		if l.metadataRefused {
+			// The handler commits no more than its partitions' last
+			// accepted commits since it was told, so the brokers' limit
+			// went below a set committed before: every commit of the
+			// partition would be refused, after an abort and a rewind
+			// to the same set, for ever.
+			l.fatal = fmt.Errorf("%w: %s: the brokers refused a commit's offset metadata as too large again after parking stopped: "+
+				"a parked set committed earlier is larger than their offset.metadata.max.bytes now; raise it until relay's partitions are read past "+
+				"their parked sets (relay_key_parked_behind is 0), then lower it: %w", ErrFatal, op, err)
+			return
+		}
+		l.metadataRefused = true
 		r.MetadataRefused()
 	}
 	switch kafkaerr.Classify(err) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,37 @@ func TestMetadataTooLargeIsToldToTheHandler(t *testing.T) {
 	}
 	if rp.refused != 1 || p.abortedTxns != 1 {
 		t.Fatalf("told %d times, %d aborts; want the handler told once and the transaction aborted", rp.refused, p.abortedTxns)
+	}
+}
+
+// Review findings: refused again after the handler was told, the limit
+// went below a set committed earlier, and every commit would be refused
+// after an abort and a rewind to that set: relay stops, saying what to
+// raise, rather than loop. And an abort for any other reason does not
+// stop parking.
+func TestMetadataTooLargeTwiceStops(t *testing.T) {
+	tooLarge := fakeErr{code: kafka.ErrOffsetMetadataTooLarge, abort: true}
+	p := newFakeProducer()
+	p.sendErrs = []error{tooLarge, tooLarge}
+	h := newHarness(t, p, newFakeProducer())
+	h.set.MaxRecords = 2
+	rp := &refusedParker{parker: &parker{parked: map[int32][]int64{}}}
+	h.handler = rp
+	c := h.c
+	c.committed[0] = 1
+	// The rewind reads 1 and 2 again.
+	err := h.run(c.assign(0), valued(c.msg(0, 1), "park"), c.msg(0, 2), valued(c.msg(0, 1), "park"), c.msg(0, 2))
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "offset.metadata.max.bytes") || rp.refused != 1 {
+		t.Fatalf("Run = %v, told %d times; want ErrFatal naming offset.metadata.max.bytes after one telling", err, rp.refused)
+	}
+
+	p = newFakeProducer()
+	p.sendErrs = []error{errAbortable}
+	h = newHarness(t, p, newFakeProducer())
+	rp = &refusedParker{parker: &parker{parked: map[int32][]int64{}}}
+	h.handler = rp
+	c = h.c
+	if err := h.run(c.assign(0), valued(c.msg(0, 1), "park"), c.msg(0, 2)); err != nil || rp.refused != 0 || p.abortedTxns != 1 {
+		t.Fatalf("Run = %v, told %d times, %d aborts; want an abort that does not stop parking", err, rp.refused, p.abortedTxns)
 	}
 }

@@ -101,6 +101,9 @@ type Loop struct {
 	// round−lastRound and the time since round is about how long the
 	// loop has gone without polling (see zombie).
 	round, lastRound time.Time
+	// metadataRefused: the brokers refused a commit's offset metadata as
+	// too large once already, and the handler was told (MetadataRefuser).
+	metadataRefused bool
 	// freeze tells how long the process was frozen in the open
 	// transaction (see zombie); nil outside Run.
 	freeze  *freezeWatch
