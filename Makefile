@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test test-cluster test-matrix unit integration bench up down cluster lint rules build release image fuzz deps
+.PHONY: demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -55,6 +55,11 @@ integration: up
 ## (3.9.1 and 4.4.0, each a single broker from Maven); not part of make test (time)
 test-matrix: deps
 	scripts/test-matrix.sh
+
+## test-upgrade: the previous release (scripts/previous-release, built from this
+## repository's history) and this tree's relay in one group, against the local broker
+test-upgrade: deps up
+	scripts/test-upgrade.sh
 
 ## bench: same-run throughput/latency ratio of relay against a librdkafka passthrough,
 ## and relay beside a Kafka Streams exactly_once_v2 passthrough (built by Maven)
