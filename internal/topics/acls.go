@@ -100,21 +100,28 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 	state := cfg.StateTopicName()
 	switch command {
 	case "run":
+		durable := "its min.insync.replicas, which the start-up check of RELAY_TOPICS_DURABILITY reads"
 		for _, src := range cfg.SourceTopics {
 			d := cfg.Derived(src)
 			topic(src, "the source", "Read")
+			optional("Topic", src, "its cleanup.policy (parking is refused on a compacted source) and "+durable, "DescribeConfigs")
 			topic(d.Output, "the output", "Write")
+			optional("Topic", d.Output, durable, "DescribeConfigs")
 			for _, tier := range d.Tiers {
 				if !cfg.WaitsInPlace() {
 					topic(tier, "a retry tier: written and read back", "Read", "Write")
+					optional("Topic", tier, durable, "DescribeConfigs")
 				}
 			}
 			topic(d.Quarantine, "the quarantine", "Write")
-			optional("Topic", d.Quarantine, "its retention.ms, for the retention headroom metric and the warning of a retention shorter than the objective", "DescribeConfigs")
+			optional("Topic", d.Quarantine, "its retention.ms, for the retention headroom metric and the warning of a retention shorter than the objective, and "+durable, "DescribeConfigs")
 			topic(d.Rejected, "business rejections", "Write")
+			optional("Topic", d.Rejected, durable, "DescribeConfigs")
 			topic(d.Replay, "what relay replay publishes", "Read")
+			optional("Topic", d.Replay, durable, "DescribeConfigs")
 		}
 		topic(state, "the state topic: key ordering and the quarantine ledger", "Read", "Write")
+		optional("Topic", state, durable, "DescribeConfigs")
 		group("the consumer group (and relay's readers, named after it)", "Read")
 		add("TransactionalId", cfg.TransactionalID, false, "the instance's transactions", "Write")
 		optional("Cluster", "kafka-cluster", "the brokers' transaction.max.timeout.ms, which relay's transaction timeout is fitted to, and offset.metadata.max.bytes, which bounds key ordering's parked sets", "DescribeConfigs")

@@ -108,14 +108,14 @@ instances' transactional ids (relay run's own, by name). Call with
 {{- $acls := list }}
 {{- if eq $cmd "run" }}
 {{- range $plan.sources }}
-{{- $acls = append $acls (list "Topic" .source false "Read") }}
-{{- $acls = append $acls (list "Topic" .output false "Write") }}
+{{- $acls = concat $acls (list (list "Topic" .source false "Read") (list "Topic" .source false "DescribeConfigs")) }}
+{{- $acls = concat $acls (list (list "Topic" .output false "Write") (list "Topic" .output false "DescribeConfigs")) }}
 {{- if not $plan.waitsInPlace }}
-{{- range .tiers }}{{ $acls = concat $acls (list (list "Topic" . false "Read") (list "Topic" . false "Write")) }}{{ end }}
+{{- range .tiers }}{{ $acls = concat $acls (list (list "Topic" . false "Read") (list "Topic" . false "Write") (list "Topic" . false "DescribeConfigs")) }}{{ end }}
 {{- end }}
-{{- $acls = concat $acls (list (list "Topic" .quarantine false "Write") (list "Topic" .quarantine false "DescribeConfigs") (list "Topic" .rejected false "Write") (list "Topic" .replay false "Read")) }}
+{{- $acls = concat $acls (list (list "Topic" .quarantine false "Write") (list "Topic" .quarantine false "DescribeConfigs") (list "Topic" .rejected false "Write") (list "Topic" .rejected false "DescribeConfigs") (list "Topic" .replay false "Read") (list "Topic" .replay false "DescribeConfigs")) }}
 {{- end }}
-{{- $acls = concat $acls (list (list "Topic" $plan.state false "Read") (list "Topic" $plan.state false "Write") (list "Group" $group true "Read")) }}
+{{- $acls = concat $acls (list (list "Topic" $plan.state false "Read") (list "Topic" $plan.state false "Write") (list "Topic" $plan.state false "DescribeConfigs") (list "Group" $group true "Read")) }}
 {{- range $.ids }}{{ $acls = append $acls (list "TransactionalId" . false "Write") }}{{ end }}
 {{- $acls = append $acls (list "Cluster" "kafka-cluster" false "DescribeConfigs") }}
 {{- else if eq $cmd "topics" }}
