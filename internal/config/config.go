@@ -46,6 +46,7 @@ type Config struct {
 	KeyParkMaxRecords int
 	KeyParkMaxBytes   int
 	KeyParkMaxWait    time.Duration
+	KeyParkMaxAge     time.Duration
 
 	SchemaRegistryURL    string // "" = no admission
 	SchemaRegistryUser   string
@@ -241,6 +242,7 @@ func (p *parser) readFailures(c *Config) {
 	c.KeyParkMaxRecords = p.intRange(EnvKeyParkMaxRecords, 0, 1_000_000)
 	c.KeyParkMaxBytes = p.intRange(EnvKeyParkMaxBytes, 1<<20, 1<<34)
 	c.KeyParkMaxWait = p.duration(EnvKeyParkMaxWait)
+	c.KeyParkMaxAge = p.duration(EnvKeyParkMaxAge)
 	c.QuarantineObjective = p.duration(EnvQuarantineObjective)
 	c.QuarantineRetention = p.duration(EnvQuarantineRetention)
 	c.OutputRetention = p.duration(EnvOutputRetention)

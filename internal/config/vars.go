@@ -39,6 +39,7 @@ const (
 	EnvKeyParkMaxRecords    = "RELAY_KEY_PARK_MAX_RECORDS"
 	EnvKeyParkMaxBytes      = "RELAY_KEY_PARK_MAX_BYTES"
 	EnvKeyParkMaxWait       = "RELAY_KEY_PARK_MAX_WAIT"
+	EnvKeyParkMaxAge        = "RELAY_KEY_PARK_MAX_AGE"
 	EnvSchemaRegistryURL    = "RELAY_SCHEMA_REGISTRY_URL"
 	EnvSchemaRegistryUser   = "RELAY_SCHEMA_REGISTRY_USER"
 	EnvSchemaRegistrySecret = "RELAY_SCHEMA_REGISTRY_PASSWORD"
@@ -151,6 +152,7 @@ var Vars = []Var{
 	{Name: EnvOrderingOnQuarantine, Default: "release", Help: "key ordering: what the followers of a quarantined record do: `release` (they go on) or `hold` (they are quarantined too, code `KEY_HELD`)"},
 	{Name: EnvKeyParkMaxRecords, Default: "0", Help: "key ordering: followers of a blocked key parked in memory at most, per instance, instead of copied into the head's tier (their source offsets stay uncommitted until their turn; past the limits they are copied); 0: parking off. Turn it on (e.g. 10000) only once every instance runs a relay that parks: an older one handles the records above a parked one again"},
 	{Name: EnvKeyParkMaxBytes, Default: "33554432", Help: "key ordering: bytes of parked followers at most, per instance (keys, values, headers and their bookkeeping)"},
+	{Name: EnvKeyParkMaxAge, Default: "5m", Help: "key ordering: a follower stays parked at most this long, whatever its head does (a head retried in one short tier again and again); then it is copied into the head's tier, and its partition's commit moves on; 0: no bound"},
 	{Name: EnvKeyParkMaxWait, Default: "30s", Help: "key ordering: a follower is parked only if its key's head is due within this; behind a longer tier it is copied"},
 	{Name: EnvSchemaRegistryURL, Help: "Confluent-compatible schema registry base URL (Apicurio: `.../apis/ccompat/v7`); empty: values are relayed unchecked"},
 	{Name: EnvSchemaRegistryUser, Help: "registry basic-auth user (Confluent Cloud: the API key); with an empty user, `" + EnvSchemaRegistrySecret + "` is sent as a bearer token"},

@@ -88,7 +88,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 				"offset_metadata_max_bytes", cfg.OffsetMetadataMax, "parked_set_bytes", meta)
 		}
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
-			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, Metadata: keyorder.MetadataFor(cfg.OffsetMetadataMax),
+			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, MaxAge: cfg.KeyParkMaxAge, Metadata: keyorder.MetadataFor(cfg.OffsetMetadataMax),
 		}}
 	}
 	return pipeline.New(o)

@@ -19,6 +19,11 @@ type Limits struct {
 	// longer (a long tier) copies its followers, so a commit does not
 	// stay behind for as long.
 	Wait time.Duration
+	// MaxAge is how long a follower stays parked at most, whatever its
+	// head does (a head retried in one short tier again and again keeps
+	// every hop within Wait): past it, it is copied into the head's tier.
+	// 0: no bound.
+	MaxAge time.Duration
 	// Metadata bounds a partition's parked set as offset metadata, under
 	// the broker's offset.metadata.max.bytes.
 	Metadata int
@@ -56,6 +61,10 @@ type parked[R any] struct {
 	// hands its parked records back to be copied into the tier (0:
 	// never); now is the clock.
 	spillAfter time.Duration
+	// maxAge: a parked record older than this is handed back to be
+	// copied (0: never); swept is when Ready last looked for them.
+	maxAge time.Duration
+	swept  time.Time
 	// refused: the brokers refused a commit's parked set as too large
 	// (RefuseParking): nothing is parked any more, and every parked
 	// record is handed back to be copied.
@@ -163,10 +172,12 @@ func (k *Set[R]) drop(p Part, offset int64) {
 }
 
 // Spill makes a key whose head is due later than after from now (by
-// now) hand its parked records back, to be copied into the head's tier:
-// a key blocked for long does not hold its partition's commit back.
-func (k *Set[R]) Spill(after time.Duration, now func() time.Time) {
-	k.spillAfter, k.now = after, now
+// now), or whose oldest parked record was parked more than maxAge ago,
+// hand its parked records back, to be copied into the head's tier: a key
+// blocked for long does not hold its partition's commit back. 0 turns
+// either off.
+func (k *Set[R]) Spill(after, maxAge time.Duration, now func() time.Time) {
+	k.spillAfter, k.maxAge, k.now = after, maxAge, now
 }
 
 // RefuseParking stops parking for good (until restart): the brokers
@@ -193,7 +204,8 @@ func (k *Set[R]) recheck(sk string) {
 	if s == nil || len(s.Parked) == 0 {
 		return
 	}
-	spill := k.refused || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter
+	spill := k.refused || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter ||
+		k.maxAge > 0 && k.now != nil && s.Parked[0].At > 0 && k.now().Sub(time.UnixMilli(s.Parked[0].At)) > k.maxAge
 	if s.Parked[0].Seq != s.Next && !spill {
 		return
 	}
@@ -206,9 +218,29 @@ func (k *Set[R]) recheck(sk string) {
 	}
 }
 
+// sweepAged looks, at most once a second, for keys whose oldest parked
+// record has outlived maxAge: nothing else happens to such a key while
+// its head waits, so no other call would notice.
+func (k *Set[R]) sweepAged() {
+	if k.maxAge <= 0 || k.now == nil {
+		return
+	}
+	now := k.now()
+	if now.Sub(k.swept) < time.Second {
+		return
+	}
+	k.swept = now
+	for _, refs := range k.slots {
+		for _, r := range refs {
+			k.recheck(r.sk)
+		}
+	}
+}
+
 // Ready are the parked records whose turn has come (or whose key spills),
 // by partition and offset: they are to be handled again.
 func (k *Set[R]) Ready() []R {
+	k.sweepAged()
 	if len(k.ready) == 0 {
 		return nil
 	}

@@ -116,7 +116,7 @@ func New(o Options) (*Machine, error) {
 	if m.keys == nil {
 		m.keys = &KeyOrdering{}
 	}
-	m.keys.Spill(m.keys.Park.Wait, m.now)
+	m.keys.Spill(m.keys.Park.Wait, m.keys.Park.MaxAge, m.now)
 	if m.settled == nil {
 		m.settled = &ledger.Settled{}
 	}

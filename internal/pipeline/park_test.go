@@ -224,7 +224,7 @@ func TestParkAbort(t *testing.T) {
 // not held back for as long.
 func TestParkedFollowersSpillBehindALongTier(t *testing.T) {
 	m, a, now := parking(t, 100)
-	m.keys.Spill(m.keys.Park.Wait, m.now)
+	m.keys.Spill(m.keys.Park.Wait, 0, m.now)
 	a1 := failHead(t, m, a)
 	a2 := rec("orders", 0, 11, "A")
 	handle(t, m, a2)
@@ -289,5 +289,40 @@ func TestParkedFollowersAreCopiedOnceTheMetadataIsRefused(t *testing.T) {
 	}
 	if off, md := m.Floor(ordersP0, 13); off != 13 || md != "" {
 		t.Fatalf("floor %d %q, want 13 without metadata", off, md)
+	}
+}
+
+// A follower stays parked at most RELAY_KEY_PARK_MAX_AGE, whatever its
+// head does: a head retried in one short tier again and again keeps each
+// hop within the wait, and would hold its partition's commit back for as
+// long as its retry budget lasts. Past the age it is handed back and
+// copied behind its head, with nothing else happening to its key.
+func TestParkedFollowerIsCopiedPastItsMaxAge(t *testing.T) {
+	m, a, now := parking(t, 100)
+	m.keys.Spill(0, 2*time.Minute, m.now) // the age alone
+	failHead(t, m, a)
+	a2 := rec("orders", 0, 11, "A")
+	if outs := handle(t, m, a2); len(outs) != 1 {
+		t.Fatalf("A2 not parked: %v", topics(outs))
+	}
+	m.OnCommit()
+	*now = t0.Add(119 * time.Second)
+	if d := m.Due(); len(d) != 0 {
+		t.Fatalf("%d due before the age", len(d))
+	}
+	*now = t0.Add(121 * time.Second)
+	due := m.Due()
+	if len(due) != 1 || due[0] != a2 {
+		t.Fatalf("due %v past the age, want A2", due)
+	}
+	outs := handle(t, m, a2)
+	if len(outs) != 2 || outs[0].Topic != "orders.retry.30s" || keySeq(outs[0].Headers) != 1 {
+		t.Fatalf("A2 past its age: %v, want copied into the 30s tier with place 1", topics(outs))
+	}
+	if s := stateOf(t, outs[1]); len(s.Parked) != 0 {
+		t.Fatalf("state %+v, want nothing parked", s)
+	}
+	if off, md := m.Floor(ordersP0, 12); off != 12 || md != "" {
+		t.Fatalf("floor %d %q, want 12 without metadata", off, md)
 	}
 }
