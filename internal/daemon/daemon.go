@@ -343,11 +343,12 @@ func (d *daemon) ended(err error) error {
 			d.stop()
 		}
 		switch {
-		case errors.Is(err, txn.ErrFatal) && kafkaerr.Is(err, kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch):
-			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err,
-				"hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
 		case errors.Is(err, txn.ErrFatal):
-			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", "err", err)
+			attrs := []any{"err", err}
+			if kafkaerr.Fenced(err) {
+				attrs = append(attrs, "hint", "a fenced producer means another instance runs with the same "+config.EnvTransactionalID)
+			}
+			d.log.Error("relay stopped on a fatal error; nothing past the committed offsets was lost", attrs...)
 		default:
 			d.log.Error("relay stopped", "err", err)
 		}

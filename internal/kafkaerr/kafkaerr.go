@@ -48,6 +48,12 @@ func Is(err error, codes ...kafka.ErrorCode) bool {
 	return false
 }
 
+// Fenced reports whether err says a producer's epoch was fenced: another
+// producer with its transactional.id, or the coordinator, took over.
+func Fenced(err error) bool {
+	return Is(err, kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch)
+}
+
 // IsKafka reports whether err came from a Kafka client at all (as opposed
 // to a verdict of relay's own about what the client answered).
 func IsKafka(err error) bool {

@@ -47,9 +47,7 @@ const (
 )
 
 // isFence reports whether err says this producer's epoch was fenced.
-func isFence(err error) bool {
-	return kafkaerr.Is(err, kafka.ErrFenced, kafka.ErrProducerFenced, kafka.ErrInvalidProducerEpoch)
-}
+func isFence(err error) bool { return kafkaerr.Fenced(err) }
 
 // mayRecover reports whether another recovery fits the bound, and if so
 // counts it.
