@@ -65,7 +65,6 @@ func (d Durability) Risk() string {
 // DescribeConfigs. A topic that does not exist is left out.
 func ReadDurability(ctx context.Context, a Admin, names []string, timeout time.Duration) (map[string]Durability, error) {
 	out := map[string]Durability{}
-	var res []kafka.ConfigResource
 	for _, name := range names {
 		md, err := a.GetMetadata(&name, false, int(timeout/time.Millisecond))
 		if err != nil {
@@ -75,39 +74,58 @@ func ReadDurability(ctx context.Context, a Admin, names []string, timeout time.D
 		if !ok || t.Error.Code() != kafka.ErrNoError || len(t.Partitions) == 0 {
 			continue
 		}
-		fewest := len(t.Partitions[0].Replicas)
-		for _, p := range t.Partitions {
-			fewest = min(fewest, len(p.Replicas))
-		}
-		out[name] = Durability{Replicas: fewest}
-		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: name})
+		out[name] = Durability{Replicas: fewestReplicas(t)}
 	}
-	if len(res) == 0 {
-		return out, nil
+	if err := readMinInsync(ctx, a, out, timeout); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fewestReplicas is the fewest replicas of any partition of t.
+func fewestReplicas(t kafka.TopicMetadata) int {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	fewest := len(t.Partitions[0].Replicas)
+	for _, p := range t.Partitions {
+		fewest = min(fewest, len(p.Replicas))
+	}
+	return fewest
+}
+
+// readMinInsync fills in the effective min.insync.replicas of the topics
+// of d, in one DescribeConfigs request. Refused (no DescribeConfigs on the
+// topics), the values stay unknown; brokers out of reach are an error.
+func readMinInsync(ctx context.Context, a Admin, d map[string]Durability, timeout time.Duration) error {
+	if len(d) == 0 {
+		return nil
+	}
+	res := make([]kafka.ConfigResource, 0, len(d))
+	for name := range d {
+		res = append(res, kafka.ConfigResource{Type: kafka.ResourceTopic, Name: name})
 	}
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	described, err := a.DescribeConfigs(c, res)
 	switch {
 	case err != nil && kafkaerr.Outage(err):
-		return nil, fmt.Errorf("configuration of %d topics: %w", len(res), err)
+		return fmt.Errorf("configuration of %d topics: %w", len(res), err)
 	case err != nil:
-		// Refused (no DescribeConfigs on the topics): the replicas are
-		// known, min.insync.replicas is not.
-		return out, nil
+		return nil
 	}
 	for _, r := range described {
-		d, ok := out[r.Name]
+		cur, ok := d[r.Name]
 		e, has := r.Config["min.insync.replicas"]
 		if !ok || r.Error.Code() != kafka.ErrNoError || !has {
 			continue
 		}
 		if n, err := strconv.Atoi(e.Value); err == nil && n > 0 {
-			d.MinInsync = n
-			out[r.Name] = d
+			cur.MinInsync = n
+			d[r.Name] = cur
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Alterer is what RaiseMinInsync needs of an admin client.

@@ -71,18 +71,25 @@ func Plan(cfg *config.Config, sourcePartitions map[string]int) []Spec {
 
 // Partitions returns a topic's partition count; 0 if it does not exist.
 func Partitions(a Admin, topic string, timeout time.Duration) (int, error) {
+	n, _, err := shape(a, topic, timeout)
+	return n, err
+}
+
+// shape is a topic's partition count and the fewest replicas of any of
+// its partitions, from one metadata request; 0 and 0 if it does not exist.
+func shape(a Admin, topic string, timeout time.Duration) (partitions, replicas int, err error) {
 	md, err := a.GetMetadata(&topic, false, int(timeout/time.Millisecond))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	t, ok := md.Topics[topic]
 	if !ok || t.Error.Code() == kafka.ErrUnknownTopicOrPart || t.Error.Code() == kafka.ErrUnknownTopic {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if t.Error.Code() != kafka.ErrNoError {
-		return 0, t.Error
+		return 0, 0, t.Error
 	}
-	return len(t.Partitions), nil
+	return len(t.Partitions), fewestReplicas(t), nil
 }
 
 // Sources reads the partition count of every source; a missing source is an
@@ -126,19 +133,18 @@ func (s State) Problem() string {
 // planned topic.
 func Inspect(ctx context.Context, a Admin, plan []Spec, timeout time.Duration) ([]State, error) {
 	out := make([]State, 0, len(plan))
-	var existing []string
+	d := map[string]Durability{}
 	for _, s := range plan {
-		n, err := Partitions(a, s.Name, timeout)
+		n, replicas, err := shape(a, s.Name, timeout)
 		if err != nil {
 			return nil, fmt.Errorf("metadata of %s: %w", s.Name, err)
 		}
 		out = append(out, State{Spec: s, Have: n})
 		if n > 0 {
-			existing = append(existing, s.Name)
+			d[s.Name] = Durability{Replicas: replicas}
 		}
 	}
-	d, err := ReadDurability(ctx, a, existing, timeout)
-	if err != nil {
+	if err := readMinInsync(ctx, a, d, timeout); err != nil {
 		return nil, err
 	}
 	for i := range out {
