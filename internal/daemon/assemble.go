@@ -83,12 +83,13 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		o.Concurrency = cfg.HookConcurrency
 	}
 	if cfg.Ordering == "key" {
-		if meta := keyorder.MetadataFor(cfg.OffsetMetadataMax); cfg.KeyParkMaxRecords > 0 && meta < keyorder.DefaultMetadata {
+		meta := keyorder.MetadataFor(cfg.OffsetMetadataMax)
+		if cfg.KeyParkMaxRecords > 0 && meta < keyorder.DefaultMetadata {
 			log.Warn("the brokers' offset.metadata.max.bytes bounds how many followers a partition parks; past it they are copied into the tier",
 				"offset_metadata_max_bytes", cfg.OffsetMetadataMax, "parked_set_bytes", meta)
 		}
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
-			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, MaxAge: cfg.KeyParkMaxAge, Metadata: keyorder.MetadataFor(cfg.OffsetMetadataMax),
+			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, MaxAge: cfg.KeyParkMaxAge, Metadata: meta,
 		}}
 	}
 	return pipeline.New(o)

@@ -253,20 +253,18 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 		return err
 	}
 	var risks, unread []string
-	for _, src := range cfg.SourceTopics {
-		d := sources[src]
+	judge := func(d topics.Durability, role, name, fix string) {
 		if r := d.Risk(); r != "" {
-			risks = append(risks, fmt.Sprintf("source topic %q: %s", src, r))
+			risks = append(risks, fmt.Sprintf("%s topic %q: %s%s", role, name, r, fix))
 		} else if d.Replicas >= 3 && d.MinInsync == 0 {
-			unread = append(unread, src)
+			unread = append(unread, name)
 		}
 	}
+	for _, src := range cfg.SourceTopics {
+		judge(sources[src], "source", src, "")
+	}
 	for _, s := range states {
-		if r := s.Risk(); r != "" {
-			risks = append(risks, fmt.Sprintf("%s topic %q: %s (relay topics apply raises min.insync.replicas of relay's own topics)", s.Role, s.Name, r))
-		} else if s.Replicas >= 3 && s.MinInsync == 0 {
-			unread = append(unread, s.Name)
-		}
+		judge(s.Durability, s.Role, s.Name, " (relay topics apply raises min.insync.replicas of relay's own topics)")
 	}
 	// A topic whose min.insync.replicas relay may not read (no
 	// DescribeConfigs on it) is not known to be safe: require refuses it,

@@ -73,9 +73,10 @@ type limitsOf struct {
 }
 
 // brokerLimits reads the limits from the first of the brokers in the
-// metadata to answer; brokers of a cluster normally share them. All are asked at once: the metadata still lists a broker that
-// went away seconds ago (until the controller fences it), and one that is
-// away answers only when the call times out. The first answer that is not
+// metadata to answer; brokers of a cluster normally share them. All are
+// asked at once: the metadata still lists a broker that went away seconds
+// ago (until the controller fences it), and one that is away answers only
+// when the call times out. The first answer that is not
 // unreachable (kafkaerr.Unreachable) — a value, or a refused describe — is the
 // one; when every broker failed, the errors are returned together.
 func brokerLimits(ctx context.Context, a BrokerDescriber, timeout time.Duration) (limitsOf, error) {
