@@ -25,10 +25,9 @@ func (a *app) topicsCmd() *cobra.Command {
 	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "show the topics relay needs, what exists, and what apply would create",
-		Long: `Shows the topics relay needs, what exists, and what apply would create,
-with each existing topic's replicas and min.insync.replicas, and a topic
-one broker's loss could lose acknowledged records of marked "at risk".
-With -o json, one JSON array of the topics.`,
+		Long: `Shows the topics relay needs, what exists, what apply would create, and
+each topic's replicas and min.insync.replicas, marking one "at risk" that
+one broker's loss could hurt. With -o json, one JSON array of the topics.`,
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return cli.Status(a.topics(c.Context(), false, 0, out))
@@ -39,12 +38,10 @@ With -o json, one JSON array of the topics.`,
 	apply := &cobra.Command{
 		Use:   "apply",
 		Short: "create the missing topics, add partitions to those with fewer than their source",
-		Long: `Creates the missing topics and adds partitions to those with fewer than
-their source. With a replication factor of 3 or more, it creates them with
-min.insync.replicas one below it, and raises min.insync.replicas of
-relay's existing topics with 3 or more replicas to 2 where it is 1 (a
-value from 2 up, and a source, are never changed). It never deletes a
-topic or changes another of its settings.`,
+		Long: `Creates the missing topics (with 3 or more replicas, min.insync.replicas
+one below them), adds partitions to those with fewer than their source, and
+raises min.insync.replicas from 1 to 2 on relay's topics of 3 or more
+replicas. It never deletes a topic, touches a source, or changes another setting.`,
 		Args: cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if replication < 1 {
@@ -148,13 +145,7 @@ func (a *app) applied(done topics.Applied, asked int) {
 	if done.Replication < asked {
 		fmt.Fprintf(a.stderr, "relay topics apply: %d broker(s) present; creating with replication factor %d\n", done.Replication, done.Replication)
 	}
-	for _, t := range done.Created {
-		fmt.Fprintf(a.stdout, "created %s\n", t)
-	}
-	for _, t := range done.Grown {
-		fmt.Fprintf(a.stdout, "added partitions to %s\n", t)
-	}
-	for _, t := range done.Raised {
-		fmt.Fprintf(a.stdout, "raised min.insync.replicas of %s\n", t)
+	for _, line := range done.Lines() {
+		fmt.Fprintln(a.stdout, line)
 	}
 }

@@ -32,6 +32,22 @@ type Applied struct {
 	Replication int
 }
 
+// Lines say what Reconcile changed, a topic a line, in the order it
+// changed them.
+func (d Applied) Lines() []string {
+	var out []string
+	for _, t := range d.Created {
+		out = append(out, "created "+t)
+	}
+	for _, t := range d.Grown {
+		out = append(out, "added partitions to "+t)
+	}
+	for _, t := range d.Raised {
+		out = append(out, "raised min.insync.replicas of "+t)
+	}
+	return out
+}
+
 // Reconcile creates the missing topics of cfg's plan (Apply), adds
 // partitions to those with fewer than their source (Grow), raises
 // min.insync.replicas where it is below one less than the replicas
