@@ -181,15 +181,7 @@ func describeConfig(t *testing.T, group string) *config.Config {
 	t.Helper()
 	env := map[string]string{"RELAY_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "RELAY_SOURCE_TOPICS": "unused", "RELAY_GROUP_ID": group,
 		"RELAY_KAFKA_SOCKET_TIMEOUT_MS": "3000"}
-	var environ []string
-	for k, v := range env {
-		environ = append(environ, k+"="+v)
-	}
-	cfg, err := config.Load(config.ForOperators(func(k string) (string, bool) { v, ok := env[k]; return v, ok }), environ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return operatorConfig(t, env)
 }
 
 // describeWhileAway is the child: it says "ready", waits for "go", makes

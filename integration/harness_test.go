@@ -21,6 +21,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/keyorder"
 )
@@ -761,3 +762,18 @@ func jitter(lo, hi time.Duration) time.Duration {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// operatorConfig is relay's configuration for an operator command with
+// env as its whole environment.
+func operatorConfig(t *testing.T, env map[string]string) *config.Config {
+	t.Helper()
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	cfg, err := config.Load(config.ForOperators(func(k string) (string, bool) { v, ok := env[k]; return v, ok }), environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

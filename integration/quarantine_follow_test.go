@@ -8,7 +8,6 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"relay/internal/config"
 	"relay/internal/envelope"
 	"relay/internal/ledger"
 	"relay/internal/quarantine"
@@ -24,14 +23,7 @@ import (
 func TestQuarantineIndexFollowsTheTopics(t *testing.T) {
 	src, group := uniq(t, "src"), uniq(t, "grp")
 	env := map[string]string{"RELAY_KAFKA_BOOTSTRAP_SERVERS": bootstrap, "RELAY_SOURCE_TOPICS": src, "RELAY_GROUP_ID": group}
-	var environ []string
-	for k, v := range env {
-		environ = append(environ, k+"="+v)
-	}
-	cfg, err := config.Load(config.ForOperators(func(k string) (string, bool) { v, ok := env[k]; return v, ok }), environ)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := operatorConfig(t, env)
 	state, qtopic := cfg.StateTopicName(), cfg.Derived(src).Quarantine
 	createTopics(t, 2, state, qtopic)
 	ad := admin(t)
