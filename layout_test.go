@@ -45,7 +45,7 @@ var mayImport = map[string][]string{
 	"internal/pipeline": {"internal/envelope", "internal/hook", "internal/keyorder", "internal/ledger", "internal/schema", "internal/tiers", "internal/tracing", "internal/txn"},
 
 	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
-	"internal/topics":      {"internal/config"},
+	"internal/topics":      {"internal/config", "internal/kafkaerr"},
 	"internal/kafkaclient": {"internal/config", "internal/kafkaerr"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
 

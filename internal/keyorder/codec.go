@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"relay/internal/compat"
 )
 
 // Parked is what a partition's commit says of its parked records: the
@@ -116,7 +114,7 @@ func Decode(offset int64, metadata string) (p Parked, ok bool, err error) {
 	rest, found := strings.CutPrefix(metadata, Prefix)
 	if !found {
 		if v, newer := newerFormat(metadata); newer {
-			return Parked{}, true, &compat.NewerError{What: fmt.Sprintf("the parked set committed with offset %d", offset), Version: v, Reads: parkVersion}
+			return Parked{}, true, &NewerError{What: fmt.Sprintf("the parked set committed with offset %d", offset), Version: v, Reads: parkVersion}
 		}
 		return Parked{}, false, nil
 	}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"relay/internal/compat"
 )
 
 // Encode and Decode round-trip every parked set, and EncodedLen is the
@@ -88,14 +86,14 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 }
 
 // A parked set of a later format (relay.park.2:, written by a newer relay)
-// is refused with a *compat.NewerError, never read as "nothing parked":
+// is refused with a *NewerError, never read as "nothing parked":
 // that would read its records again above the committed offset. Metadata
 // that only looks like the family (no version number, version 0) is not a
 // parked set, as any other committer's metadata.
 func TestDecodeRefusesANewerFormat(t *testing.T) {
 	for _, md := range []string{"relay.park.2:AAA", "relay.park.17:", "relay.park.2:" + strings.Repeat("x", 100)} {
 		_, ok, err := Decode(5, md)
-		var newer *compat.NewerError
+		var newer *NewerError
 		if !ok || !errors.As(err, &newer) || newer.Version <= 1 || newer.Reads != 1 || !strings.Contains(err.Error(), "offset 5") {
 			t.Errorf("%q: ok=%v err=%v, want a NewerError naming offset 5", md, ok, err)
 		}

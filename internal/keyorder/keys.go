@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"relay/internal/compat"
 )
 
 // State is one blocked key: its records with seq in [Next, Tail) are
@@ -95,7 +93,7 @@ func (s *State) Encode() []byte {
 }
 
 // DecodeState reads a state-topic value of key sk. newer is a
-// *compat.NewerError for a state of a format this relay does not read;
+// *NewerError for a state of a format this relay does not read;
 // err is one that cannot be read at all.
 func DecodeState(sk string, v []byte) (s *State, newer, err error) {
 	var ver versioned
@@ -103,7 +101,7 @@ func DecodeState(sk string, v []byte) (s *State, newer, err error) {
 		return nil, nil, fmt.Errorf("state record %q is not readable: %w", sk, err)
 	}
 	if ver.V > readsUpTo {
-		return nil, &compat.NewerError{What: fmt.Sprintf("key state %q", sk), Version: ver.V, Reads: readsUpTo}, nil
+		return nil, &NewerError{What: fmt.Sprintf("key state %q", sk), Version: ver.V, Reads: readsUpTo}, nil
 	}
 	s = &State{}
 	if err := json.Unmarshal(v, s); err != nil {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"relay/internal/compat"
 	"relay/internal/envelope"
+	"relay/internal/keyorder"
 	"relay/internal/ledger"
 	"relay/internal/tiers"
 	"relay/internal/txn"
@@ -55,7 +55,7 @@ func TestFollowerOfRemovedTierGoesToLastTier(t *testing.T) {
 
 // State records carry a format version: key states are written with
 // "v":1; a record without one is version 1 (written before versions).
-// A record of a newer version stops relay (a *compat.NewerError naming
+// A record of a newer version stops relay (a *keyorder.NewerError naming
 // the key and both versions) rather than be skipped: skipping it would let
 // the key's records past its head.
 func TestKeyStateFormatVersion(t *testing.T) {
@@ -80,7 +80,7 @@ func TestKeyStateFormatVersion(t *testing.T) {
 		t.Fatalf("unversioned record read as %+v", s)
 	}
 	err = k.Restore(map[string][]byte{stateKey("orders", 0, []byte("newer")): []byte(`{"v":3,"queue":[1,2]}`)})
-	var newer *compat.NewerError
+	var newer *keyorder.NewerError
 	if !errors.As(err, &newer) || newer.Version != 3 || newer.Reads != 2 || !strings.Contains(err.Error(), "newer") ||
 		!strings.Contains(err.Error(), "_relay.relay.state") {
 		t.Fatalf("restore of a version 3 key state = %v, want a NewerError naming the topic and versions 3 and 2", err)

@@ -1,9 +1,10 @@
-// Package compat names data that a newer relay wrote in a format this one
-// does not read. relay stops on such data rather than skip or misread it:
-// a relay that skipped a newer parked set would read its records again
-// (duplicated outputs, key order broken), and one that skipped a newer
-// key state would let the key's records past its head.
-package compat
+package keyorder
+
+// Data that a newer relay wrote in a format this one does not read:
+// relay stops on it rather than skip or misread it. A relay that skipped
+// a newer parked set would read its records again (duplicated outputs,
+// key order broken), and one that skipped a newer key state would let
+// the key's records past its head.
 
 import "fmt"
 
