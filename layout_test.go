@@ -30,6 +30,8 @@ var mayImport = map[string][]string{
 	// Key ordering's policy: blocked keys, their parked records, and how
 	// those ride on a committed offset.
 	"internal/keyorder": nil,
+	// What the members of a group announce and agree on (parking).
+	"internal/features": nil,
 	// The tracer provider from the OTEL_* variables, and the W3C trace
 	// context helpers.
 	"internal/tracing": nil,
@@ -46,7 +48,7 @@ var mayImport = map[string][]string{
 
 	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config", "internal/kafkaerr"},
-	"internal/kafkaclient": {"internal/config", "internal/kafkaerr"},
+	"internal/kafkaclient": {"internal/config", "internal/features", "internal/kafkaerr"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
 
 	// The checks before the hook and the retry policy, built from the
@@ -65,7 +67,7 @@ var mayImport = map[string][]string{
 	// relay audit: reads relay's topics and the ledger, and judges.
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/keyorder", "internal/ledger", "internal/topics"},
 	// relay run: assembles every part above into the running daemon.
-	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/hook", "internal/kafkaclient", "internal/kafkaerr", "internal/keyorder",
+	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/features", "internal/hook", "internal/kafkaclient", "internal/kafkaerr", "internal/keyorder",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/secret", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.

@@ -446,13 +446,16 @@ func TestAuditFollowersOfAHeadThatNeverSettles(t *testing.T) {
 			h := newOrderHook(t)
 			h.setFailing("A1", true)
 			s := keyScenario(t, o, h, 1, "RELAY_KEY_PARK_MAX_RECORDS", c.park)
+			r := startRelay(t, "relay", s.env(uniq(t, "txn")))
+			defer r.stop()
+			if c.park != "0" {
+				r.waitParking()
+			}
 			var ids []string
 			for _, id := range []string{"A1", "A2", "A3"} {
 				ids = append(ids, envelope.ID(s.src.topic, 0, produceOrder(t, o, s.src.topic, 0, "A", id)))
 			}
 			produceOrder(t, o, s.src.topic, 0, "B", "B1")
-			r := startRelay(t, "relay", s.env(uniq(t, "txn")))
-			defer r.stop()
 			waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
 			time.Sleep(75 * time.Second) // the followers have waited since they were consumed
 

@@ -422,6 +422,14 @@ func (r *relay) waitLog(s string, d time.Duration) {
 	}
 }
 
+// waitParking waits until relay says parking is in force: every member of
+// its group announces it (until then, followers are copied into the
+// tiers).
+func (r *relay) waitParking() {
+	r.t.Helper()
+	r.waitLog("feature in force", 60*time.Second)
+}
+
 // endOffsets returns the high watermark of each partition of topic.
 func endOffsets(t *testing.T, topic string, partitions int) map[int32]int64 {
 	t.Helper()

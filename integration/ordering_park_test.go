@@ -42,6 +42,7 @@ func TestKeyParkingRollOut(t *testing.T) {
 
 	r2 := startRelay(t, "relay-2", s.env(uniq(t, "txn-2")))
 	r2.waitLog("partitions assigned", 60*time.Second)
+	r2.waitParking() // once relay-1, which does not park, has left the group
 	produce("A4", "A5")
 	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
 	if c := committed(t, s.group, s.src.topic, 1)[0]; c != offs["A4"] {

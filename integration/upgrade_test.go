@@ -25,6 +25,9 @@ func TestTiersShrinkWithRecordsWaiting(t *testing.T) {
 			s := keyScenario(t, o, h, 1, "RELAY_RETRY_TIERS", "1s,3s", "RELAY_KEY_PARK_MAX_RECORDS", c.park)
 			produceOrder(t, o, s.src.topic, 0, "A", "A1")
 			r1 := startRelay(t, "relay-1", s.env(uniq(t, "txn-1")))
+			if c.park != "0" {
+				r1.waitParking()
+			}
 			for h.callsOf("A1") < 2 { // the second failure moves it to the 3s tier
 				if r1.exited() {
 					t.Fatal("relay-1 exited")

@@ -31,14 +31,15 @@ func (b *bench) keyHops(ctx context.Context) error {
 		hopsFailPct, hopsKeys, b.o.keyHops, b.o.hopsRate)
 	// The same stream under three policies, one after the other: the
 	// baseline without order, key ordering copying its followers through
-	// the tier, and key ordering parking them.
+	// the tier, and key ordering with relay's defaults, which park them
+	// once the group agrees (from its first rebalance).
 	policies := []struct {
 		name, tag string
 		env       []string
 	}{
 		{"unordered", "u", []string{"RELAY_ORDERING=unordered"}},
 		{"key, followers copied", "c", []string{"RELAY_ORDERING=key", "RELAY_KEY_PARK_MAX_RECORDS=0"}},
-		{"key, followers parked", "p", []string{"RELAY_ORDERING=key", "RELAY_KEY_PARK_MAX_RECORDS=10000"}},
+		{"key, relay's defaults (followers parked)", "p", []string{"RELAY_ORDERING=key"}},
 	}
 	rss := make([]int64, len(policies))
 	for i, pol := range policies {

@@ -44,9 +44,12 @@ type Config struct {
 	OrderingHold         bool
 	// KeyPark bounds the followers key ordering parks in memory.
 	KeyParkMaxRecords int
-	KeyParkMaxBytes   int
-	KeyParkMaxWait    time.Duration
-	KeyParkMaxAge     time.Duration
+	// KeyParkDefault: RELAY_KEY_PARK_MAX_RECORDS is not set (its default
+	// parks, where the source allows it).
+	KeyParkDefault  bool
+	KeyParkMaxBytes int
+	KeyParkMaxWait  time.Duration
+	KeyParkMaxAge   time.Duration
 
 	SchemaRegistryURL    string // "" = no admission
 	SchemaRegistryUser   string
@@ -240,6 +243,7 @@ func (p *parser) readFailures(c *Config) {
 	c.Ordering = p.enum(EnvOrdering, "unordered", "key", "partition")
 	c.OrderingHold = p.enum(EnvOrderingOnQuarantine, "release", "hold") == "hold"
 	c.KeyParkMaxRecords = p.intRange(EnvKeyParkMaxRecords, 0, 1_000_000)
+	c.KeyParkDefault = !p.set[EnvKeyParkMaxRecords]
 	c.KeyParkMaxBytes = p.intRange(EnvKeyParkMaxBytes, 1<<20, 1<<34)
 	c.KeyParkMaxWait = p.duration(EnvKeyParkMaxWait)
 	c.KeyParkMaxAge = p.duration(EnvKeyParkMaxAge)

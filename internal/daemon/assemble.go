@@ -45,7 +45,7 @@ type hookMetrics interface {
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), hookMetrics hookMetrics) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), hookMetrics hookMetrics, agreed func() bool) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -90,7 +90,7 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		}
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
 			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, MaxAge: cfg.KeyParkMaxAge, Metadata: meta,
-		}}
+		}, Agreed: agreed}
 	}
 	return pipeline.New(o)
 }

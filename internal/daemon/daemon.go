@@ -20,6 +20,7 @@ import (
 
 	"relay/internal/checks"
 	"relay/internal/config"
+	"relay/internal/features"
 	"relay/internal/kafkaclient"
 	"relay/internal/kafkaerr"
 	"relay/internal/ledger"
@@ -170,6 +171,8 @@ type daemon struct {
 	// failed, and then the rest of the teardown has RELAY_SHUTDOWN_TIMEOUT
 	// (see watchSignals).
 	stop context.CancelFunc
+	// group watches what the group's members announce (see features).
+	group *features.Watch
 }
 
 // checkConfig checks what only librdkafka and the rules file can tell,
@@ -199,14 +202,17 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	d.group = d.watchFeatures(watchCtx, metrics)
+	group := d.group
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
-		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics)
+		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, func() bool { return group.On(features.Park) })
 	if err != nil {
+		stopWatch()
 		d.closeConsumer(consumer)
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
 		return fmt.Errorf("failure state machine: %w", err)
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
 	watchDone := make(chan struct{})
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
@@ -309,7 +315,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 		"schema_checked", cfg.SchemaRegistryURL != "", "rules", RuleCount(ruleSet), "hook", cfg.HookURL != "", "retry", describeBudget(cfg))
 	var rejoins []time.Time
 	for {
-		err := d.runLoop(ctx, txn.New(settings, lagConsumer{consumer, lag}, newProducer, machine, d.log, metrics))
+		err := d.runLoop(ctx, txn.New(settings, lagConsumer{consumer, lag}, newProducer, machine, d.log, pokeOnAssign{metrics, d.group}))
 		if errors.Is(err, txn.ErrInstanceFenced) {
 			consumer, err = d.rejoin(ctx, err, &rejoins)
 			if err == nil && consumer != nil {

@@ -291,7 +291,9 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 // partition, uncommitted, until its turn, and compaction may remove it
 // meanwhile (a later record of its key supersedes it), so the parked
 // offset is gone when the partition is read again. A source relay may not
-// describe passes.
+// describe passes. Parking at its default (the variable unset) is turned
+// off instead of refused, and the instance copies followers into the
+// tiers.
 func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) error {
 	if cfg.Ordering != "key" || cfg.KeyParkMaxRecords <= 0 {
 		return nil
@@ -305,6 +307,12 @@ func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config, log 
 		}
 		if !known {
 			log.Info("cleanup.policy of the source not checked: relay's principal may not read its configuration (DescribeConfigs); parking needs a source that does not compact", "topic", src)
+		}
+		if known && compacted && cfg.KeyParkDefault {
+			log.Info("source topic is compacted (cleanup.policy): parking is off, followers of a blocked key are copied into its head's tier; a parked follower could be compacted away before its turn",
+				"topic", src, "var", config.EnvKeyParkMaxRecords)
+			cfg.KeyParkMaxRecords = 0
+			return nil
 		}
 		if known && compacted {
 			return &ConfigError{Err: fmt.Errorf("%s: source topic %q is compacted (cleanup.policy): a parked follower waits in its source partition and compaction may remove it before its turn; set %s=0 (its followers are copied into the tiers) or use a source with cleanup.policy=delete",

@@ -194,14 +194,19 @@ func (a topicConfigAdmin) DescribeConfigs(_ context.Context, rs []kafka.ConfigRe
 // Parking is refused on a compacted source: a parked follower waits,
 // uncommitted, in its source partition, and compaction may remove it
 // before its turn. A source relay may not describe, a deleting one, or
-// parking off, pass.
+// parking off, pass; parking at its default is turned off instead.
 func TestParkingIsRefusedOnACompactedSource(t *testing.T) {
 	for _, c := range []struct {
 		park, policy string
 		refused      bool
-	}{{"100", "compact", true}, {"100", "compact,delete", true}, {"100", "delete", false}, {"100", "", false}, {"0", "compact", false}} {
-		lookup, environ := env(map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0",
-			"RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092", "RELAY_KEY_PARK_MAX_RECORDS": c.park})
+		parks        int
+	}{{"100", "compact", true, 100}, {"100", "compact,delete", true, 100}, {"100", "delete", false, 100}, {"100", "", false, 100}, {"0", "compact", false, 0},
+		{"", "compact", false, 0}, {"", "delete", false, 10000}} {
+		vars := map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092", "RELAY_ORDERING": "key"}
+		if c.park != "" {
+			vars["RELAY_KEY_PARK_MAX_RECORDS"] = c.park
+		}
+		lookup, environ := env(vars)
 		cfg, err := config.Load(lookup, environ)
 		if err != nil {
 			t.Fatal(err)
@@ -210,6 +215,9 @@ func TestParkingIsRefusedOnACompactedSource(t *testing.T) {
 		var ce *ConfigError
 		if refused := errors.As(err, &ce); refused != c.refused || (refused && !strings.Contains(err.Error(), "RELAY_KEY_PARK_MAX_RECORDS")) {
 			t.Errorf("parking %s, cleanup.policy %q: %v, want refused %v", c.park, c.policy, err, c.refused)
+		}
+		if cfg.KeyParkMaxRecords != c.parks {
+			t.Errorf("parking %q, cleanup.policy %q: parks %d, want %d", c.park, c.policy, cfg.KeyParkMaxRecords, c.parks)
 		}
 	}
 }

@@ -69,13 +69,17 @@ type parked[R any] struct {
 	// (RefuseParking): nothing is parked any more, and every parked
 	// record is handed back to be copied.
 	refused bool
-	now     func() time.Time
-	behind  map[Part]int64 // offsets each partition's last floor stays behind its next
-	mem     map[Part]map[int64]held[R]
-	ready   map[string]int64 // key → offset of its parked record whose turn it is
-	windows map[Part]Parked
-	records int
-	bytes   int64
+	// withheld: the group does not agree on parking (Withhold): nothing
+	// new is parked, and every parked record is handed back to be copied,
+	// until it agrees again.
+	withheld bool
+	now      func() time.Time
+	behind   map[Part]int64 // offsets each partition's last floor stays behind its next
+	mem      map[Part]map[int64]held[R]
+	ready    map[string]int64 // key → offset of its parked record whose turn it is
+	windows  map[Part]Parked
+	records  int
+	bytes    int64
 }
 
 func (k *parked[R]) init() {
@@ -98,6 +102,8 @@ func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.T
 		return false, "off"
 	case k.refused:
 		return false, "metadata"
+	case k.withheld:
+		return false, "group"
 	case k.records+1 > lim.Records:
 		return false, "records"
 	case k.bytes+size > lim.Bytes:
@@ -196,6 +202,25 @@ func (k *Set[R]) RefuseParking() {
 	}
 }
 
+// Withhold stops parking while the members of the group do not all
+// announce it (on), and lets it start again once they do (off). Stopping,
+// every key hands its parked records back, one after the other, to be
+// copied into its head's tier: a member that does not park may take any
+// partition over at the next rebalance, and the sooner the commits carry
+// no parked set the less of it it reads again.
+func (k *Set[R]) Withhold(on bool) {
+	k.init()
+	if k.withheld == on {
+		return
+	}
+	k.withheld = on
+	for sk, s := range k.states {
+		if len(s.Parked) > 0 {
+			k.recheck(sk)
+		}
+	}
+}
+
 // recheck notes whether the first parked record of sk's queue is in
 // memory and to be handed back: its turn has come, or its key spills.
 func (k *Set[R]) recheck(sk string) {
@@ -204,7 +229,7 @@ func (k *Set[R]) recheck(sk string) {
 	if s == nil || len(s.Parked) == 0 {
 		return
 	}
-	spill := k.refused || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter ||
+	spill := k.refused || k.withheld || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter ||
 		k.maxAge > 0 && k.now != nil && s.Parked[0].At > 0 && k.now().Sub(time.UnixMilli(s.Parked[0].At)) > k.maxAge
 	if s.Parked[0].Seq != s.Next && !spill {
 		return

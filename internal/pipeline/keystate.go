@@ -30,6 +30,11 @@ type KeyOrdering struct {
 	Hold bool
 	// Park bounds parking; its zero value parks nothing.
 	Park keyorder.Limits
+	// Agreed, when set, says whether every member of the group parks
+	// (features.Park): until it does, nothing is parked, and what is
+	// parked is copied into the heads' tiers. A member that does not park
+	// reads a parked set's records again as new ones.
+	Agreed func() bool
 	keyorder.Set[*txn.Record]
 }
 
@@ -52,6 +57,13 @@ func (k *KeyOrdering) get(sk string) *keyState { return k.Get(sk) }
 // that makes the change durable in the open transaction.
 func (k *KeyOrdering) put(sk string, partition int32, s *keyState) txn.Output {
 	return txn.Output{Topic: k.StateTopic, Partition: partition, Key: []byte(sk), Value: k.Put(sk, s)}
+}
+
+// agree withholds parking while the group does not agree on it.
+func (k *KeyOrdering) agree() {
+	if k.Agreed != nil {
+		k.Withhold(!k.Agreed())
+	}
 }
 
 func (k *KeyOrdering) commit() { k.Commit() }

@@ -75,6 +75,7 @@ func (m *Machine) join(p *pass) []txn.Output {
 	ks := p.kr.state
 	if p.rec.Topic == p.origin.Routes.Source {
 		part, size := partOf(p.rec), recordSize(p.rec)
+		m.keys.agree()
 		ok, why := m.keys.CanPark(m.keys.Park, part, p.rec.Offset, size, ks.NotBefore, m.now())
 		if ok {
 			ns, _ := keyorder.Park(ks, p.rec.Offset, m.now())

@@ -130,7 +130,12 @@ func (m *Machine) Resume(tp txn.TopicPartition, offset int64, metadata string) e
 }
 
 // Due implements txn.Floors: the parked records whose turn has come.
-func (m *Machine) Due() []*txn.Record { return m.keys.Ready() }
+// Parking stops while the group does not agree on it (KeyOrdering.Agreed),
+// checked here, in the loop's goroutine, at every round.
+func (m *Machine) Due() []*txn.Record {
+	m.keys.agree()
+	return m.keys.Ready()
+}
 
 // MetadataRefused implements txn.MetadataRefuser: parking stops until
 // relay restarts, and the parked followers are copied into their heads'

@@ -42,6 +42,7 @@ func TestInstrumentsAreWhatIsExported(t *testing.T) {
 	m.SetParked(func() Parked {
 		return Parked{Records: 2, Bytes: 900, Behind: []Lag{{Topic: "orders", Partition: 0, Records: 40}}, Refused: map[string]int64{"records": 1}}
 	})
+	m.SetFeatures(func() map[string]bool { return map[string]bool{"park": true} })
 	stats, err := os.ReadFile("testdata/rdkafka-stats.json")
 	if err != nil {
 		t.Fatal(err)

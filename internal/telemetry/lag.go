@@ -41,3 +41,33 @@ func (m *Metrics) lagGauge(meter metric.Meter) error {
 		}))
 	return err
 }
+
+// MetricGroupFeatures is, per feature, whether every member of the
+// group announces it (see package features).
+const MetricGroupFeatures = "relay.group.features"
+
+// FeaturesSource says, per feature, whether it is in force. It must not
+// block.
+type FeaturesSource func() map[string]bool
+
+// SetFeatures gives the features gauge its source.
+func (m *Metrics) SetFeatures(src FeaturesSource) { m.features.Store(&src) }
+
+func (m *Metrics) featuresGauge(meter metric.Meter) error {
+	_, err := meter.Int64ObservableGauge(MetricGroupFeatures, describe(MetricGroupFeatures),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			src := m.features.Load()
+			if src == nil {
+				return nil
+			}
+			for f, on := range (*src)() {
+				v := int64(0)
+				if on {
+					v = 1
+				}
+				o.Observe(v, metric.WithAttributes(attribute.String("feature", f)))
+			}
+			return nil
+		}))
+	return err
+}

@@ -80,6 +80,7 @@ type Metrics struct {
 	kstats                                               kafkaStats
 	lag                                                  atomic.Pointer[LagSource]
 	parked                                               atomic.Pointer[ParkedSource]
+	features                                             atomic.Pointer[FeaturesSource]
 	spansDropped                                         atomic.Pointer[func() int64]
 	pointsDropped                                        atomic.Int64
 	codes                                                *codeLabels
@@ -190,6 +191,9 @@ func (m *Metrics) gauges(meter metric.Meter) error {
 		return err
 	}
 	if err = m.parkedGauges(meter); err != nil {
+		return err
+	}
+	if err = m.featuresGauge(meter); err != nil {
 		return err
 	}
 	if err = m.droppedCounters(meter); err != nil {
