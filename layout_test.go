@@ -48,7 +48,7 @@ var mayImport = map[string][]string{
 
 	"internal/telemetry":   {"internal/buildinfo", "internal/ledger", "internal/tracing"},
 	"internal/topics":      {"internal/config", "internal/kafkaerr"},
-	"internal/kafkaclient": {"internal/config", "internal/features", "internal/kafkaerr"},
+	"internal/kafkaclient": {"internal/config", "internal/kafkaerr"},
 	"internal/statetopic":  {"internal/config", "internal/kafkaclient", "internal/kafkaerr", "internal/ledger", "internal/retry"},
 
 	// The checks before the hook and the retry policy, built from the
@@ -67,7 +67,7 @@ var mayImport = map[string][]string{
 	// relay audit: reads relay's topics and the ledger, and judges.
 	"internal/audit": {"internal/config", "internal/envelope", "internal/kafkaclient", "internal/keyorder", "internal/ledger", "internal/topics"},
 	// relay run: assembles every part above into the running daemon.
-	"internal/daemon": {"internal/checks", "internal/config", "internal/envelope", "internal/features", "internal/hook", "internal/kafkaclient", "internal/kafkaerr", "internal/keyorder",
+	"internal/daemon": {"internal/buildinfo", "internal/checks", "internal/config", "internal/envelope", "internal/features", "internal/hook", "internal/kafkaclient", "internal/kafkaerr", "internal/keyorder",
 		"internal/ledger", "internal/ledgerwatch", "internal/pipeline", "internal/retry", "internal/rules", "internal/schema", "internal/secret", "internal/statetopic",
 		"internal/telemetry", "internal/tiers", "internal/topics", "internal/tracing", "internal/txn"},
 	// The reference reads the names of the packages users see.

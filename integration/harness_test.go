@@ -427,7 +427,17 @@ func (r *relay) waitLog(s string, d time.Duration) {
 // tiers).
 func (r *relay) waitParking() {
 	r.t.Helper()
-	r.waitLog("feature in force", 60*time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		log := r.stderr.String()
+		if on := strings.LastIndex(log, "feature in force"); on >= 0 && on > strings.LastIndex(log, "feature off") {
+			return
+		}
+		if time.Now().After(deadline) || r.exited() {
+			r.t.Fatalf("%s: parking not in force within 60s:\n%s", r.name, tail(log, 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // endOffsets returns the high watermark of each partition of topic.

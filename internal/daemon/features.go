@@ -2,29 +2,45 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
+	"relay/internal/buildinfo"
+	"relay/internal/config"
 	"relay/internal/features"
 	"relay/internal/kafkaclient"
 	"relay/internal/telemetry"
 )
 
-// featuresEvery is how often relay looks at what its group's members
-// announce, besides after each rebalance. A member restarted within its
-// session keeps its place without a rebalance, so the last older member
-// can leave unseen by the others' rebalance callbacks; a look costs one
-// connection and one request.
+// featuresEvery is how often relay looks at its group's members and their
+// records, besides after each rebalance. A static member restarted within
+// its session keeps its partitions without a rebalance (as when the last
+// older member is replaced by a newer one), so only a look tells; a look
+// costs one connection, one request, and the member records written to
+// state partition 0 since the last.
 const featuresEvery = 10 * time.Second
+
+// memberPartition is the state-topic partition of the member records.
+const memberPartition = 0
+
+// announced are the features this instance announces: parking, when key
+// ordering parks.
+func announced(cfg *config.Config) []string {
+	if cfg.Ordering == "key" && cfg.KeyParkMaxRecords > 0 {
+		return []string{features.Park}
+	}
+	return []string{}
+}
 
 // watchFeatures starts watching what the group's members announce, for as
 // long as ctx; key ordering parks only while every member announces it.
 func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) *features.Watch {
-	groups := kafkaclient.GroupsOf(d.cfg)
-	w := features.NewWatch(func(ctx context.Context) ([]features.Member, error) { return Members(ctx, groups, d.cfg.GroupID) },
-		featuresEvery, d.log.With("group", d.cfg.GroupID))
+	m := &members{cfg: d.cfg, groups: kafkaclient.GroupsOf(d.cfg), own: announced(d.cfg), records: map[string][]string{}}
+	w := features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
 	metrics.SetFeatures(func() map[string]bool {
 		on := map[string]bool{}
 		for _, f := range features.All {
@@ -32,11 +48,131 @@ func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) 
 		}
 		return on
 	})
-	d.opts.Go(func() { w.Run(ctx) })
+	d.opts.Go(func() {
+		defer m.close()
+		w.Run(ctx)
+	})
 	return w
 }
 
-// Members are group's members as the group coordinator describes them.
+// members is the features watch's view of the group: the member records
+// read so far, and this instance's own.
+type members struct {
+	cfg     *config.Config
+	groups  groupDescriber
+	own     []string
+	reader  *kafka.Consumer     // of state partition memberPartition, from its start
+	writer  *kafka.Producer     // of this instance's record
+	records map[string][]string // member id → features
+	written string              // the member id this instance's record was written for
+}
+
+// look reads the member records written since the last look, describes the
+// group, and writes this instance's record when its member id is new.
+func (m *members) look(ctx context.Context) ([]features.Member, error) {
+	if err := m.read(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := Members(ctx, m.groups, m.cfg.GroupID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ms {
+		if m.cfg.GroupInstanceID != "" && ms[i].InstanceID == m.cfg.GroupInstanceID {
+			if ms[i].MemberID != m.written {
+				if err := m.write(ctx, ms[i].MemberID); err != nil {
+					return nil, err
+				}
+			}
+			ms[i].Features = m.own
+			continue
+		}
+		ms[i].Features = m.records[ms[i].MemberID]
+	}
+	return ms, nil
+}
+
+// read catches up with the member records: until a poll finds nothing new
+// (a record written since is read at the next look; meanwhile its member
+// counts as one without features).
+func (m *members) read(ctx context.Context) error {
+	if m.reader == nil {
+		r, err := kafkaclient.Reader(m.cfg, m.cfg.ReaderGroup("members"), kafkaclient.Read{})
+		if err != nil {
+			return fmt.Errorf("member records reader: %w", err)
+		}
+		topic := m.cfg.StateTopicName()
+		if err := r.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: memberPartition, Offset: kafka.OffsetBeginning}}); err != nil {
+			_ = r.Close()
+			return fmt.Errorf("member records reader: %w", err)
+		}
+		m.reader = r
+	}
+	for ctx.Err() == nil {
+		switch ev := m.reader.Poll(200).(type) {
+		case nil:
+			return nil
+		case *kafka.Message:
+			id, ok := strings.CutPrefix(string(ev.Key), features.KeyPrefix)
+			if !ok {
+				continue
+			}
+			if ev.Value == nil {
+				delete(m.records, id)
+				continue
+			}
+			if r, err := features.Decode(ev.Value); err == nil {
+				m.records[id] = r.Features
+			}
+		case kafka.Error:
+			if ev.IsFatal() {
+				return ev
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// write writes this instance's record for memberID, and waits until the
+// brokers have it.
+func (m *members) write(ctx context.Context, memberID string) error {
+	if m.writer == nil {
+		p, err := kafkaclient.Producer(m.cfg)
+		if err != nil {
+			return fmt.Errorf("member record writer: %w", err)
+		}
+		m.writer = p
+	}
+	topic := m.cfg.StateTopicName()
+	done := make(chan kafka.Event, 1)
+	rec := features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own}
+	if err := m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition},
+		Key: []byte(features.Key(memberID)), Value: rec.Encode()}, done); err != nil {
+		return fmt.Errorf("member record: %w", err)
+	}
+	select {
+	case ev := <-done:
+		if msg, ok := ev.(*kafka.Message); ok && msg.TopicPartition.Error != nil {
+			return fmt.Errorf("member record: %w", msg.TopicPartition.Error)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("member record: %w", errors.Join(ctx.Err(), errors.New("not acknowledged in time")))
+	}
+	m.written = memberID
+	return nil
+}
+
+func (m *members) close() {
+	if m.reader != nil {
+		_ = m.reader.Close()
+	}
+	if m.writer != nil {
+		m.writer.Close()
+	}
+}
+
+// Members are group's members as the group coordinator describes them
+// (without their features).
 func Members(ctx context.Context, g groupDescriber, group string) ([]features.Member, error) {
 	res, err := g.DescribeConsumerGroups(ctx, []string{group})
 	if err != nil {
@@ -51,7 +187,7 @@ func Members(ctx context.Context, g groupDescriber, group string) ([]features.Me
 	}
 	out := make([]features.Member, 0, len(desc.Members))
 	for _, m := range desc.Members {
-		out = append(out, features.Member{InstanceID: m.GroupInstanceID, ClientID: m.ClientID, Host: m.Host})
+		out = append(out, features.Member{InstanceID: m.GroupInstanceID, MemberID: m.ConsumerID, ClientID: m.ClientID, Host: m.Host})
 	}
 	return out, nil
 }

@@ -2,17 +2,27 @@
 // change of what relay writes or how it reads takes effect: parking key
 // order's followers today.
 //
-// Each instance announces its features in its consumer's client.id, which
-// the group coordinator keeps per member and DescribeConsumerGroups
-// returns: "relay-consumer;relay-features=park". The announcement lives
-// and dies with the membership itself, so no record outlives the member,
-// and a member that says nothing (a relay from before announcements, or
-// any other client in the group) supports nothing. A feature is in force
-// when every member of the group announces it; it turns on by itself once
-// the last member without it has left, and off as soon as one joins.
+// Each instance announces its version and features in a member record of
+// the state topic (partition 0, key "member|" and its member id), once it
+// has joined the group and learnt the member id the group coordinator
+// gave it. Every instance reads those records, and joins them with the
+// group's members as DescribeConsumerGroups lists them, by member id: a
+// member id changes at every join (also when a static member restarts
+// within its session), so a record never speaks for another process, and
+// a member without a record (a relay from before announcements, a member
+// that has not written its record yet, or any other client in the group)
+// supports nothing. A feature is in force when every member of the group
+// announces it; it turns on by itself once the last member without it has
+// left, and off as soon as one joins.
+//
+// The client.id that the group coordinator also reports cannot carry the
+// announcement: a static member that rejoins keeps the client.id of its
+// first join, so an upgraded pod would go on speaking for the older one.
 package features
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -24,34 +34,56 @@ const Park = "park"
 // All are the features this version knows, in the order they are shown.
 var All = []string{Park}
 
-// tag separates the announcement from the client.id it is appended to.
-const tag = ";relay-features="
+// KeyPrefix starts the state-topic key of a member record; the member id
+// follows.
+const KeyPrefix = "member|"
 
-// Announce is clientID carrying fs.
-func Announce(clientID string, fs []string) string {
-	return clientID + tag + strings.Join(fs, ",")
+// RecordVersion is the format of the member records this version writes.
+const RecordVersion = 1
+
+// Record is what a member announces.
+type Record struct {
+	V        int      `json:"v"`
+	Instance string   `json:"instance,omitempty"` // group.instance.id
+	Version  string   `json:"version"`            // relay's
+	Features []string `json:"features"`
 }
 
-// Of is what clientID announces: nil for a client that announces nothing.
-func Of(clientID string) []string {
-	_, list, ok := strings.Cut(clientID, tag)
-	if !ok || list == "" {
-		return nil
+// Key is the state-topic key of memberID's record.
+func Key(memberID string) string { return KeyPrefix + memberID }
+
+// Encode is r as a state-topic value.
+func (r Record) Encode() []byte {
+	r.V = RecordVersion
+	if r.Features == nil {
+		r.Features = []string{}
 	}
-	return strings.Split(list, ",")
+	b, _ := json.Marshal(r)
+	return b
 }
 
-// Bare is clientID without its announcement.
-func Bare(clientID string) string {
-	id, _, _ := strings.Cut(clientID, tag)
-	return id
+// Decode reads a member record. A newer format is read for what it shares
+// with this one (a newer relay's features this one does not know are not
+// in All, and so never agreed).
+func Decode(v []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Record{}, fmt.Errorf("member record: %w", err)
+	}
+	if r.V < 1 {
+		return Record{}, fmt.Errorf("member record: no format version")
+	}
+	return r, nil
 }
 
-// Member is a member of the group as DescribeConsumerGroups shows it.
+// Member is a member of the group as DescribeConsumerGroups shows it, with
+// the features its record announces (nil: no record).
 type Member struct {
-	InstanceID string `json:"groupInstanceId,omitempty"`
-	ClientID   string `json:"clientId"`
-	Host       string `json:"host"`
+	InstanceID string   `json:"groupInstanceId,omitempty"`
+	MemberID   string   `json:"memberId"`
+	ClientID   string   `json:"clientId"`
+	Host       string   `json:"host"`
+	Features   []string `json:"features"`
 }
 
 // Name is how a member is named to an operator.
@@ -59,7 +91,7 @@ func (m Member) Name() string {
 	if m.InstanceID != "" {
 		return m.InstanceID
 	}
-	return Bare(m.ClientID) + "@" + strings.TrimPrefix(m.Host, "/")
+	return m.ClientID + "@" + strings.TrimPrefix(m.Host, "/")
 }
 
 // Agreement is what a group's members agree on.
@@ -77,7 +109,7 @@ func Agree(members []Member) Agreement {
 	for _, f := range All {
 		var without []string
 		for _, m := range members {
-			if !slices.Contains(Of(m.ClientID), f) {
+			if !slices.Contains(m.Features, f) {
 				without = append(without, m.Name())
 			}
 		}

@@ -12,30 +12,34 @@ import (
 	"time"
 )
 
-func TestAnnouncementRoundTrips(t *testing.T) {
-	id := Announce("relay-consumer", []string{Park})
-	if id != "relay-consumer;relay-features=park" {
-		t.Fatalf("Announce = %q", id)
+func TestRecordRoundTrips(t *testing.T) {
+	v := Record{Instance: "relay-0", Version: "0.7.0", Features: []string{Park}}.Encode()
+	if string(v) != `{"v":1,"instance":"relay-0","version":"0.7.0","features":["park"]}` {
+		t.Fatalf("Encode = %s", v)
 	}
-	if got := Of(id); !slices.Equal(got, []string{Park}) {
-		t.Errorf("Of(%q) = %v", id, got)
+	r, err := Decode(v)
+	if err != nil || r.Instance != "relay-0" || !slices.Equal(r.Features, []string{Park}) {
+		t.Fatalf("Decode = %+v, %v", r, err)
 	}
-	if got := Bare(id); got != "relay-consumer" {
-		t.Errorf("Bare(%q) = %q", id, got)
+	if v := (Record{Version: "0.7.0"}).Encode(); !strings.Contains(string(v), `"features":[]`) {
+		t.Errorf("a member without features: %s", v)
 	}
-	for _, old := range []string{"relay-consumer", "rdkafka", Announce("relay-consumer", nil), ""} {
-		if got := Of(old); got != nil {
-			t.Errorf("Of(%q) = %v, want nothing announced", old, got)
+	newer, err := Decode([]byte(`{"v":2,"version":"0.9.0","features":["park","later"],"more":true}`))
+	if err != nil || !slices.Equal(newer.Features, []string{Park, "later"}) {
+		t.Errorf("a newer record: %+v, %v", newer, err)
+	}
+	for _, bad := range []string{`{`, `{"features":["park"]}`, `null`} {
+		if _, err := Decode([]byte(bad)); err == nil {
+			t.Errorf("Decode(%s): no error", bad)
 		}
 	}
 }
 
-func member(instance, clientID string) Member {
-	return Member{InstanceID: instance, ClientID: clientID, Host: "/10.0.0.1"}
+func member(instance string, fs ...string) Member {
+	return Member{InstanceID: instance, MemberID: instance + "-1", ClientID: "relay-consumer", Host: "/10.0.0.1", Features: fs}
 }
 
 func TestAgreeNeedsEveryMember(t *testing.T) {
-	parks := Announce("relay-consumer", []string{Park})
 	cases := []struct {
 		name    string
 		members []Member
@@ -43,11 +47,11 @@ func TestAgreeNeedsEveryMember(t *testing.T) {
 		without []string
 	}{
 		{"empty group", nil, false, nil},
-		{"every member parks", []Member{member("relay-0", parks), member("relay-1", parks)}, true, nil},
-		{"an older relay", []Member{member("relay-0", parks), member("relay-1", "relay-consumer")}, false, []string{"relay-1"}},
-		{"one with parking off", []Member{member("relay-0", parks), member("relay-1", Announce("relay-consumer", nil))}, false, []string{"relay-1"}},
-		{"a newer relay with more", []Member{member("relay-0", parks), member("relay-1", Announce("x", []string{"later", Park}))}, true, nil},
-		{"a dynamic foreign client", []Member{member("relay-0", parks), member("", "console-consumer")}, false, []string{"console-consumer@10.0.0.1"}},
+		{"every member parks", []Member{member("relay-0", Park), member("relay-1", Park)}, true, nil},
+		{"an older relay (no record)", []Member{member("relay-0", Park), member("relay-1")}, false, []string{"relay-1"}},
+		{"one with parking off", []Member{member("relay-0", Park), {InstanceID: "relay-1", Features: []string{}}}, false, []string{"relay-1"}},
+		{"a newer relay with more", []Member{member("relay-0", Park), member("relay-1", "later", Park)}, true, nil},
+		{"a dynamic foreign client", []Member{member("relay-0", Park), {ClientID: "console-consumer", Host: "/10.0.0.1"}}, false, []string{"console-consumer@10.0.0.1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,7 +67,6 @@ func TestAgreeNeedsEveryMember(t *testing.T) {
 // member announces the feature, off when one joins without it, kept
 // through a failed look, and each change told once.
 func TestWatchFollowsTheGroup(t *testing.T) {
-	parks := Announce("relay-consumer", []string{Park})
 	var logs bytes.Buffer
 	var next []Member
 	var fail error
@@ -82,10 +85,10 @@ func TestWatchFollowsTheGroup(t *testing.T) {
 		w.look(context.Background(), &failing)
 		return w.On(Park)
 	}
-	if look([]Member{member("relay-0", parks)}, nil) != true {
+	if look([]Member{member("relay-0", Park)}, nil) != true {
 		t.Error("a group of one that parks: off")
 	}
-	if look([]Member{member("relay-0", parks), member("relay-1", "relay-consumer")}, nil) != false {
+	if look([]Member{member("relay-0", Park), member("relay-1")}, nil) != false {
 		t.Error("an older member joined: still on")
 	}
 	if !strings.Contains(logs.String(), "without=relay-1") {
@@ -94,13 +97,13 @@ func TestWatchFollowsTheGroup(t *testing.T) {
 	if look(nil, errors.New("coordinator away")) != false {
 		t.Error("a failed look changed the agreement")
 	}
-	if look([]Member{member("relay-0", parks), member("relay-1", parks)}, nil) != true {
+	if look([]Member{member("relay-0", Park), member("relay-1", Park)}, nil) != true {
 		t.Error("the older member left: still off")
 	}
 	if look(nil, errors.New("coordinator away")) != true {
 		t.Error("a failed look turned the feature off")
 	}
-	if look([]Member{member("relay-0", parks), member("relay-1", parks)}, nil); !slices.Equal(told, []bool{true, false, true}) {
+	if look([]Member{member("relay-0", Park), member("relay-1", Park)}, nil); !slices.Equal(told, []bool{true, false, true}) {
 		t.Errorf("Changed was told %v, want [true false true]", told)
 	}
 }
@@ -110,7 +113,7 @@ func TestWatchLooksWhenPoked(t *testing.T) {
 	looks := make(chan struct{}, 10)
 	w := NewWatch(func(context.Context) ([]Member, error) {
 		looks <- struct{}{}
-		return []Member{member("relay-0", Announce("relay-consumer", []string{Park}))}, nil
+		return []Member{member("relay-0", Park)}, nil
 	}, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -9,17 +9,19 @@ import (
 	"time"
 )
 
-// Watch keeps a group's agreement, describing the group every Every while
-// every feature is in force, and every Quick while one is not (so that a
-// feature turns on soon after the last member without it left). The
-// group's membership can change without a rebalance this member sees (a
-// static member restarted within its session keeps its partitions and
-// its place), so only a look at the group tells.
+// Watch keeps a group's agreement, describing the group every Every, and
+// at once when poked (Poke: after each rebalance). For Settle after a poke
+// or a change, while a feature is off, it looks every Quick: a member that
+// has just joined writes its record only once it knows its member id,
+// after the others' first look. The group's membership can change without
+// a rebalance this member sees (a static member restarted within its
+// session keeps its partitions and its place, as when the last older
+// member is replaced by a newer one), so only a look at the group tells.
 type Watch struct {
 	// Describe lists the group's members.
-	Describe     func(ctx context.Context) ([]Member, error)
-	Every, Quick time.Duration
-	Log          *slog.Logger
+	Describe             func(ctx context.Context) ([]Member, error)
+	Every, Quick, Settle time.Duration
+	Log                  *slog.Logger
 	// Changed, when set, is told each feature's state at the first look
 	// and at every change.
 	Changed func(feature string, on bool)
@@ -30,7 +32,7 @@ type Watch struct {
 
 // NewWatch is a Watch of the group describe lists, every every.
 func NewWatch(describe func(ctx context.Context) ([]Member, error), every time.Duration, log *slog.Logger) *Watch {
-	return &Watch{Describe: describe, Every: every, Log: log, poke: make(chan struct{}, 1)}
+	return &Watch{Describe: describe, Every: every, Quick: time.Second, Settle: 30 * time.Second, Log: log, poke: make(chan struct{}, 1)}
 }
 
 // Poke makes the watch look at the group now (soon, if it is looking).
@@ -57,21 +59,39 @@ func (w *Watch) On(f string) bool {
 // would copy every parked follower into a tier.
 func (w *Watch) Run(ctx context.Context) {
 	failing := false
+	settle := time.Now().Add(w.Settle)
 	for {
-		w.look(ctx, &failing)
-		t := time.NewTimer(w.Every)
+		if w.look(ctx, &failing) {
+			settle = time.Now().Add(w.Settle)
+		}
+		wait := w.Every
+		if time.Now().Before(settle) && !w.allOn() {
+			wait = min(wait, w.Quick)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-w.poke:
 			t.Stop()
+			settle = time.Now().Add(w.Settle)
 		case <-t.C:
 		}
 	}
 }
 
-func (w *Watch) look(ctx context.Context, failing *bool) {
+func (w *Watch) allOn() bool {
+	for _, f := range All {
+		if !w.On(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// look looks at the group once; changed: a feature turned on or off.
+func (w *Watch) look(ctx context.Context, failing *bool) (changed bool) {
 	lctx, cancel := context.WithTimeout(ctx, max(w.Every, 5*time.Second))
 	defer cancel()
 	members, err := w.Describe(lctx)
@@ -80,7 +100,7 @@ func (w *Watch) look(ctx context.Context, failing *bool) {
 			w.Log.Warn("could not describe the group to learn which features its members announce; keeping what the last look found", "err", err)
 		}
 		*failing = true
-		return
+		return false
 	}
 	*failing = false
 	a := Agree(members)
@@ -91,7 +111,9 @@ func (w *Watch) look(ctx context.Context, failing *bool) {
 			continue
 		}
 		w.report(f, a, prev == nil || was != a.On[f])
+		changed = changed || was != a.On[f]
 	}
+	return changed
 }
 
 // report logs f's state (at Warn when it turned off, or stays off under

@@ -20,7 +20,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
-	"relay/internal/features"
 )
 
 // Properties that only one client understands; librdkafka warns when the
@@ -104,19 +103,7 @@ func loopConsumerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {
 		// A static member (KIP-345): see config.EnvStaticMembership.
 		managed["group.instance.id"] = cfg.GroupInstanceID
 	}
-	m := applyLoopDefaults(cfg, build(cfg, kindConsumer, managed, opts), kindConsumer)
-	id, _ := m.Get("client.id", "rdkafka")
-	(*m)["client.id"] = features.Announce(fmt.Sprint(id), Announced(cfg))
-	return m
-}
-
-// Announced are the features relay's consumer announces to its group in
-// its client.id (see package features): parking, when key ordering parks.
-func Announced(cfg *config.Config) []string {
-	if cfg.Ordering == "key" && cfg.KeyParkMaxRecords > 0 {
-		return []string{features.Park}
-	}
-	return nil
+	return applyLoopDefaults(cfg, build(cfg, kindConsumer, managed, opts), kindConsumer)
 }
 
 func loopProducerConfig(cfg *config.Config, opts []Option) *kafka.ConfigMap {

@@ -7,4 +7,6 @@
 // The state topic is compacted and keyed; each record is a key state of
 // key ordering or a ledger change (see packages pipeline and ledger). Its
 // partition p holds the state of source partition p of every source.
+// Partition 0 also holds the group's member records (package features),
+// which the readers of key states and of the ledger skip.
 package statetopic
