@@ -3,10 +3,13 @@ package integration
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/envelope"
 )
 
 // olderMember joins group as a relay from before announcements does: its
@@ -109,4 +112,130 @@ func TestParkingWaitsForTheGroup(t *testing.T) {
 	}
 	waitCaughtUp(t, s.group, s.src.topic, 1, 30*time.Second)
 	assertAuditClean(t, s)
+}
+
+// TestParkingSurvivesARestart: a member of a group that parks is killed
+// and restarted at its group.instance.id (a static member: no rebalance,
+// a new member id). Until the others have read its new record, parking is
+// off for new followers only: nothing parked is copied into a tier, in
+// the restarted member (which keeps its parked set again) or in the other,
+// for longer than parking takes to be withdrawn (30 s).
+func TestParkingSurvivesARestart(t *testing.T) {
+	o := registerOrders(t)
+	h := newOrderHook(t)
+	h.setFailing("A1", true)
+	h.setFailing("C1", true)
+	s := keyScenario(t, o, h, 2, "RELAY_RETRY_TIERS", "1s", "RELAY_RETRY_MAX_ATTEMPTS", "100")
+	ta, tb := uniq(t, "txn-a"), uniq(t, "txn-b")
+	ra := startRelay(t, "relay-a", s.env(ta))
+	defer ra.stop()
+	rb := startRelay(t, "relay-b", s.env(tb))
+	ra.waitLog("partitions assigned", 60*time.Second)
+	rb.waitLog("partitions assigned", 60*time.Second)
+	ra.waitParking()
+	rb.waitParking()
+	followers := map[string]string{}
+	for p, key := range []string{"A", "C"} {
+		produceOrder(t, o, s.src.topic, int32(p), key, key+"1")
+	}
+	for h.callsOf("A1") < 1 || h.callsOf("C1") < 1 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for p, key := range []string{"A", "C"} {
+		followers[key+"2"] = envelope.ID(s.src.topic, int32(p), produceOrder(t, o, s.src.topic, int32(p), key, key+"2"))
+	}
+	waitCaughtUp(t, s.group, s.src.topic, 2, 30*time.Second)
+	assertFollowersParked := func(when string) {
+		t.Helper()
+		_, p := committedWithParked(t, s.group, s.src.topic, 2)
+		if len(p[0].Offsets) != 1 || len(p[1].Offsets) != 1 {
+			t.Fatalf("parked sets %s: %+v, want A2 and C2 parked", when, p)
+		}
+		for _, tier := range s.tiers {
+			for _, m := range readCommitted(t, tier, s.partitions) {
+				if id := envelopeOf(t, m).ID; id == followers["A2"] || id == followers["C2"] {
+					t.Fatalf("%s: %s was copied into %s; it should wait parked", when, id, tier)
+				}
+			}
+		}
+	}
+	assertFollowersParked("before the restart")
+	rb.signal(syscall.SIGKILL)
+	rb.wait(10 * time.Second)
+	rb2 := startRelay(t, "relay-b-again", s.env(tb))
+	defer rb2.stop()
+	rb2.waitLog("partitions assigned", 60*time.Second)
+	time.Sleep(35 * time.Second)
+	assertFollowersParked("35 s after one member's restart")
+	ra.waitParking()
+	rb2.waitParking()
+
+	h.setFailing("A1", false)
+	h.setFailing("C1", false)
+	if got := waitOutput(t, s, 0, 2, 60*time.Second); fmt.Sprint(got) != "[A1 A2]" {
+		t.Fatalf("partition 0 output %v, want [A1 A2]", got)
+	}
+	if got := waitOutput(t, s, 1, 2, 60*time.Second); fmt.Sprint(got) != "[C1 C2]" {
+		t.Fatalf("partition 1 output %v, want [C1 C2]", got)
+	}
+	waitCaughtUp(t, s.group, s.src.topic, 2, 30*time.Second)
+	assertAuditClean(t, s)
+}
+
+// TestParkingOffWhenAnOlderMemberTakesAPlace: a member without a record
+// (an older relay) takes a parking member's place at its
+// group.instance.id, as a rollback of one pod without the procedure
+// would. The group coordinator gives it a new member id and keeps the
+// first join's client.id, so only the records tell: the other member
+// turns parking off.
+func TestParkingOffWhenAnOlderMemberTakesAPlace(t *testing.T) {
+	o := registerOrders(t)
+	h := newOrderHook(t)
+	s := keyScenario(t, o, h, 2)
+	t1, t2 := uniq(t, "txn-1"), uniq(t, "txn-2")
+	r1 := startRelay(t, "relay-1", s.env(t1))
+	r2 := startRelay(t, "relay-2", s.env(t2))
+	defer r2.stop()
+	r1.waitLog("partitions assigned", 60*time.Second)
+	r2.waitLog("partitions assigned", 60*time.Second)
+	r1.waitParking()
+	r2.waitParking()
+	r1.stop()
+	before := len(r2.stderr.String())
+	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": s.group, "client.id": "relay-consumer",
+		"group.instance.id": t1, "enable.auto.commit": false, "session.timeout.ms": 6000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(s.src.topic, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.Poll(100)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done; _ = c.Close() }()
+	// Off, naming the member at t1, and still off a while later (not the
+	// moment before a record is read).
+	since := func() string { return r2.stderr.String()[before:] }
+	deadline := time.Now().Add(40 * time.Second)
+	for !strings.Contains(since(), "feature off: members of the group do not announce it") {
+		if time.Now().After(deadline) {
+			t.Fatalf("relay-2 still parks with a member without a record at %s:\n%s", t1, tail(since(), 10))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(5 * time.Second)
+	log := since()
+	if off, on := strings.LastIndex(log, "feature off"), strings.LastIndex(log, "feature in force"); on > off || !strings.Contains(log[off:], t1) {
+		t.Fatalf("relay-2 did not keep parking off, naming %s:\n%s", t1, tail(log, 10))
+	}
 }

@@ -422,15 +422,24 @@ func (r *relay) waitLog(s string, d time.Duration) {
 	}
 }
 
-// waitParking waits until relay says parking is in force: every member of
-// its group announces it (until then, followers are copied into the
-// tiers).
+// waitParking waits until relay says parking is in force (every member of
+// its group announces it; until then, followers are copied into the
+// tiers), and has said nothing else for two seconds: right after a
+// rebalance, a member whose record has not been read yet turns it off for
+// a moment.
 func (r *relay) waitParking() {
 	r.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
+	var since time.Time
 	for {
 		log := r.stderr.String()
-		if on := strings.LastIndex(log, "feature in force"); on >= 0 && on > strings.LastIndex(log, "feature off") {
+		on := strings.LastIndex(log, "feature in force")
+		switch {
+		case on < 0 || on < strings.LastIndex(log, "feature off"):
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= 2*time.Second:
 			return
 		}
 		if time.Now().After(deadline) || r.exited() {

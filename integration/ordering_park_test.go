@@ -5,8 +5,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"relay/internal/envelope"
 )
 
 // TestKeyParkingRollOut rolls key ordering from copying to parking with
@@ -94,8 +92,8 @@ func assertNotInTiers(t *testing.T, s *scenario, idOffsets ...any) {
 	}
 	for _, tier := range s.tiers {
 		for _, m := range readCommitted(t, tier, s.partitions) {
-			if id, ok := envelope.Lookup(m.Headers, envelope.MessageID); ok && names[string(id)] != "" {
-				t.Fatalf("%s was copied into %s: it should wait parked", names[string(id)], tier)
+			if id := envelopeOf(t, m).ID; names[id] != "" {
+				t.Fatalf("%s was copied into %s: it should wait parked", names[id], tier)
 			}
 		}
 	}

@@ -63,6 +63,8 @@ func rollVersions(t *testing.T, from, to func(*testing.T, string, map[string]str
 	old1 := from(t, "from-1", s.env(txn1))
 	old2 := from(t, "from-2", s.env(txn2))
 	if rollback {
+		old1.waitLog("partitions assigned", 60*time.Second)
+		old2.waitLog("partitions assigned", 60*time.Second)
 		old1.waitParking()
 		old2.waitParking()
 	}

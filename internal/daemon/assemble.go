@@ -9,6 +9,7 @@ import (
 	"relay/internal/checks"
 	"relay/internal/config"
 	"relay/internal/envelope"
+	"relay/internal/features"
 	"relay/internal/hook"
 	"relay/internal/kafkaclient"
 	"relay/internal/keyorder"
@@ -45,7 +46,7 @@ type hookMetrics interface {
 
 // newMachine builds the failure state machine of cfg.
 func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, adm *schema.Admitter, rs *rules.Set, out pipeline.Outcomes,
-	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), hookMetrics hookMetrics, agreed func() bool) (*pipeline.Machine, error) {
+	discards pipeline.Discards, traces *tracing.Provider, alive func(), log *slog.Logger, hookAccess func(refused bool, status int), hookMetrics hookMetrics, group *features.Watch) (*pipeline.Machine, error) {
 	o := pipeline.Options{
 		Table: pipeline.NewTable(routes(cfg, retired)), Group: cfg.GroupID, Policy: checks.Policy(cfg),
 		Redactor: envelope.NewRedactor(cfg.RedactPattern, cfg.ErrorMessageMax),
@@ -90,7 +91,11 @@ func newMachine(cfg *config.Config, retired map[string][]pipeline.RetiredTier, a
 		}
 		o.Keys = &pipeline.KeyOrdering{StateTopic: cfg.StateTopicName(), Hold: cfg.OrderingHold, Park: keyorder.Limits{
 			Records: cfg.KeyParkMaxRecords, Bytes: int64(cfg.KeyParkMaxBytes), Wait: cfg.KeyParkMaxWait, MaxAge: cfg.KeyParkMaxAge, Metadata: meta,
-		}, Agreed: agreed}
+		}}
+		if group != nil {
+			o.Keys.Agreed = func() bool { return group.On(features.Park) }
+			o.Keys.Withdrawn = func() bool { return group.Withdrawn(features.Park) }
+		}
 	}
 	return pipeline.New(o)
 }

@@ -203,10 +203,11 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	d.group = d.watchFeatures(watchCtx, metrics)
-	group := d.group
+	if d.cfg.Ordering == "key" {
+		d.group = d.watchFeatures(watchCtx, metrics)
+	}
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
-		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, func() bool { return group.On(features.Park) })
+		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, d.group)
 	if err != nil {
 		stopWatch()
 		d.closeConsumer(consumer)

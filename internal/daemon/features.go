@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func announced(cfg *config.Config) []string {
 // watchFeatures starts watching what the group's members announce, for as
 // long as ctx; key ordering parks only while every member announces it.
 func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) *features.Watch {
-	m := &members{cfg: d.cfg, groups: kafkaclient.GroupsOf(d.cfg), own: announced(d.cfg), records: map[string][]string{}}
+	m := &members{cfg: d.cfg, groups: kafkaclient.GroupsOf(d.cfg), own: announced(d.cfg), records: map[string]features.Record{}, log: d.log}
 	w := features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
 	metrics.SetFeatures(func() map[string]bool {
 		on := map[string]bool{}
@@ -61,14 +62,18 @@ type members struct {
 	cfg     *config.Config
 	groups  groupDescriber
 	own     []string
-	reader  *kafka.Consumer     // of state partition memberPartition, from its start
-	writer  *kafka.Producer     // of this instance's record
-	records map[string][]string // member id → features
-	written string              // the member id this instance's record was written for
+	log     *slog.Logger
+	reader  *kafka.Consumer            // of state partition memberPartition, from its start
+	caught  bool                       // the reader reached the partition's end once
+	writer  *kafka.Producer            // of this instance's record
+	records map[string]features.Record // by member id
+	written string                     // the member id this instance's record was written for
 }
 
 // look reads the member records written since the last look, describes the
-// group, and writes this instance's record when its member id is new.
+// group, and writes this instance's record when its member id is new. A
+// record that cannot be written is tried again at the next look; meanwhile
+// the others count this member as one without features.
 func (m *members) look(ctx context.Context) ([]features.Member, error) {
 	if err := m.read(ctx); err != nil {
 		return nil, err
@@ -77,27 +82,37 @@ func (m *members) look(ctx context.Context) ([]features.Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range ms {
-		if m.cfg.GroupInstanceID != "" && ms[i].InstanceID == m.cfg.GroupInstanceID {
-			if ms[i].MemberID != m.written {
-				if err := m.write(ctx, ms[i].MemberID); err != nil {
-					return nil, err
-				}
-			}
-			ms[i].Features = m.own
-			continue
+	if id := withRecords(ms, m.records, m.cfg.GroupInstanceID, m.own); id != "" && id != m.written {
+		if err := m.write(ctx, id); err != nil {
+			m.log.Warn("could not write this instance's member record; the group counts it as a member without features until it is written", "err", err)
 		}
-		ms[i].Features = m.records[ms[i].MemberID]
 	}
 	return ms, nil
 }
 
-// read catches up with the member records: until a poll finds nothing new
-// (a record written since is read at the next look; meanwhile its member
-// counts as one without features).
+// withRecords gives each member the features of its record (by member
+// id), and this instance (by its group.instance.id; none when dynamic) its
+// own; ownID is this instance's member id ("" when it is not a member).
+func withRecords(ms []features.Member, records map[string]features.Record, instance string, own []string) (ownID string) {
+	for i := range ms {
+		if instance != "" && ms[i].InstanceID == instance {
+			ms[i].Features, ownID = own, ms[i].MemberID
+			continue
+		}
+		if r, ok := records[ms[i].MemberID]; ok {
+			ms[i].Features = r.Features
+		}
+	}
+	return ownID
+}
+
+// read catches up with the member records: the first time to the end of
+// the partition, then until a poll finds nothing new (a record written
+// since is read at the next look; meanwhile its member counts as one
+// without features).
 func (m *members) read(ctx context.Context) error {
 	if m.reader == nil {
-		r, err := kafkaclient.Reader(m.cfg, m.cfg.ReaderGroup("members"), kafkaclient.Read{})
+		r, err := kafkaclient.Reader(m.cfg, m.cfg.ReaderGroup("members"), kafkaclient.Read{EOF: true})
 		if err != nil {
 			return fmt.Errorf("member records reader: %w", err)
 		}
@@ -111,6 +126,11 @@ func (m *members) read(ctx context.Context) error {
 	for ctx.Err() == nil {
 		switch ev := m.reader.Poll(200).(type) {
 		case nil:
+			if m.caught {
+				return nil
+			}
+		case kafka.PartitionEOF:
+			m.caught = true
 			return nil
 		case *kafka.Message:
 			id, ok := strings.CutPrefix(string(ev.Key), features.KeyPrefix)
@@ -122,7 +142,7 @@ func (m *members) read(ctx context.Context) error {
 				continue
 			}
 			if r, err := features.Decode(ev.Value); err == nil {
-				m.records[id] = r.Features
+				m.records[id] = r
 			}
 		case kafka.Error:
 			if ev.IsFatal() {
@@ -130,7 +150,7 @@ func (m *members) read(ctx context.Context) error {
 			}
 		}
 	}
-	return ctx.Err()
+	return fmt.Errorf("member records of %s: not read to their end in time: %w", m.cfg.StateTopicName(), ctx.Err())
 }
 
 // write writes this instance's record for memberID, and waits until the
@@ -159,6 +179,14 @@ func (m *members) write(ctx context.Context, memberID string) error {
 		return fmt.Errorf("member record: %w", errors.Join(ctx.Err(), errors.New("not acknowledged in time")))
 	}
 	m.written = memberID
+	// This instance's records of its earlier joins speak for no member
+	// any more: tombstones let compaction remove them.
+	for id, r := range m.records {
+		if id != memberID && r.Instance == m.cfg.GroupInstanceID {
+			_ = m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition}, Key: []byte(features.Key(id))}, nil)
+			delete(m.records, id)
+		}
+	}
 	return nil
 }
 

@@ -292,8 +292,8 @@ func checkDurability(ctx context.Context, a topics.Admin, cfg *config.Config, st
 // meanwhile (a later record of its key supersedes it), so the parked
 // offset is gone when the partition is read again. A source relay may not
 // describe passes. Parking at its default (the variable unset) is turned
-// off instead of refused, and the instance copies followers into the
-// tiers.
+// off instead of refused, on a compacted source and on one relay may not
+// describe, and the instance copies followers into the tiers.
 func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config, log *slog.Logger) error {
 	if cfg.Ordering != "key" || cfg.KeyParkMaxRecords <= 0 {
 		return nil
@@ -304,6 +304,11 @@ func checkParkable(ctx context.Context, a topics.Admin, cfg *config.Config, log 
 		cancel()
 		if err != nil {
 			return err
+		}
+		if !known && cfg.KeyParkDefault {
+			log.Info("cleanup.policy of the source not checked: relay's principal may not read its configuration (DescribeConfigs); parking needs a source that does not compact, so it is off (set RELAY_KEY_PARK_MAX_RECORDS to park anyway, or grant DescribeConfigs on the source)", "topic", src)
+			cfg.KeyParkMaxRecords = 0
+			return nil
 		}
 		if !known {
 			log.Info("cleanup.policy of the source not checked: relay's principal may not read its configuration (DescribeConfigs); parking needs a source that does not compact", "topic", src)

@@ -201,7 +201,7 @@ func TestParkingIsRefusedOnACompactedSource(t *testing.T) {
 		refused      bool
 		parks        int
 	}{{"100", "compact", true, 100}, {"100", "compact,delete", true, 100}, {"100", "delete", false, 100}, {"100", "", false, 100}, {"0", "compact", false, 0},
-		{"", "compact", false, 0}, {"", "delete", false, 10000}} {
+		{"", "compact", false, 0}, {"", "delete", false, 10000}, {"", "", false, 0}} {
 		vars := map[string]string{"RELAY_SOURCE_TOPICS": "orders", "RELAY_TRANSACTIONAL_ID": "relay-0", "RELAY_KAFKA_BOOTSTRAP_SERVERS": "b:9092", "RELAY_ORDERING": "key"}
 		if c.park != "" {
 			vars["RELAY_KEY_PARK_MAX_RECORDS"] = c.park

@@ -79,7 +79,7 @@ func TestWatchFollowsTheGroup(t *testing.T) {
 	if w.On(Park) {
 		t.Fatal("on before the group was described")
 	}
-	failing := false
+	failing := 0
 	look := func(ms []Member, err error) bool {
 		next, fail = ms, err
 		w.look(context.Background(), &failing)
@@ -105,6 +105,48 @@ func TestWatchFollowsTheGroup(t *testing.T) {
 	}
 	if look([]Member{member("relay-0", Park), member("relay-1", Park)}, nil); !slices.Equal(told, []bool{true, false, true}) {
 		t.Errorf("Changed was told %v, want [true false true]", told)
+	}
+	look(nil, errors.New("coordinator away"))
+	if look(nil, errors.New("coordinator away")) != true {
+		t.Error("two failed looks in a row turned the feature off")
+	}
+	if look(nil, errors.New("coordinator away")) != false {
+		t.Errorf("%d failed looks in a row: still on", failingAfter)
+	}
+	if w.Withdrawn(Park) {
+		t.Error("failed looks withdrew the feature: what relies on it would be undone while nothing is known")
+	}
+	if look([]Member{member("relay-0", Park), member("relay-1", Park)}, nil) != true {
+		t.Error("a look that succeeds again: still off")
+	}
+}
+
+// A feature off is withdrawn (what relies on it undone) only once it has
+// been off for Settle at every look: a member that has just joined and
+// not written its record yet only stops new uses.
+func TestWithdrawnAfterSettle(t *testing.T) {
+	next := []Member{member("relay-0", Park), member("relay-1", Park)}
+	w := NewWatch(func(context.Context) ([]Member, error) { return next, nil }, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.Settle = 200 * time.Millisecond
+	failing := 0
+	w.look(context.Background(), &failing)
+	if !w.On(Park) || w.Withdrawn(Park) {
+		t.Fatal("every member parks: not on, or withdrawn")
+	}
+	next = []Member{member("relay-0", Park), {InstanceID: "relay-1", MemberID: "relay-1-2"}}
+	w.look(context.Background(), &failing)
+	if w.On(Park) || w.Withdrawn(Park) {
+		t.Fatalf("a member just restarted without its record: on %v, withdrawn %v; want off, not withdrawn", w.On(Park), w.Withdrawn(Park))
+	}
+	time.Sleep(250 * time.Millisecond)
+	w.look(context.Background(), &failing)
+	if !w.Withdrawn(Park) {
+		t.Fatal("off for longer than Settle at every look: not withdrawn")
+	}
+	next = []Member{member("relay-0", Park), member("relay-1", Park)}
+	w.look(context.Background(), &failing)
+	if !w.On(Park) || w.Withdrawn(Park) {
+		t.Fatal("every member parks again: not on, or still withdrawn")
 	}
 }
 

@@ -26,9 +26,22 @@ type Watch struct {
 	// and at every change.
 	Changed func(feature string, on bool)
 
-	agreed atomic.Pointer[Agreement]
-	poke   chan struct{}
+	view atomic.Pointer[view]
+	poke chan struct{}
 }
+
+// view is what the looks found: the last agreement, since when each
+// feature has been off (zero: on, or never seen on or off), and whether
+// the looks fail.
+type view struct {
+	agreed   Agreement
+	offSince map[string]time.Time
+	failing  bool
+}
+
+// failingAfter is how many looks in a row may fail before On says false:
+// a member may have joined meanwhile.
+const failingAfter = 3
 
 // NewWatch is a Watch of the group describe lists, every every.
 func NewWatch(describe func(ctx context.Context) ([]Member, error), every time.Duration, log *slog.Logger) *Watch {
@@ -47,18 +60,30 @@ func (w *Watch) Poke() {
 	}
 }
 
-// On says whether f is in force: false until the group has been described.
+// On says whether f is in force: every member announced it at the last
+// look. False until the group has been described, and once failingAfter
+// looks in a row have failed.
 func (w *Watch) On(f string) bool {
-	a := w.agreed.Load()
-	return a != nil && a.On[f]
+	v := w.view.Load()
+	return v != nil && !v.failing && v.agreed.On[f]
 }
 
-// Run looks at the group until ctx ends. A look that fails keeps what the
-// last one found: the membership rarely changes while the group
-// coordinator is away, and turning a feature off on every broker restart
-// would copy every parked follower into a tier.
+// Withdrawn says whether f has been off for Settle at least, at every
+// look that succeeded: what relies on it is to be undone (parked followers
+// copied). A feature off for less (a member just restarted, whose record
+// has not been read yet) only stops new uses; so do failed looks.
+func (w *Watch) Withdrawn(f string) bool {
+	v := w.view.Load()
+	if v == nil {
+		return false
+	}
+	since, off := v.offSince[f]
+	return off && !v.agreed.On[f] && time.Since(since) >= w.Settle
+}
+
+// Run looks at the group until ctx ends.
 func (w *Watch) Run(ctx context.Context) {
-	failing := false
+	failing := 0
 	settle := time.Now().Add(w.Settle)
 	for {
 		if w.look(ctx, &failing) {
@@ -90,30 +115,65 @@ func (w *Watch) allOn() bool {
 	return true
 }
 
+func (w *Watch) store(v view) { w.view.Store(&v) }
+
 // look looks at the group once; changed: a feature turned on or off.
-func (w *Watch) look(ctx context.Context, failing *bool) (changed bool) {
+// failing counts the looks that failed in a row.
+func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 	lctx, cancel := context.WithTimeout(ctx, max(w.Every, 5*time.Second))
 	defer cancel()
 	members, err := w.Describe(lctx)
+	prev := w.view.Load()
 	if err != nil {
-		if ctx.Err() == nil && !*failing {
-			w.Log.Warn("could not describe the group to learn which features its members announce; keeping what the last look found", "err", err)
+		if ctx.Err() != nil {
+			return false
 		}
-		*failing = true
+		*failing++
+		if *failing == 1 {
+			w.Log.Warn("could not look at the group's members and their records; keeping what the last look found", "err", err)
+		}
+		if *failing == failingAfter && prev != nil {
+			w.Log.Warn("the group's members could not be read for several looks: nothing new is parked until they can", "looks", *failing, "err", err)
+			v := *prev
+			v.failing = true
+			w.store(v)
+			return w.allOn() != prevAllOn(prev)
+		}
 		return false
 	}
-	*failing = false
+	*failing = 0
 	a := Agree(members)
-	prev := w.agreed.Swap(&a)
+	v := view{agreed: a, offSince: map[string]time.Time{}}
+	now := time.Now()
 	for _, f := range All {
-		was := prev != nil && prev.On[f]
-		if prev != nil && was == a.On[f] && slices.Equal(prev.Without[f], a.Without[f]) {
+		if !a.On[f] {
+			v.offSince[f] = now
+			if prev != nil && !prev.agreed.On[f] {
+				if since, ok := prev.offSince[f]; ok {
+					v.offSince[f] = since
+				}
+			}
+		}
+	}
+	w.store(v)
+	for _, f := range All {
+		was := prev != nil && !prev.failing && prev.agreed.On[f]
+		if prev != nil && !prev.failing && was == a.On[f] && slices.Equal(prev.agreed.Without[f], a.Without[f]) {
 			continue
 		}
 		w.report(f, a, prev == nil || was != a.On[f])
 		changed = changed || was != a.On[f]
 	}
 	return changed
+}
+
+func prevAllOn(v *view) bool {
+	for _, f := range All {
+		if !v.agreed.On[f] {
+			return false
+		}
+	}
+	return true
 }
 
 // report logs f's state (at Warn when it turned off, or stays off under

@@ -69,17 +69,17 @@ type parked[R any] struct {
 	// (RefuseParking): nothing is parked any more, and every parked
 	// record is handed back to be copied.
 	refused bool
-	// withheld: the group does not agree on parking (Withhold): nothing
-	// new is parked, and every parked record is handed back to be copied,
-	// until it agrees again.
-	withheld bool
-	now      func() time.Time
-	behind   map[Part]int64 // offsets each partition's last floor stays behind its next
-	mem      map[Part]map[int64]held[R]
-	ready    map[string]int64 // key → offset of its parked record whose turn it is
-	windows  map[Part]Parked
-	records  int
-	bytes    int64
+	// paused: the group does not agree on parking now (Pause): nothing new
+	// is parked. withheld: it has not for long (Withhold): every parked
+	// record is handed back to be copied, too, until it agrees again.
+	paused, withheld bool
+	now              func() time.Time
+	behind           map[Part]int64 // offsets each partition's last floor stays behind its next
+	mem              map[Part]map[int64]held[R]
+	ready            map[string]int64 // key → offset of its parked record whose turn it is
+	windows          map[Part]Parked
+	records          int
+	bytes            int64
 }
 
 func (k *parked[R]) init() {
@@ -102,7 +102,7 @@ func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.T
 		return false, "off"
 	case k.refused:
 		return false, "metadata"
-	case k.withheld:
+	case k.paused || k.withheld:
 		return false, "group"
 	case k.records+1 > lim.Records:
 		return false, "records"
@@ -202,12 +202,18 @@ func (k *Set[R]) RefuseParking() {
 	}
 }
 
-// Withhold stops parking while the members of the group do not all
-// announce it (on), and lets it start again once they do (off). Stopping,
-// every key hands its parked records back, one after the other, to be
-// copied into its head's tier: a member that does not park may take any
-// partition over at the next rebalance, and the sooner the commits carry
-// no parked set the less of it it reads again.
+// Pause stops new parking while the members of the group do not all
+// announce it (on), and lets it start again once they do (off). What is
+// parked stays: a member that has just restarted is without its record
+// for a moment.
+func (k *Set[R]) Pause(on bool) { k.paused = on }
+
+// Withhold stops parking while the members of the group have not
+// announced it for long (on), and lets it start again once they do (off).
+// Stopping, every key hands its parked records back, one after the other,
+// to be copied into its head's tier: a member that does not park may take
+// any partition over at the next rebalance, and the sooner the commits
+// carry no parked set the less of it it reads again.
 func (k *Set[R]) Withhold(on bool) {
 	k.init()
 	if k.withheld == on {

@@ -31,10 +31,11 @@ type KeyOrdering struct {
 	// Park bounds parking; its zero value parks nothing.
 	Park keyorder.Limits
 	// Agreed, when set, says whether every member of the group parks
-	// (features.Park): until it does, nothing is parked, and what is
-	// parked is copied into the heads' tiers. A member that does not park
-	// reads a parked set's records again as new ones.
-	Agreed func() bool
+	// (features.Park): until it does, nothing new is parked. Withdrawn
+	// says it has not for long: what is parked is copied into the heads'
+	// tiers. A member that does not park reads a parked set's records
+	// again as new ones.
+	Agreed, Withdrawn func() bool
 	keyorder.Set[*txn.Record]
 }
 
@@ -59,10 +60,14 @@ func (k *KeyOrdering) put(sk string, partition int32, s *keyState) txn.Output {
 	return txn.Output{Topic: k.StateTopic, Partition: partition, Key: []byte(sk), Value: k.Put(sk, s)}
 }
 
-// agree withholds parking while the group does not agree on it.
+// agree pauses parking while the group does not agree on it, and hands
+// back what is parked once it has not for long.
 func (k *KeyOrdering) agree() {
 	if k.Agreed != nil {
-		k.Withhold(!k.Agreed())
+		k.Pause(!k.Agreed())
+	}
+	if k.Withdrawn != nil {
+		k.Withhold(k.Withdrawn())
 	}
 }
 
