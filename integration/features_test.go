@@ -239,3 +239,26 @@ func TestParkingOffWhenAnOlderMemberTakesAPlace(t *testing.T) {
 		t.Fatalf("relay-2 did not keep parking off, naming %s:\n%s", t1, tail(log, 10))
 	}
 }
+
+// waitMemberRecord waits until the state topic holds r's member record:
+// r has joined its group and announced itself (its record names its
+// group.instance.id, its transactional id).
+func waitMemberRecord(t *testing.T, s *scenario, r *relay) {
+	t.Helper()
+	r.waitLog(`"transactional_id":"`, 60*time.Second)
+	log := r.stderr.String()
+	id := log[strings.Index(log, `"transactional_id":"`)+len(`"transactional_id":"`):]
+	want := `"instance":"` + id[:strings.Index(id, `"`)] + `"`
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, m := range readCommitted(t, s.stateTopic(), 1) {
+			if strings.HasPrefix(string(m.Key), "member|") && strings.Contains(string(m.Value), want) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no member record with %s in %s within 60s", want, s.stateTopic())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

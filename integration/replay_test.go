@@ -130,6 +130,8 @@ func TestReplayDryRunWritesNothingAndPredicts(t *testing.T) {
 	f := newQuarantineFixture(t, 4, 3, 2, 0)
 	r := f.startFixed(t)
 	defer r.stop()
+	// relay's own write once it has joined, not the dry run's.
+	waitMemberRecord(t, f.s, r)
 	before := map[string]map[int32]int64{}
 	for _, topic := range f.allTopics() {
 		before[topic] = endOffsets(t, topic, f.s.partitions)
