@@ -29,27 +29,30 @@ const (
 func (b *bench) keyHops(ctx context.Context) error {
 	fmt.Printf("== (h) key ordering + hook, %d%% of records fail twice, %d keys, %d records at %d/s\n",
 		hopsFailPct, hopsKeys, b.o.keyHops, b.o.hopsRate)
-	// The same stream under three policies, one after the other: the
+	// The same stream under four policies, one after the other: the
 	// baseline without order, key ordering copying its followers through
-	// the tier, and key ordering with relay's defaults, which park them
-	// once the group agrees (from its first rebalance).
+	// the tier, and key ordering with relay's parking defaults, which park
+	// them once the group agrees (from its first rebalance): with the
+	// mode's 1 s tier, and with relay's default tiers (the first 30 s,
+	// equal to RELAY_KEY_PARK_MAX_WAIT's default).
 	policies := []struct {
-		name, tag string
-		env       []string
+		name, tag, tier string
+		env             []string
 	}{
-		{"unordered", "u", []string{"RELAY_ORDERING=unordered"}},
-		{"key, followers copied", "c", []string{"RELAY_ORDERING=key", "RELAY_KEY_PARK_MAX_RECORDS=0"}},
-		{"key, relay's defaults (followers parked)", "p", []string{"RELAY_ORDERING=key"}},
+		{"unordered", "u", hopsTierName, []string{"RELAY_ORDERING=unordered"}},
+		{"key, followers copied", "c", hopsTierName, []string{"RELAY_ORDERING=key", "RELAY_KEY_PARK_MAX_RECORDS=0"}},
+		{"key, relay's parking defaults (followers parked)", "p", hopsTierName, []string{"RELAY_ORDERING=key"}},
+		{"key, relay's parking defaults and default tiers (30s,5m)", "d", "30s", []string{"RELAY_ORDERING=key", "RELAY_RETRY_TIERS=30s,5m"}},
 	}
 	rss := make([]int64, len(policies))
 	for i, pol := range policies {
 		fmt.Printf("   -- %s\n", pol.name)
-		tc, peak, err := b.keyHopsRun(ctx, pol.tag, pol.env)
+		tc, peak, err := b.keyHopsRun(ctx, pol.tag, pol.tier, pol.env)
 		if err != nil {
 			return err
 		}
 		rss[i] = peak
-		printHops(tc, b.o.keyHops, i == len(policies)-1)
+		printHops(tc, b.o.keyHops, i >= 2)
 		fmt.Printf("   relay peak RSS %d MiB\n", peak>>10)
 	}
 	if rss[0] > 0 {
@@ -61,7 +64,7 @@ func (b *bench) keyHops(ctx context.Context) error {
 
 // keyHopsRun feeds the mode's stream to a relay with env and returns what
 // its tier received and relay's peak RSS.
-func (b *bench) keyHopsRun(ctx context.Context, tag string, env []string) (tierCount, int64, error) {
+func (b *bench) keyHopsRun(ctx context.Context, tag, tier string, env []string) (tierCount, int64, error) {
 	a, err := b.setupAdmission()
 	if err != nil {
 		return tierCount{}, 0, err
@@ -78,8 +81,8 @@ func (b *bench) keyHopsRun(ctx context.Context, tag string, env []string) (tierC
 	}
 	defer h.close()
 	h.times = 2
-	env = append(append(a.env(b.o.registry), env...), "RELAY_HOOK_URL="+h.url(), "RELAY_HOOK_TIMEOUT=1s",
-		"RELAY_RETRY_TIERS="+hopsTierName, "RELAY_BLOCKING_ATTEMPTS=1", "RELAY_BLOCKING_BACKOFF=20ms", "RELAY_RETRY_MAX_ATTEMPTS=5")
+	env = append(append(append(a.env(b.o.registry), "RELAY_RETRY_TIERS="+hopsTierName), env...), "RELAY_HOOK_URL="+h.url(), "RELAY_HOOK_TIMEOUT=1s",
+		"RELAY_BLOCKING_ATTEMPTS=1", "RELAY_BLOCKING_BACKOFF=20ms", "RELAY_RETRY_MAX_ATTEMPTS=5")
 	pt, err := b.relayStarter(env)(ctx, t)
 	if err != nil {
 		return tierCount{}, 0, err
@@ -103,7 +106,7 @@ func (b *bench) keyHopsRun(ctx context.Context, tag string, env []string) (tierC
 	if err != nil {
 		return tierCount{}, 0, err
 	}
-	tc, err := b.countTier(ctx, t.src+".retry."+hopsTierName)
+	tc, err := b.countTier(ctx, t.src+".retry."+tier)
 	return tc, peak, err
 }
 

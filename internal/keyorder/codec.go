@@ -53,28 +53,70 @@ func newerFormat(metadata string) (int, bool) {
 const maxParked = 1 << 20
 
 // Encode is p as offset metadata: the prefix, then base64url of
-// uvarint(Hi-L), uvarint(len-1) and each later offset's gap from the one
-// before, less one. Runs of settled records cost nothing; a parked record
-// costs one byte while the gaps stay under 128.
+// uvarint(Hi-L), uvarint(runs-1), and one entry per run of consecutive
+// parked offsets: uvarint(g*2+r), where g is the run's gap from the one
+// before less one (0 for the first run, which starts at L) and r is 1 for
+// a run of two or more, then (when r is 1) uvarint(length-2). Runs of
+// settled records cost nothing; an isolated parked record costs one byte
+// while the gaps stay under 65, and a run of parked records (a stream of
+// followers behind long-blocked keys) two or three bytes whatever its
+// length.
 func Encode(p Parked) (string, error) {
 	if err := p.check(); err != nil {
 		return "", err
 	}
-	l := p.Offsets[0]
 	b := make([]byte, 0, 2*binary.MaxVarintLen64+len(p.Offsets))
-	b = binary.AppendUvarint(b, uint64(p.Hi-l))
-	b = binary.AppendUvarint(b, uint64(len(p.Offsets)-1))
-	for i := 1; i < len(p.Offsets); i++ {
-		b = binary.AppendUvarint(b, uint64(p.Offsets[i]-p.Offsets[i-1]-1))
+	b = binary.AppendUvarint(b, uint64(p.Hi-p.Offsets[0]))
+	rs := runsOf(p.Offsets)
+	b = binary.AppendUvarint(b, uint64(len(rs)-1))
+	for _, r := range rs {
+		b = binary.AppendUvarint(b, r.entry())
+		if r.length > 1 {
+			b = binary.AppendUvarint(b, uint64(r.length-2))
+		}
 	}
 	return Prefix + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// run is a run of consecutive parked offsets: its gap from the run before
+// less one (0 for the first) and its length.
+type run struct{ gap, length int64 }
+
+func (r run) entry() uint64 {
+	e := uint64(r.gap) << 1
+	if r.length > 1 {
+		e |= 1
+	}
+	return e
+}
+
+// runsOf cuts ascending offsets into runs of consecutive ones.
+func runsOf(offsets []int64) []run {
+	var rs []run
+	for i := 0; i < len(offsets); {
+		j := i + 1
+		for j < len(offsets) && offsets[j] == offsets[j-1]+1 {
+			j++
+		}
+		r := run{length: int64(j - i)}
+		if i > 0 {
+			r.gap = offsets[i] - offsets[i-1] - 2
+		}
+		rs = append(rs, r)
+		i = j
+	}
+	return rs
+}
+
 // EncodedLen is len(Encode(p)) without building it.
 func EncodedLen(p Parked) int {
-	n := uvarintLen(uint64(p.Hi-p.Offsets[0])) + uvarintLen(uint64(len(p.Offsets)-1))
-	for i := 1; i < len(p.Offsets); i++ {
-		n += uvarintLen(uint64(p.Offsets[i] - p.Offsets[i-1] - 1))
+	rs := runsOf(p.Offsets)
+	n := uvarintLen(uint64(p.Hi-p.Offsets[0])) + uvarintLen(uint64(len(rs)-1))
+	for _, r := range rs {
+		n += uvarintLen(r.entry())
+		if r.length > 1 {
+			n += uvarintLen(uint64(r.length - 2))
+		}
 	}
 	return len(Prefix) + base64.RawURLEncoding.EncodedLen(n)
 }
@@ -143,14 +185,34 @@ func Decode(offset int64, metadata string) (p Parked, ok bool, err error) {
 	}
 	p.Hi = offset + int64(span)
 	p.Offsets = make([]int64, 0, more+1)
-	p.Offsets = append(p.Offsets, offset)
-	for range more {
-		gap, ok := next()
-		last := p.Offsets[len(p.Offsets)-1]
-		if !ok || gap > uint64(p.Hi-last) {
+	prev := offset - 1 // the last offset of the run before (none yet)
+	for i := range more + 1 {
+		e, ok := next()
+		if !ok {
 			return bad("truncated or out of range")
 		}
-		p.Offsets = append(p.Offsets, last+int64(gap)+1)
+		gap, length := e>>1, uint64(1)
+		if e&1 == 1 {
+			l, ok := next()
+			if !ok || l > maxParked {
+				return bad("truncated or out of range")
+			}
+			length = l + 2
+		}
+		if i == 0 && gap != 0 || gap > uint64(p.Hi-prev) || length > uint64(maxParked-len(p.Offsets)) {
+			return bad("truncated or out of range")
+		}
+		start := prev + 1
+		if i > 0 {
+			start += int64(gap) + 1
+		}
+		if start >= p.Hi || length > uint64(p.Hi-start) {
+			return bad("truncated or out of range")
+		}
+		for o := start; o < start+int64(length); o++ {
+			p.Offsets = append(p.Offsets, o)
+		}
+		prev = start + int64(length) - 1
 	}
 	if len(b) != 0 {
 		return bad("trailing bytes")

@@ -46,7 +46,8 @@ func FuzzParkedCodec(f *testing.F) {
 }
 
 // Decode never panics, takes nothing without relay's prefix for a parked
-// set, and refuses (naming it) anything with the prefix that is not one.
+// set, refuses (naming it) anything with the prefix that is not one, and
+// refuses a parked set of a newer format (relay.park.N: above its own).
 func FuzzDecodeAnything(f *testing.F) {
 	good, _ := Encode(Parked{Offsets: []int64{5, 7, 9}, Hi: 12})
 	for _, s := range []string{good, "", "relay.park.1:", Prefix + "!!", Prefix + "AA", "someone else's", good + "A"} {
@@ -54,7 +55,13 @@ func FuzzDecodeAnything(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, offset int64, metadata string) {
 		p, ok, err := Decode(offset, metadata)
+		_, newer := newerFormat(metadata)
+		var ne *NewerError
 		switch {
+		case newer:
+			if !ok || !errors.As(err, &ne) {
+				t.Fatalf("%q (a newer format) read as ok %v, %v", metadata, ok, err)
+			}
 		case !strings.HasPrefix(metadata, Prefix):
 			if ok || err != nil {
 				t.Fatalf("%q taken as relay's: %v", metadata, err)

@@ -34,6 +34,25 @@ func TestMetadataSizeIssueWorkload(t *testing.T) {
 	}
 }
 
+// TestMetadataSizeDefaultTiers is the same workload at 300 records/s
+// with relay's default first tier (30 s): nearly every key is blocked
+// nearly all the time, and nearly every record is a parked follower. Runs
+// of parked offsets cost a few bytes each, so the parked set stays inside
+// the budget (a gap per offset, as the first encoding had, went over it
+// and copied half the stream into the tier).
+func TestMetadataSizeDefaultTiers(t *testing.T) {
+	const budget = 4096 - 64
+	for _, partitions := range []int{1, 3} {
+		sizes, parked := simulate(partitions, 20_000, 300, 200, 0.03, 31*time.Second, 7)
+		slices.Sort(sizes)
+		slices.Sort(parked)
+		t.Logf("%d partitions, %d commits: metadata chars max %d; parked records max %d", partitions, len(sizes), sizes[len(sizes)-1], parked[len(parked)-1])
+		if m := sizes[len(sizes)-1]; m > budget {
+			t.Errorf("%d partitions: a commit's metadata of %d chars is over the budget of %d", partitions, m, budget)
+		}
+	}
+}
+
 // simulate runs n records at rate/s over keys; a record whose key is not
 // blocked fails its first two tries with probability fail and blocks its
 // key for hold. It returns, for every partition at every 100 ms commit
