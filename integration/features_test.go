@@ -264,9 +264,9 @@ func TestParkingOffWhenAnOlderMemberTakesAPlace(t *testing.T) {
 func waitMemberRecord(t *testing.T, s *scenario, r *relay) {
 	t.Helper()
 	r.waitLog(`"transactional_id":"`, 60*time.Second)
-	log := r.stderr.String()
-	id := log[strings.Index(log, `"transactional_id":"`)+len(`"transactional_id":"`):]
-	want := `"instance":"` + id[:strings.Index(id, `"`)] + `"`
+	_, rest, _ := strings.Cut(r.stderr.String(), `"transactional_id":"`)
+	id, _, _ := strings.Cut(rest, `"`)
+	want := `"instance":"` + id + `"`
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		for _, m := range readCommitted(t, s.stateTopic(), 1) {
