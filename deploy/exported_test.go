@@ -120,6 +120,7 @@ func exercise(m *telemetry.Metrics) {
 	m.Ended(ledger.OutcomeProcessed, 2, time.Second)
 	m.Replayed("failed-again", 1)
 	m.SetLag(func() []telemetry.Lag { return []telemetry.Lag{{Topic: "orders", Partition: 0, Records: 3}} })
+	m.SetFeatures(func() map[string]bool { return map[string]bool{"park": true} })
 	m.SetParked(func() telemetry.Parked {
 		return telemetry.Parked{Records: 2, Bytes: 900, Behind: []telemetry.Lag{{Topic: "orders", Partition: 0, Records: 40}}, Refused: map[string]int64{"records": 1}}
 	})

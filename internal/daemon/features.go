@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -181,13 +182,25 @@ func (m *members) write(ctx context.Context, memberID string) error {
 	m.written = memberID
 	// This instance's records of its earlier joins speak for no member
 	// any more: tombstones let compaction remove them.
-	for id, r := range m.records {
-		if id != memberID && r.Instance == m.cfg.GroupInstanceID {
-			_ = m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition}, Key: []byte(features.Key(id))}, nil)
-			delete(m.records, id)
-		}
+	for _, id := range staleOwn(m.records, m.cfg.GroupInstanceID, memberID) {
+		_ = m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition}, Key: []byte(features.Key(id))}, nil)
+		delete(m.records, id)
 	}
 	return nil
+}
+
+// staleOwn are the member ids of this instance's (group.instance.id
+// instance's) earlier joins: every record of instance but memberID's.
+// Another instance's records are never among them.
+func staleOwn(records map[string]features.Record, instance, memberID string) []string {
+	var out []string
+	for id, r := range records {
+		if id != memberID && instance != "" && r.Instance == instance {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (m *members) close() {

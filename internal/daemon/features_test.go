@@ -41,3 +41,19 @@ func TestRecordsJoinMembersByMemberID(t *testing.T) {
 		t.Errorf("a dynamic member found its own member id %q", own)
 	}
 }
+
+// A member tombstones only its own earlier joins' records: never another
+// instance's (that would withdraw parking from the group), never its
+// current one.
+func TestStaleOwnRecords(t *testing.T) {
+	records := map[string]features.Record{
+		"relay-0-a": {Instance: "relay-0"}, "relay-0-b": {Instance: "relay-0"}, "relay-0-c": {Instance: "relay-0"},
+		"relay-1-a": {Instance: "relay-1"}, "x": {},
+	}
+	if got := staleOwn(records, "relay-0", "relay-0-c"); !slices.Equal(got, []string{"relay-0-a", "relay-0-b"}) {
+		t.Errorf("stale records of relay-0 now at relay-0-c: %v", got)
+	}
+	if got := staleOwn(records, "", "x"); got != nil {
+		t.Errorf("a dynamic member's stale records: %v, want none", got)
+	}
+}

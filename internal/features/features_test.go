@@ -150,6 +150,26 @@ func TestWithdrawnAfterSettle(t *testing.T) {
 	}
 }
 
+// One look that finds the feature off, then looks that fail for longer
+// than Settle: not withdrawn (nothing confirms the member without it is
+// still there), only paused.
+func TestFailedLooksNeverWithdraw(t *testing.T) {
+	next := []Member{member("relay-0", Park), {InstanceID: "relay-1", MemberID: "relay-1-2"}}
+	var fail error
+	w := NewWatch(func(context.Context) ([]Member, error) { return next, fail }, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.Settle = 100 * time.Millisecond
+	failing := 0
+	w.look(context.Background(), &failing)
+	fail = errors.New("coordinator away")
+	time.Sleep(150 * time.Millisecond)
+	for range failingAfter + 1 {
+		w.look(context.Background(), &failing)
+		if w.Withdrawn(Park) || w.On(Park) {
+			t.Fatalf("after %d failed looks: withdrawn %v, on %v; want neither", failing, w.Withdrawn(Park), w.On(Park))
+		}
+	}
+}
+
 // A poke (a rebalance) makes the watch look at once, not at its next tick.
 func TestWatchLooksWhenPoked(t *testing.T) {
 	looks := make(chan struct{}, 10)

@@ -36,7 +36,10 @@ type Watch struct {
 type view struct {
 	agreed   Agreement
 	offSince map[string]time.Time
-	failing  bool
+	// withdrawn: off for Settle at least, as the last look found, and it
+	// succeeded.
+	withdrawn map[string]bool
+	failing   bool
 }
 
 // failingAfter is how many looks in a row may fail before On says false:
@@ -74,11 +77,7 @@ func (w *Watch) On(f string) bool {
 // has not been read yet) only stops new uses; so do failed looks.
 func (w *Watch) Withdrawn(f string) bool {
 	v := w.view.Load()
-	if v == nil {
-		return false
-	}
-	since, off := v.offSince[f]
-	return off && !v.agreed.On[f] && time.Since(since) >= w.Settle
+	return v != nil && !v.failing && v.withdrawn[f]
 }
 
 // Run looks at the group until ctx ends.
@@ -132,18 +131,23 @@ func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 		if *failing == 1 {
 			w.Log.Warn("could not look at the group's members and their records; keeping what the last look found", "err", err)
 		}
-		if *failing == failingAfter && prev != nil {
+		if prev != nil && !prev.failing && *failing >= failingAfter {
 			w.Log.Warn("the group's members could not be read for several looks: nothing new is parked until they can", "looks", *failing, "err", err)
 			v := *prev
 			v.failing = true
 			w.store(v)
-			return w.allOn() != prevAllOn(prev)
+			for _, f := range All {
+				if prev.agreed.On[f] && w.Changed != nil {
+					w.Changed(f, false)
+				}
+			}
+			return prevAllOn(prev)
 		}
 		return false
 	}
 	*failing = 0
 	a := Agree(members)
-	v := view{agreed: a, offSince: map[string]time.Time{}}
+	v := view{agreed: a, offSince: map[string]time.Time{}, withdrawn: map[string]bool{}}
 	now := time.Now()
 	for _, f := range All {
 		if !a.On[f] {
@@ -153,6 +157,7 @@ func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 					v.offSince[f] = since
 				}
 			}
+			v.withdrawn[f] = now.Sub(v.offSince[f]) >= w.Settle
 		}
 	}
 	w.store(v)

@@ -48,9 +48,12 @@ func newerFormat(metadata string) (int, bool) {
 	return v, true
 }
 
-// maxParked bounds what Decode accepts: a broker's metadata limit is a
-// few KiB, so a larger count is not relay's.
-const maxParked = 1 << 20
+// MaxParked bounds a partition's parked set: CanPark parks no more on a
+// partition, and Decode refuses a larger one as not relay's. A run of
+// parked offsets costs a few bytes of metadata whatever its length, so
+// the brokers' metadata limit does not bound the count; every parked
+// record is kept in memory, and each park and commit reads the set.
+const MaxParked = 1 << 16
 
 // Encode is p as offset metadata: the prefix, then base64url of
 // uvarint(Hi-L), uvarint(runs-1), and one entry per run of consecutive
@@ -180,7 +183,7 @@ func Decode(offset int64, metadata string) (p Parked, ok bool, err error) {
 	}
 	span, ok1 := next()
 	more, ok2 := next()
-	if !ok1 || !ok2 || more >= maxParked || span > uint64(math.MaxInt64-offset) {
+	if !ok1 || !ok2 || more >= MaxParked || span > uint64(math.MaxInt64-offset) {
 		return bad("truncated or out of range")
 	}
 	p.Hi = offset + int64(span)
@@ -194,21 +197,23 @@ func Decode(offset int64, metadata string) (p Parked, ok bool, err error) {
 		gap, length := e>>1, uint64(1)
 		if e&1 == 1 {
 			l, ok := next()
-			if !ok || l > maxParked {
+			if !ok || l > MaxParked {
 				return bad("truncated or out of range")
 			}
 			length = l + 2
 		}
-		if i == 0 && gap != 0 || gap > uint64(p.Hi-prev) || length > uint64(maxParked-len(p.Offsets)) {
-			return bad("truncated or out of range")
-		}
-		start := prev + 1
+		// The run starts at prev+1 (the first, at the committed offset)
+		// or prev+gap+2, below Hi, and ends below Hi too; checked without
+		// overflow.
+		room := uint64(p.Hi - prev) // prev < Hi: at least 1
+		skip := uint64(1)
 		if i > 0 {
-			start += int64(gap) + 1
+			skip = gap + 2
 		}
-		if start >= p.Hi || length > uint64(p.Hi-start) {
+		if i == 0 && gap != 0 || gap > room || skip >= room || length > room-skip || length > uint64(MaxParked-len(p.Offsets)) {
 			return bad("truncated or out of range")
 		}
+		start := prev + int64(skip)
 		for o := start; o < start+int64(length); o++ {
 			p.Offsets = append(p.Offsets, o)
 		}

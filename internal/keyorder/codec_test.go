@@ -1,6 +1,8 @@
 package keyorder
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -53,6 +55,7 @@ func FuzzDecodeAnything(f *testing.F) {
 	for _, s := range []string{good, "", "relay.park.1:", Prefix + "!!", Prefix + "AA", "someone else's", good + "A"} {
 		f.Add(int64(5), s)
 	}
+	f.Add(int64(math.MaxInt64-5), Prefix+"BQEACwM")
 	f.Fuzz(func(t *testing.T, offset int64, metadata string) {
 		p, ok, err := Decode(offset, metadata)
 		_, newer := newerFormat(metadata)
@@ -84,6 +87,26 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 	}
 	if _, ok, err := Decode(-1, good); !ok || err == nil {
 		t.Errorf("no committed offset: ok=%v err=%v", ok, err)
+	}
+	// A few bytes that claim a run longer than MaxParked (anyone with
+	// Read on the group can commit metadata), and a gap that would carry
+	// a run past the end of the offsets (near MaxInt64).
+	huge := Prefix + base64.RawURLEncoding.EncodeToString(binary.AppendUvarint(binary.AppendUvarint(
+		binary.AppendUvarint(binary.AppendUvarint(nil, 1<<40), 0), 1), MaxParked))
+	if _, ok, err := Decode(5, huge); !ok || err == nil {
+		t.Errorf("a run of %d offsets in %d characters: ok=%v err=%v", MaxParked+2, len(huge), ok, err)
+	}
+	if _, ok, err := Decode(math.MaxInt64-5, Prefix+"BQEACwM"); !ok || err == nil {
+		t.Errorf("a run past MaxInt64: ok=%v err=%v", ok, err)
+	}
+	at := Parked{Offsets: make([]int64, MaxParked), Hi: MaxParked}
+	for i := range at.Offsets {
+		at.Offsets[i] = int64(i)
+	}
+	if s, err := Encode(at); err != nil {
+		t.Fatal(err)
+	} else if p, ok, err := Decode(0, s); !ok || err != nil || len(p.Offsets) != MaxParked {
+		t.Errorf("a parked set of MaxParked: %d offsets, %v, %v", len(p.Offsets), ok, err)
 	}
 	for _, bad := range []Parked{{}, {Offsets: []int64{3, 3}, Hi: 9}, {Offsets: []int64{3}, Hi: 3}, {Offsets: []int64{-1}, Hi: 3}} {
 		if _, err := Encode(bad); err == nil {

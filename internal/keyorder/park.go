@@ -121,7 +121,7 @@ func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.T
 		hi = max(hi, w.Hi)
 	}
 	hi = max(hi, offs[len(offs)-1]+1)
-	if EncodedLen(Parked{Offsets: offs, Hi: hi}) > lim.Metadata {
+	if len(offs) > MaxParked || EncodedLen(Parked{Offsets: offs, Hi: hi}) > lim.Metadata {
 		return false, "metadata"
 	}
 	return true, ""
