@@ -14,16 +14,27 @@ import (
 )
 
 // olderMember joins group as a relay from before announcements does: its
-// consumer's client.id is relay's default and says nothing else. It
-// subscribes to a topic of its own, so relay keeps every source partition;
-// what matters is that the group coordinator lists it. Close leaves the
-// group at once (a dynamic member).
+// consumer's client.id is relay's default, and it writes no member record.
+// It subscribes to a topic of its own, so relay keeps every source
+// partition; what matters is that the group coordinator lists it. Close
+// leaves the group at once (a dynamic member).
 func olderMember(t *testing.T, group string) (leave func()) {
 	t.Helper()
 	topic := uniq(t, "older-member")
 	createTopics(t, 1, topic)
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "client.id": "relay-consumer",
-		"enable.auto.commit": false, "session.timeout.ms": 6000})
+	return joinAsOlder(t, group, "", topic)
+}
+
+// joinAsOlder is a member of group without a record, subscribed to topic,
+// static when instance is set; leave closes it (once).
+func joinAsOlder(t *testing.T, group, instance, topic string) (leave func()) {
+	t.Helper()
+	conf := kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": group, "client.id": "relay-consumer",
+		"enable.auto.commit": false, "session.timeout.ms": 6000}
+	if instance != "" {
+		conf["group.instance.id"] = instance
+	}
+	c, err := kafka.NewConsumer(&conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,27 +231,7 @@ func TestParkingOffWhenAnOlderMemberTakesAPlace(t *testing.T) {
 	r2.waitParking()
 	r1.stop()
 	before := len(r2.stderr.String())
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "group.id": s.group, "client.id": "relay-consumer",
-		"group.instance.id": t1, "enable.auto.commit": false, "session.timeout.ms": 6000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Subscribe(s.src.topic, nil); err != nil {
-		t.Fatal(err)
-	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				c.Poll(100)
-			}
-		}
-	}()
-	defer func() { close(stop); <-done; _ = c.Close() }()
+	joinAsOlder(t, s.group, t1, s.src.topic)
 	// Off, naming the member at t1, and still off a while later (not the
 	// moment before a record is read).
 	since := func() string { return r2.stderr.String()[before:] }
