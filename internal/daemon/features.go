@@ -79,7 +79,7 @@ func (m *members) look(ctx context.Context) ([]features.Member, error) {
 	if err := m.read(ctx); err != nil {
 		return nil, err
 	}
-	ms, err := Members(ctx, m.groups, m.cfg.GroupID)
+	ms, err := describeMembers(ctx, m.groups, m.cfg.GroupID)
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +212,9 @@ func (m *members) close() {
 	}
 }
 
-// Members are group's members as the group coordinator describes them
-// (without their features).
-func Members(ctx context.Context, g groupDescriber, group string) ([]features.Member, error) {
+// describeMembers are group's members as the group coordinator describes
+// them (without their features).
+func describeMembers(ctx context.Context, g groupDescriber, group string) ([]features.Member, error) {
 	res, err := g.DescribeConsumerGroups(ctx, []string{group})
 	if err != nil {
 		return nil, err

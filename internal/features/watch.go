@@ -137,11 +137,14 @@ func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 			v.failing = true
 			w.store(v)
 			for _, f := range All {
-				if prev.agreed.On[f] && w.Changed != nil {
-					w.Changed(f, false)
+				if prev.agreed.On[f] {
+					changed = true
+					if w.Changed != nil {
+						w.Changed(f, false)
+					}
 				}
 			}
-			return prevAllOn(prev)
+			return changed
 		}
 		return false
 	}
@@ -170,15 +173,6 @@ func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 		changed = changed || was != a.On[f]
 	}
 	return changed
-}
-
-func prevAllOn(v *view) bool {
-	for _, f := range All {
-		if !v.agreed.On[f] {
-			return false
-		}
-	}
-	return true
 }
 
 // report logs f's state (at Warn when it turned off, or stays off under
