@@ -246,7 +246,7 @@ func (s *scan) parkedTooLong() {
 		pt := s.batch[p.Partition]
 		for _, sl := range st.Parked {
 			waited, ok := st.Waited(sl, s.o.Now)
-			if !ok || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) {
+			if !ok || sl.Lost || waited <= bound || pt.committed < 0 || !pt.parked.Holds(sl.Offset) {
 				continue
 			}
 			if _, in := s.at(p.Partition, sl.Offset); in == nil {

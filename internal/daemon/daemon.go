@@ -214,6 +214,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		d.log.Error("cannot build the failure state machine; relay does not start", "err", err)
 		return fmt.Errorf("failure state machine: %w", err)
 	}
+	machine.SetLogStart(d.lag.logStart)
 	watchDone := make(chan struct{})
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
 	defer func() { stopWatch(); <-watchDone }()
@@ -292,7 +293,7 @@ func (d *daemon) loop(ctx context.Context, consumer *kafka.Consumer, machine wat
 	metrics.SetLag(lag.lag)
 	metrics.SetParked(func() telemetry.Parked {
 		s := machine.ParkStats()
-		p := telemetry.Parked{Records: s.Records, Bytes: s.Bytes, Refused: s.Refused}
+		p := telemetry.Parked{Records: s.Records, Bytes: s.Bytes, Refused: s.Refused, Lost: s.Lost}
 		for part, n := range s.Behind {
 			p.Behind = append(p.Behind, telemetry.Lag{Topic: part.Topic, Partition: part.Partition, Records: n})
 		}

@@ -47,6 +47,18 @@ func (r *lagReader) lag() []telemetry.Lag {
 	return out
 }
 
+// logStart is where a partition's log starts, as the consumer last heard
+// it in a fetch response (no request to the broker).
+func (r *lagReader) logStart(topic string, partition int32) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, false
+	}
+	low, _, err := r.c.GetWatermarkOffsets(topic, partition)
+	return low, err == nil && low >= 0
+}
+
 // lagConsumer is the loop's consumer; closing it first stops the lag
 // reader.
 type lagConsumer struct {

@@ -37,6 +37,11 @@ type Slot struct {
 	Seq    int64 `json:"seq"`
 	Offset int64 `json:"offset"`
 	At     int64 `json:"at,omitempty"`
+	// Lost: the record is gone from its source partition (retention,
+	// DeleteRecords, a reset of the group's offset past it) and was never
+	// handled. The slot holds its place in the key's queue, which passes
+	// over it at its turn; it parks no offset.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Format versions of the key states relay writes (their field "v"): a
@@ -124,13 +129,48 @@ func Advance(s *State) *State {
 	ns := s.clone()
 	ns.Next++
 	ns.Head, ns.HeadSince = "", 0
-	if len(ns.Parked) > 0 && ns.Parked[0].Seq < ns.Next {
-		ns.Parked = ns.Parked[1:] // the head was parked: handled now
+	return passLost(ns)
+}
+
+// passLost drops the slots before s's turn (a head that was parked,
+// handled now) and passes the turn over lost records; nil when nothing of
+// the key is outstanding any more.
+func passLost(s *State) *State {
+	for len(s.Parked) > 0 && (s.Parked[0].Seq < s.Next || s.Parked[0].Seq == s.Next && s.Parked[0].Lost) {
+		if s.Parked[0].Seq == s.Next {
+			s.Next++
+		}
+		s.Parked = s.Parked[1:]
 	}
-	if ns.Next >= ns.Tail {
+	if s.Next >= s.Tail {
 		return nil
 	}
-	return ns
+	return s
+}
+
+// Lose is s with its parked record of seq gone from the source: at its
+// turn the key goes on to the next record, else the slot is marked lost
+// and passed over when its turn comes. nil when nothing of the key is
+// outstanding any more.
+func Lose(s *State, seq int64) *State {
+	ns := s.clone()
+	for i := range ns.Parked {
+		if ns.Parked[i].Seq == seq {
+			ns.Parked[i].Lost = true
+		}
+	}
+	return passLost(ns)
+}
+
+// FirstParked is the first slot of s that still parks a record (not
+// lost), if any.
+func (s *State) FirstParked() (Slot, bool) {
+	for _, sl := range s.Parked {
+		if !sl.Lost {
+			return sl, true
+		}
+	}
+	return Slot{}, false
 }
 
 // Waited is how long the parked record sl has waited behind its key's

@@ -80,6 +80,7 @@ type parked[R any] struct {
 	windows          map[Part]Parked
 	records          int
 	bytes            int64
+	gone             gone // parked records gone from their source
 }
 
 func (k *parked[R]) init() {
@@ -88,6 +89,7 @@ func (k *parked[R]) init() {
 		k.mem = map[Part]map[int64]held[R]{}
 		k.ready = map[string]int64{}
 		k.windows = map[Part]Parked{}
+		k.gone.init()
 	}
 }
 
@@ -232,20 +234,24 @@ func (k *Set[R]) Withhold(on bool) {
 func (k *Set[R]) recheck(sk string) {
 	delete(k.ready, sk)
 	s := k.states[sk]
-	if s == nil || len(s.Parked) == 0 {
+	if s == nil {
+		return
+	}
+	first, ok := s.FirstParked()
+	if !ok {
 		return
 	}
 	spill := k.refused || k.withheld || k.spillAfter > 0 && k.now != nil && s.NotBefore.Sub(k.now()) > k.spillAfter ||
-		k.maxAge > 0 && k.now != nil && s.Parked[0].At > 0 && k.now().Sub(time.UnixMilli(s.Parked[0].At)) > k.maxAge
-	if s.Parked[0].Seq != s.Next && !spill {
+		k.maxAge > 0 && k.now != nil && first.At > 0 && k.now().Sub(time.UnixMilli(first.At)) > k.maxAge
+	if first.Seq != s.Next && !spill {
 		return
 	}
 	p, ok := PartOf(sk)
 	if !ok {
 		return
 	}
-	if _, in := k.mem[p][s.Parked[0].Offset]; in {
-		k.ready[sk] = s.Parked[0].Offset
+	if _, in := k.mem[p][first.Offset]; in {
+		k.ready[sk] = first.Offset
 	}
 }
 
@@ -307,6 +313,7 @@ func (k *Set[R]) Resume(p Part, offset int64, metadata string) error {
 		}
 	}
 	delete(k.windows, p)
+	k.rereads(p)
 	w, ok, err := Decode(offset, metadata)
 	if err != nil {
 		return fmt.Errorf("%s[%d]: %w", p.Topic, p.Partition, err)
@@ -410,4 +417,5 @@ func (k *parked[R]) forget(partitions []int32) {
 			delete(k.ready, sk)
 		}
 	}
+	k.gone.forget(partitions)
 }

@@ -57,14 +57,15 @@ func (k *Set[R]) Put(sk string, s *State) []byte {
 // set replaces the state of sk (nil: none), keeping the slot index and
 // the ready records in step.
 func (k *Set[R]) set(sk string, s *State) {
-	if old := k.states[sk]; old != nil {
+	old := k.states[sk]
+	if old != nil {
 		k.unindex(sk, old)
 	}
 	if s == nil {
 		delete(k.states, sk)
 	} else {
 		k.states[sk] = s
-		k.index(sk, s)
+		k.index(sk, s, old)
 	}
 	k.recheck(sk)
 }
@@ -78,7 +79,9 @@ func (k *Set[R]) init() {
 	k.parked.init()
 }
 
-func (k *Set[R]) index(sk string, s *State) {
+// index adds the parked slots of s, the new state of sk (old before), to
+// the slot index.
+func (k *Set[R]) index(sk string, s, old *State) {
 	if len(s.Parked) == 0 {
 		return
 	}
@@ -92,7 +95,15 @@ func (k *Set[R]) index(sk string, s *State) {
 		k.slots[p] = m
 	}
 	for _, sl := range s.Parked {
+		if sl.Lost {
+			continue
+		}
 		m[sl.Offset] = slotRef{sk: sk, seq: sl.Seq}
+		if _, in := k.mem[p][sl.Offset]; !in && !old.parks(sl.Offset) {
+			// Restored, or undone by an abort: its record is to be
+			// read again.
+			k.gone.stale[p] = true
+		}
 	}
 }
 
@@ -103,7 +114,7 @@ func (k *Set[R]) unindex(sk string, s *State) {
 	p, _ := PartOf(sk)
 	m := k.slots[p]
 	for _, sl := range s.Parked {
-		if r, ok := m[sl.Offset]; ok && r.sk == sk {
+		if r, ok := m[sl.Offset]; ok && r.sk == sk && !sl.Lost {
 			delete(m, sl.Offset)
 		}
 	}

@@ -52,6 +52,7 @@ type Machine struct {
 	// as their transactions commit; parkStats is what ParkStats reads.
 	refused   map[string]int64
 	parkStats atomic.Pointer[ParkStats]
+	lost      lost // parked records gone from their source
 }
 
 // pass is one record on its way through the machine: where it comes from,
@@ -131,6 +132,9 @@ type staged struct {
 // of the record's next state (emit.go) and what that settles: counts, the
 // ledger, its key's turn (outcome.go).
 func (m *Machine) prepare(ctx context.Context, rec *txn.Record) (st *staged, outs []txn.Output, err error) {
+	if outs, ok := m.carried(rec); ok {
+		return nil, outs, nil
+	}
 	origin, ok := m.table.Of(rec.Topic)
 	if !ok {
 		return nil, nil, fmt.Errorf("record from %s, a topic relay does not route", rec.Topic)
@@ -178,9 +182,11 @@ func (m *Machine) readAgain(rec *txn.Record) bool {
 		if kept, ok := m.keys.Kept(part, rec.Offset); ok && kept == rec {
 			return false // handed back at its turn
 		}
+		m.passed(rec)
 		m.keys.Keep(part, rec.Offset, rec, recordSize(rec))
 		return true
 	}
+	m.passed(rec)
 	return m.keys.Skip(part, rec.Offset)
 }
 

@@ -36,6 +36,10 @@ type KeyOrdering struct {
 	// tiers. A member that does not park reads a parked set's records
 	// again as new ones.
 	Agreed, Withdrawn func() bool
+	// LogStart, when set, is where a source partition's log starts (ok
+	// false: not known), as the consumer last heard it: a parked record
+	// below it is gone (Machine.SetLogStart).
+	LogStart func(topic string, partition int32) (start int64, ok bool)
 	keyorder.Set[*txn.Record]
 }
 

@@ -134,7 +134,7 @@ func (m *Machine) Resume(tp txn.TopicPartition, offset int64, metadata string) e
 // checked here, in the loop's goroutine, at every round.
 func (m *Machine) Due() []*txn.Record {
 	m.keys.agree()
-	return m.keys.Ready()
+	return append(m.lostCarriers(), m.keys.Ready()...)
 }
 
 // MetadataRefused implements txn.MetadataRefuser: parking stops until
@@ -154,6 +154,8 @@ func (m *Machine) MetadataRefused() {
 type ParkStats struct {
 	keyorder.Stats
 	Refused map[string]int64
+	// Lost counts the parked records found gone from their source.
+	Lost int64
 }
 
 // ParkStats is the parked records as of the last commit, abort or
@@ -166,7 +168,7 @@ func (m *Machine) ParkStats() ParkStats {
 }
 
 func (m *Machine) publishParked() {
-	s := &ParkStats{Stats: m.keys.Stats(), Refused: make(map[string]int64, len(m.refused))}
+	s := &ParkStats{Stats: m.keys.Stats(), Refused: make(map[string]int64, len(m.refused)), Lost: m.lost.total}
 	for why, n := range m.refused {
 		s.Refused[why] = n
 	}

@@ -129,6 +129,7 @@ func (m *Machine) noteEnded(outcome ledger.Outcome, st tiers.State) {
 
 // report hands the committed transaction's outcomes to Outcomes.
 func (m *Machine) report() {
+	m.lost.total += m.lost.pending
 	for why, n := range m.pending.refused {
 		if m.refused == nil {
 			m.refused = map[string]int64{}
@@ -147,6 +148,7 @@ func (m *Machine) report() {
 }
 
 func (m *Machine) forget() {
+	m.lost.pending = 0
 	clear(m.pending.refused)
 	clear(m.pending.outcomes)
 	clear(m.pending.replays)

@@ -47,6 +47,8 @@ var Instruments = []Metric{
 		Note: "A lag tool that reads committed offsets (kafka-consumer-groups, Burrow) counts these as lag: they are handled (settled or parked), not stuck. Subtract them, or alert on `relay_consumer_lag`, which counts from relay's position."},
 	{Name: MetricKeyParkRefused, Kind: Counter, Labels: []string{"reason"}, Help: "followers copied into their head's tier instead of parked, by the limit that stopped them: records, bytes, wait, metadata, group",
 		Note: "Rising `records` or `bytes`: the limits are too low for the incident (each copy is a tier record); `wait`: heads wait in tiers longer than RELAY_KEY_PARK_MAX_WAIT; `group`: a member of the group does not park (relay_group_features)."},
+	{Name: MetricKeyParkLost, Kind: Counter, Help: "parked followers found gone from their source partition when it was read again (retention, DeleteRecords, or the group's offset reset past them), never handled: their keys went on without them",
+		Note: "Any increase is a record relay could not deliver: `relay audit` reports it as unverifiable (deleted from the source). Keep the source's retention well above RELAY_KEY_PARK_MAX_AGE plus the longest outage."},
 	{Name: MetricGroupFeatures, Kind: Gauge, Labels: []string{"feature"}, Help: "1 when every member of the group announces the feature (in force), 0 when one does not, as this instance last saw the group",
 		Note: "`park`: key ordering parks followers only while it is 1. It turns 1 by itself once the last member without it (a relay before 0.7.0, one with RELAY_KEY_PARK_MAX_RECORDS=0) has left."},
 	{Name: MetricStalledPartitions, Kind: Gauge, Help: "source partitions held back because their records cannot be written; nothing is skipped",

@@ -13,6 +13,7 @@ const (
 	MetricKeyParkedBytes  = "relay.key.parked.bytes"
 	MetricKeyParkedBehind = "relay.key.parked.behind"
 	MetricKeyParkRefused  = "relay.key.park.refused"
+	MetricKeyParkLost     = "relay.key.park.lost"
 )
 
 // Parked is what key ordering holds parked: the records and their bytes
@@ -23,6 +24,9 @@ type Parked struct {
 	Records, Bytes int64
 	Behind         []Lag
 	Refused        map[string]int64
+	// Lost counts the parked records found gone from their source
+	// partitions, since start.
+	Lost int64
 }
 
 // ParkedSource gives the parked records. It must not block.
@@ -48,6 +52,10 @@ func (m *Metrics) parkedGauges(meter metric.Meter) error {
 	if err != nil {
 		return err
 	}
+	lost, err := meter.Int64ObservableCounter(MetricKeyParkLost, describe(MetricKeyParkLost))
+	if err != nil {
+		return err
+	}
 	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		src := m.parked.Load()
 		if src == nil {
@@ -62,7 +70,8 @@ func (m *Metrics) parkedGauges(meter metric.Meter) error {
 		for why, n := range p.Refused {
 			o.ObserveInt64(refused, n, metric.WithAttributes(attribute.String("reason", why)))
 		}
+		o.ObserveInt64(lost, p.Lost)
 		return nil
-	}, records, bytes, behind, refused)
+	}, records, bytes, behind, refused, lost)
 	return err
 }
