@@ -202,10 +202,14 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		return fmt.Errorf("ledger reader: %w", err)
 	}
 	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	if d.cfg.Ordering == "key" {
-		d.group = d.watchFeatures(watchCtx, metrics)
+	if err := d.checkGroupSettings(ctx); err != nil {
+		return d.notStarted(ctx, consumer, "the group's members run other settings; relay does not join", err)
 	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	// Every instance announces itself (its shared settings, and under
+	// key ordering its features); key ordering parks by the group's
+	// agreement.
+	d.group = d.watchFeatures(watchCtx, metrics)
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
 		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, d.group)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -38,11 +39,70 @@ func announced(cfg *config.Config) []string {
 	return []string{}
 }
 
+// shared are the settings every member of a group must run with the same
+// value, as this instance has them: where records go between tiers, and
+// in what order they are handled. A member with another value would
+// write records into tier topics the others do not read, or read a key
+// state as a policy it does not follow.
+func shared(cfg *config.Config) map[string]string {
+	labels := make([]string, len(cfg.RetryTiers))
+	for i, t := range cfg.RetryTiers {
+		labels[i] = t.Delay.String()
+	}
+	return map[string]string{
+		config.EnvOrdering:   cfg.Ordering,
+		config.EnvRetryTiers: strings.Join(labels, ","),
+		config.EnvRetryTopic: cfg.RetryTopic,
+	}
+}
+
+// newMembers is a view of the group's members and their records.
+func (d *daemon) newMembers() *members {
+	return &members{cfg: d.cfg, groups: kafkaclient.GroupsOf(d.cfg), own: announced(d.cfg), settings: shared(d.cfg),
+		records: map[string]features.Record{}, warned: map[string]bool{}, log: d.log}
+}
+
+// settingsCheckTimeout bounds the look at the group before joining it.
+const settingsCheckTimeout = 30 * time.Second
+
+// checkGroupSettings refuses to join a group one of whose members runs a
+// shared setting (shared) with another value: the change of such a
+// setting needs every instance stopped first. A look that cannot be made
+// (the state topic or the group cannot be read now) is logged, and relay
+// starts: the watch's looks log a conflict they find later.
+func (d *daemon) checkGroupSettings(ctx context.Context) error {
+	m := d.newMembers()
+	defer m.close()
+	ctx, cancel := context.WithTimeout(ctx, settingsCheckTimeout)
+	defer cancel()
+	if err := m.read(ctx); err != nil {
+		d.log.Warn("could not read the group's member records before joining; relay joins without checking that the members' settings agree", "err", err)
+		return nil
+	}
+	ms, err := describeMembers(ctx, m.groups, d.cfg.GroupID)
+	if err != nil {
+		d.log.Warn("could not describe the group before joining; relay joins without checking that the members' settings agree", "err", err)
+		return nil
+	}
+	withRecords(ms, m.records, "", nil)
+	conflicts := features.Conflicts(m.settings, ms, d.cfg.GroupInstanceID)
+	if len(conflicts) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(conflicts))
+	for i, c := range conflicts {
+		msgs[i] = c.String()
+	}
+	return &ConfigError{Err: fmt.Errorf("group %s: %s: every member of a group must run the same %s; to change them, stop every instance of the group (scale to 0), then start them all with the new values (RUNBOOK, \"Upgrades: changing tiers and ordering\")",
+		d.cfg.GroupID, strings.Join(msgs, "; "), strings.Join(slices.Sorted(maps.Keys(m.settings)), ", "))}
+}
+
 // watchFeatures starts watching what the group's members announce, for as
 // long as ctx; key ordering parks only while every member announces it.
 func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) *features.Watch {
-	m := &members{cfg: d.cfg, groups: kafkaclient.GroupsOf(d.cfg), own: announced(d.cfg), records: map[string]features.Record{}, log: d.log}
+	m := d.newMembers()
 	w := features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
+	w.Quiet = d.cfg.Ordering != "key" // no feature applies
 	metrics.SetFeatures(func() map[string]bool {
 		on := map[string]bool{}
 		for _, f := range features.All {
@@ -60,15 +120,19 @@ func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) 
 // members is the features watch's view of the group: the member records
 // read so far, and this instance's own.
 type members struct {
-	cfg     *config.Config
-	groups  groupDescriber
-	own     []string
-	log     *slog.Logger
-	reader  *kafka.Consumer            // of state partition memberPartition, from its start
-	caught  bool                       // the reader reached the partition's end once
-	writer  *kafka.Producer            // of this instance's record
-	records map[string]features.Record // by member id
-	written string                     // the member id this instance's record was written for
+	cfg    *config.Config
+	groups groupDescriber
+	own    []string
+	// settings are this instance's shared settings; warned, the member
+	// ids whose other settings were logged.
+	settings map[string]string
+	warned   map[string]bool
+	log      *slog.Logger
+	reader   *kafka.Consumer            // of state partition memberPartition, from its start
+	caught   bool                       // the reader reached the partition's end once
+	writer   *kafka.Producer            // of this instance's record
+	records  map[string]features.Record // by member id
+	written  string                     // the member id this instance's record was written for
 }
 
 // look reads the member records written since the last look, describes the
@@ -88,7 +152,21 @@ func (m *members) look(ctx context.Context) ([]features.Member, error) {
 			m.log.Warn("could not write this instance's member record; the group counts it as a member without features until it is written", "err", err)
 		}
 	}
+	m.warnConflicts(ms)
 	return ms, nil
+}
+
+// warnConflicts logs, once per member, a member of the group that runs a
+// shared setting with another value (one that joined without the check
+// before joining, or while it could not look).
+func (m *members) warnConflicts(ms []features.Member) {
+	for _, c := range features.Conflicts(m.settings, ms, m.cfg.GroupInstanceID) {
+		if k := c.Member + "|" + c.Setting; !m.warned[k] {
+			m.warned[k] = true
+			m.log.Error("a member of the group runs a setting every member must share with another value: records may go to tiers the others do not read, or be ordered by another policy",
+				"group", m.cfg.GroupID, "conflict", c.String(), "hint", "stop every instance of the group, then start them all with one value (RUNBOOK, \"Upgrades: changing tiers and ordering\")")
+		}
+	}
 }
 
 // withRecords gives each member the features of its record (by member
@@ -101,7 +179,7 @@ func withRecords(ms []features.Member, records map[string]features.Record, insta
 			continue
 		}
 		if r, ok := records[ms[i].MemberID]; ok {
-			ms[i].Features = r.Features
+			ms[i].Features, ms[i].Settings = r.Features, r.Settings
 		}
 	}
 	return ownID
@@ -166,7 +244,7 @@ func (m *members) write(ctx context.Context, memberID string) error {
 	}
 	topic := m.cfg.StateTopicName()
 	done := make(chan kafka.Event, 1)
-	rec := features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own}
+	rec := features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own, Settings: m.settings}
 	if err := m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition},
 		Key: []byte(features.Key(memberID)), Value: rec.Encode()}, done); err != nil {
 		return fmt.Errorf("member record: %w", err)

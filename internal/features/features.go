@@ -21,8 +21,10 @@
 package features
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -47,6 +49,10 @@ type Record struct {
 	Instance string   `json:"instance,omitempty"` // group.instance.id
 	Version  string   `json:"version"`            // relay's
 	Features []string `json:"features"`
+	// Settings are the member's values of the settings every member of
+	// a group must share (variable → value; nil: not announced, a record
+	// of a relay before it announced them).
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Key is the state-topic key of memberID's record.
@@ -84,6 +90,8 @@ type Member struct {
 	ClientID   string   `json:"clientId"`
 	Host       string   `json:"host"`
 	Features   []string `json:"features"`
+	// Settings are those its record announces (nil: none known).
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Name is how a member is named to an operator.
@@ -118,4 +126,38 @@ func Agree(members []Member) Agreement {
 		a.On[f] = len(members) > 0 && len(without) == 0
 	}
 	return a
+}
+
+// Conflict is a member that runs a shared setting with another value than
+// this instance.
+type Conflict struct {
+	Member       string // its name (Member.Name)
+	Setting      string // the variable
+	Theirs, Ours string
+}
+
+func (c Conflict) String() string {
+	return fmt.Sprintf("member %s runs %s=%q, this instance %q", c.Member, c.Setting, c.Theirs, c.Ours)
+}
+
+// Conflicts are the members whose records announce a shared setting with
+// another value than ours, by member and setting; members with the
+// group.instance.id self (this instance, about to replace its earlier
+// process) and members without announced settings are not judged.
+func Conflicts(ours map[string]string, members []Member, self string) []Conflict {
+	var out []Conflict
+	for _, m := range members {
+		if m.Settings == nil || self != "" && m.InstanceID == self {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(ours)) {
+			if theirs, ok := m.Settings[k]; ok && theirs != ours[k] {
+				out = append(out, Conflict{Member: m.Name(), Setting: k, Theirs: theirs, Ours: ours[k]})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Conflict) int {
+		return cmp.Or(cmp.Compare(a.Member, b.Member), cmp.Compare(a.Setting, b.Setting))
+	})
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -194,4 +195,34 @@ func TestWatchLooksWhenPoked(t *testing.T) {
 	}
 	var nilWatch *Watch
 	nilWatch.Poke()
+}
+
+// A member whose record announces a shared setting with another value
+// conflicts; a member without announced settings, a setting it does not
+// announce, and this instance's own group.instance.id (the process it
+// replaces) do not.
+func TestConflicts(t *testing.T) {
+	ours := map[string]string{"RELAY_ORDERING": "key", "RELAY_RETRY_TIERS": "30s,5m0s"}
+	ms := []Member{
+		{InstanceID: "a", Settings: map[string]string{"RELAY_ORDERING": "key", "RELAY_RETRY_TIERS": "30s,5m0s"}},
+		{InstanceID: "b", Settings: map[string]string{"RELAY_ORDERING": "partition", "RELAY_RETRY_TIERS": "30s"}},
+		{InstanceID: "c"},
+		{InstanceID: "d", Settings: map[string]string{"RELAY_RETRY_TOPIC": "x"}},
+		{InstanceID: "self", Settings: map[string]string{"RELAY_ORDERING": "partition"}},
+	}
+	got := Conflicts(ours, ms, "self")
+	want := []Conflict{
+		{Member: "b", Setting: "RELAY_ORDERING", Theirs: "partition", Ours: "key"},
+		{Member: "b", Setting: "RELAY_RETRY_TIERS", Theirs: "30s", Ours: "30s,5m0s"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("conflicts %v, want %v", got, want)
+	}
+	if got := Conflicts(ours, ms, ""); len(got) != 3 {
+		t.Fatalf("without self: %v, want the member at self too", got)
+	}
+	r, err := Decode(Record{Settings: ours}.Encode())
+	if err != nil || !maps.Equal(r.Settings, ours) {
+		t.Fatalf("settings through a record: %v %v", r.Settings, err)
+	}
 }

@@ -25,6 +25,9 @@ type Watch struct {
 	// Changed, when set, is told each feature's state at the first look
 	// and at every change.
 	Changed func(feature string, on bool)
+	// Quiet: the features' states are not logged (an instance to which
+	// none applies).
+	Quiet bool
 
 	view atomic.Pointer[view]
 	poke chan struct{}
@@ -179,6 +182,7 @@ func (w *Watch) look(ctx context.Context, failing *int) (changed bool) {
 // other members), and tells Changed when it changed.
 func (w *Watch) report(f string, a Agreement, changed bool) {
 	switch {
+	case w.Quiet:
 	case a.On[f]:
 		w.Log.Info("feature in force: every member of the group announces it", "feature", f)
 	case len(a.Without[f]) == 0:
