@@ -238,7 +238,11 @@ func (s *apiServer) do(t *testing.T, method, path, query string, body any) (int,
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
+	ct := "application/json"
+	if method == http.MethodPatch {
+		ct = "application/merge-patch+json"
+	}
+	req.Header.Set("Content-Type", ct)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, err.Error(), nil

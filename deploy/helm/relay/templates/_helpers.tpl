@@ -297,3 +297,35 @@ annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+relay.sharedSettings: the settings every member of relay's group must
+share (relay refuses to join a group whose members run other values), as
+set in relay.env; unset ones are relay's defaults.
+*/}}
+{{- define "relay.sharedSettings" -}}
+{{- $e := .Values.relay.env | default dict -}}
+{{- printf "RELAY_ORDERING=%s RELAY_RETRY_TIERS=%s RELAY_RETRY_TOPIC=%s" (get $e "RELAY_ORDERING" | toString) (get $e "RELAY_RETRY_TIERS" | toString) (get $e "RELAY_RETRY_TOPIC" | toString) -}}
+{{- end -}}
+
+{{/*
+relay.checkSharedSettings fails an upgrade that would change a shared
+setting while pods of the release run: a rolling update would put both
+values in one group, where the first new pod refuses to join. The
+procedure scales to 0 first (RUNBOOK, "Upgrades: changing tiers and
+ordering"). It needs the cluster (helm upgrade, helm install, and
+--dry-run=server); helm template cannot look and checks nothing.
+*/}}
+{{- define "relay.checkSharedSettings" -}}
+{{- $live := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "relay.fullname" .) -}}
+{{- if $live -}}
+{{- $was := get ($live.metadata.annotations | default dict) "relay/shared-settings" | toString -}}
+{{- $now := include "relay.sharedSettings" . -}}
+{{- $running := max (($live.spec | default dict).replicas | default 0 | int) (($live.status | default dict).replicas | default 0 | int) -}}
+{{- $wanted := .Values.replicas | int -}}
+{{- if .Values.keda.enabled }}{{ $wanted = 1 }}{{ end -}}
+{{- if and $was (ne $was $now) (gt $running 0) (gt $wanted 0) -}}
+{{- fail (printf "relay.env changes a setting every instance of the group must share (%s → %s) while %d pods of %s run: a rolling update would put both in one group, and the first new pod would refuse to join it. Scale to 0 first and wait until the pods are gone (helm upgrade --reuse-values --set replicas=0), then upgrade with the new values (chart README, \"Changing tiers, ordering or the tier template\")" $was $now $running (include "relay.fullname" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,103 @@
+package helm_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// TestChartRefusesARollingChangeOfSharedSettings: with the release's
+// StatefulSet running pods in a real kube-apiserver, an upgrade that
+// changes RELAY_RETRY_TIERS or RELAY_ORDERING fails, naming both values
+// and the procedure; the same values, other changes (the image), the
+// scale to 0, and the change once the StatefulSet is at 0, pass.
+func TestChartRefusesARollingChangeOfSharedSettings(t *testing.T) {
+	bin := os.Getenv("RELAY_KUBE_APISERVER")
+	if bin == "" {
+		t.Skip("RELAY_KUBE_APISERVER is not set: `make test` builds kube-apiserver (scripts/tools/kube-apiserver.sh) and names it")
+	}
+	s := startAPIServer(t, bin)
+	const ns = "kafka"
+	if code, body, _ := s.do(t, "POST", "/api/v1/namespaces", "", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}); code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	cfg := &rest.Config{Host: s.url, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	vals := func(replicas int, env map[string]any) map[string]any {
+		v := valuesFile(t, "minimal.yaml")
+		v["replicas"] = replicas
+		relay, _ := v["relay"].(map[string]any)
+		if relay == nil {
+			relay = map[string]any{}
+			v["relay"] = relay
+		}
+		relay["env"] = env
+		return v
+	}
+	upgrade := func(v map[string]any) (map[string]string, error) {
+		c := loadChart(t)
+		values, err := chartutil.ToRenderValues(c, v, chartutil.ReleaseOptions{Name: "relay", Namespace: ns, IsUpgrade: true}, chartutil.DefaultCapabilities.Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return engine.New(cfg).Render(c, values)
+	}
+	running := map[string]any{"RELAY_RETRY_TIERS": "30s,5m", "RELAY_ORDERING": "key"}
+	files, err := upgrade(vals(3, running))
+	if err != nil {
+		t.Fatalf("first install: %v", err)
+	}
+	var sts map[string]any
+	for name, doc := range files {
+		if strings.HasSuffix(name, "statefulset.yaml") {
+			if err := yaml.Unmarshal([]byte(doc), &sts); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if code, body, _ := s.do(t, "POST", fmt.Sprintf(resources["apps/v1 StatefulSet"], ns), "", sts); code != http.StatusCreated {
+		t.Fatalf("create the StatefulSet: %d %s", code, body)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		replicas int
+		env      map[string]any
+		refused  string
+	}{
+		{"same values", 3, running, ""},
+		{"other variables", 5, map[string]any{"RELAY_RETRY_TIERS": "30s,5m", "RELAY_ORDERING": "key", "RELAY_HOOK_URL": "http://hook"}, ""},
+		{"scale to 0", 0, running, ""},
+		{"tiers", 3, map[string]any{"RELAY_RETRY_TIERS": "30s,10m", "RELAY_ORDERING": "key"}, "RELAY_RETRY_TIERS=30s,10m"},
+		{"ordering", 3, map[string]any{"RELAY_RETRY_TIERS": "30s,5m", "RELAY_ORDERING": "partition"}, "RELAY_ORDERING=partition"},
+		{"tier template", 3, map[string]any{"RELAY_RETRY_TIERS": "30s,5m", "RELAY_ORDERING": "key", "RELAY_RETRY_TOPIC": "{source}.r.{delay}"}, "RELAY_RETRY_TOPIC={source}.r.{delay}"},
+	} {
+		_, err := upgrade(vals(tc.replicas, tc.env))
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.refused != "" && err == nil:
+			t.Errorf("%s: not refused with 3 pods running", tc.name)
+		case tc.refused != "":
+			for _, want := range []string{tc.refused, "RELAY_RETRY_TIERS=30s,5m", "while 3 pods", "Scale to 0 first"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: the refusal lacks %q: %v", tc.name, want, err)
+				}
+			}
+		}
+	}
+
+	// Scaled to 0 (and no pod left): the change goes through.
+	if code, body, _ := s.do(t, "PATCH", fmt.Sprintf(resources["apps/v1 StatefulSet"], ns)+"/relay", "", map[string]any{"spec": map[string]any{"replicas": 0}}); code != http.StatusOK {
+		t.Fatalf("scale to 0: %d %s", code, body)
+	}
+	if _, err := upgrade(vals(3, map[string]any{"RELAY_RETRY_TIERS": "30s,10m", "RELAY_ORDERING": "key"})); err != nil {
+		t.Fatalf("the change at 0 replicas: %v", err)
+	}
+}
