@@ -10,16 +10,16 @@ import (
 // tiers 1s,2s. An instance with other tiers, and one with partition
 // ordering, refuse to join its group (exit 2, naming the setting, both
 // values and the procedure) and write nothing; the member goes on alone.
-// The member itself restarted with other tiers under its own
-// group.instance.id (the only member: the change after a stop of every
-// instance) starts.
+// Once the member has stopped (its farewell record no longer announces
+// its settings, though it stays in the group until its session expires),
+// an instance with other tiers starts: the change after a stop of every
+// instance.
 func TestRefusesAGroupWithOtherSettings(t *testing.T) {
 	o := registerOrders(t)
 	h := newOrderHook(t)
 	s := keyScenario(t, o, h, 1)
 	createTopics(t, 1, s.src.topic+".retry.5s")
-	txnID := uniq(t, "txn")
-	r := startRelay(t, "relay", s.env(txnID))
+	r := startRelay(t, "relay", s.env(uniq(t, "txn")))
 	waitMemberRecord(t, s, r)
 	for _, tc := range []struct{ name, env, value, want string }{
 		{"tiers", "RELAY_RETRY_TIERS", "1s,5s", `RELAY_RETRY_TIERS=\"1s,2s\", this instance \"1s,5s\"`},
@@ -46,7 +46,7 @@ func TestRefusesAGroupWithOtherSettings(t *testing.T) {
 		t.Fatal("the member was disturbed by instances that refused to join")
 	}
 	r.stop()
-	again := startRelay(t, "relay-again", s.env(txnID, "RELAY_RETRY_TIERS", "1s,5s"))
-	defer again.stop()
-	again.waitLog("partitions assigned", 60*time.Second)
+	after := startRelay(t, "other-after-stop", s.env(uniq(t, "txn-after"), "RELAY_RETRY_TIERS", "1s,5s"))
+	defer after.stop()
+	after.waitLog("partitions assigned", 60*time.Second)
 }

@@ -113,8 +113,31 @@ func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) 
 	d.opts.Go(func() {
 		defer m.close()
 		w.Run(ctx)
+		m.farewell()
 	})
 	return w
+}
+
+// farewellTimeout bounds the write of the record that says this instance
+// stopped.
+const farewellTimeout = 5 * time.Second
+
+// farewell rewrites this instance's member record without its settings
+// once it stops: a static member stays in the group until its session
+// expires, and the instances started after every one was stopped (to
+// change a shared setting) must not be refused for it. Its features stay
+// announced: a static member restarted within its session keeps its
+// partitions. A process killed writes no farewell; its settings count
+// until its session expires.
+func (m *members) farewell() {
+	if m.written == "" || m.writer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), farewellTimeout)
+	defer cancel()
+	if err := m.put(ctx, m.written, features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own}); err != nil {
+		m.log.Warn("could not write this instance's farewell member record; instances started with other settings are refused until its session expires", "err", err)
+	}
 }
 
 // members is the features watch's view of the group: the member records
@@ -243,19 +266,8 @@ func (m *members) write(ctx context.Context, memberID string) error {
 		m.writer = p
 	}
 	topic := m.cfg.StateTopicName()
-	done := make(chan kafka.Event, 1)
-	rec := features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own, Settings: m.settings}
-	if err := m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition},
-		Key: []byte(features.Key(memberID)), Value: rec.Encode()}, done); err != nil {
-		return fmt.Errorf("member record: %w", err)
-	}
-	select {
-	case ev := <-done:
-		if msg, ok := ev.(*kafka.Message); ok && msg.TopicPartition.Error != nil {
-			return fmt.Errorf("member record: %w", msg.TopicPartition.Error)
-		}
-	case <-ctx.Done():
-		return fmt.Errorf("member record: %w", errors.Join(ctx.Err(), errors.New("not acknowledged in time")))
+	if err := m.put(ctx, memberID, features.Record{Instance: m.cfg.GroupInstanceID, Version: buildinfo.Version, Features: m.own, Settings: m.settings}); err != nil {
+		return err
 	}
 	m.written = memberID
 	// This instance's records of its earlier joins speak for no member
@@ -265,6 +277,26 @@ func (m *members) write(ctx context.Context, memberID string) error {
 		delete(m.records, id)
 	}
 	return nil
+}
+
+// put writes rec as memberID's record, and waits until the brokers have
+// it.
+func (m *members) put(ctx context.Context, memberID string, rec features.Record) error {
+	topic := m.cfg.StateTopicName()
+	done := make(chan kafka.Event, 1)
+	if err := m.writer.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: memberPartition},
+		Key: []byte(features.Key(memberID)), Value: rec.Encode()}, done); err != nil {
+		return fmt.Errorf("member record: %w", err)
+	}
+	select {
+	case ev := <-done:
+		if msg, ok := ev.(*kafka.Message); ok && msg.TopicPartition.Error != nil {
+			return fmt.Errorf("member record: %w", msg.TopicPartition.Error)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("member record: %w", errors.Join(ctx.Err(), errors.New("not acknowledged in time")))
+	}
 }
 
 // staleOwn are the member ids of this instance's (group.instance.id

@@ -1,6 +1,9 @@
 package keyorder
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // A parked record is read again from its source partition whenever the
 // partition is read again from its commit (an assignment, a rewind). One
@@ -19,39 +22,70 @@ type gone struct {
 	await map[Part][]int64
 	stale map[Part]bool
 	// found are the parked offsets found gone, per partition, until
-	// TakeLost.
-	found map[Part][]int64
+	// TakeLost; dropped, those taken since the partition was read again
+	// (its floor no longer stops at them, though the parked set it was
+	// read again from still names them).
+	found, dropped map[Part]map[int64]bool
+	// from is where each partition is read again from, its committed
+	// offset: a parked record below it is never read again.
+	from map[Part]int64
+	// suspect are the parked offsets below the partition's log start at
+	// the last look (Trimmed): found gone only if still so at the next,
+	// when a record fetched before the log moved has been handed to the
+	// loop and read again.
+	suspect map[Part]map[int64]bool
 }
 
 func (g *gone) init() {
 	g.await = map[Part][]int64{}
 	g.stale = map[Part]bool{}
-	g.found = map[Part][]int64{}
+	g.found = map[Part]map[int64]bool{}
+	g.dropped = map[Part]map[int64]bool{}
+	g.from = map[Part]int64{}
+	g.suspect = map[Part]map[int64]bool{}
 }
 
 func (g *gone) forget(partitions []int32) {
-	for _, m := range []map[Part][]int64{g.await, g.found} {
-		for p := range m {
-			if slices.Contains(partitions, p.Partition) {
-				delete(m, p)
-			}
-		}
-	}
 	for p := range g.stale {
 		if slices.Contains(partitions, p.Partition) {
-			delete(g.stale, p)
+			g.drop(p)
+		}
+	}
+	for p := range g.await {
+		if slices.Contains(partitions, p.Partition) {
+			g.drop(p)
+		}
+	}
+	for p := range g.from {
+		if slices.Contains(partitions, p.Partition) {
+			g.drop(p)
 		}
 	}
 }
 
-// rereads notes that p is read again from its commit: every parked record
-// of p is to be read again, and what was found gone before is found again
-// or not.
-func (k *Set[R]) rereads(p Part) {
-	k.gone.stale[p] = true
-	delete(k.gone.found, p)
-	delete(k.gone.await, p)
+func (g *gone) drop(p Part) {
+	delete(g.stale, p)
+	delete(g.await, p)
+	delete(g.found, p)
+	delete(g.dropped, p)
+	delete(g.from, p)
+	delete(g.suspect, p)
 }
+
+// rereads notes that p is read again from its commit at offset (negative:
+// nothing committed): every parked record of p is to be read again, and
+// what was found gone before is found again or not.
+func (k *Set[R]) rereads(p Part, offset int64) {
+	k.gone.drop(p)
+	k.gone.stale[p] = true
+	if offset >= 0 {
+		k.gone.from[p] = offset
+	}
+}
+
+// droppedOf says whether the parked offset o of p was lost since p was
+// read again.
+func (k *Set[R]) droppedOf(p Part, o int64) bool { return k.gone.dropped[p][o] }
 
 // parks says whether s (nil: none) parks a record at offset.
 func (s *State) parks(offset int64) bool {
@@ -74,10 +108,18 @@ func (k *Set[R]) awaited(p Part) []int64 {
 	}
 	delete(k.gone.stale, p)
 	var offs []int64
+	from, resumed := k.gone.from[p]
 	for o := range k.slots[p] {
-		if _, in := k.mem[p][o]; !in {
-			offs = append(offs, o)
+		if _, in := k.mem[p][o]; in {
+			continue
 		}
+		if resumed && o < from {
+			// Below the offset the partition is read again from (the
+			// group's offset was moved past it): never read again.
+			k.found(p, o)
+			continue
+		}
+		offs = append(offs, o)
 	}
 	slices.Sort(offs)
 	if len(offs) == 0 {
@@ -97,13 +139,50 @@ func (k *Set[R]) Passed(p Part, offset int64) {
 	k.passBelow(p, offset, offset+1)
 }
 
-// Trimmed is p's log starting at start: a parked record below it that
-// was not read again is gone.
+// Look works out which parked records of p are still to be read again,
+// finding those below the offset p is read again from gone.
+func (k *Set[R]) Look(p Part) {
+	if k.gone.await != nil {
+		k.awaited(p)
+	}
+}
+
+// Trimmed is p's log starting at start, as the consumer last heard it: a
+// parked record below it that was not read again, and was below it at
+// the previous look too, is gone. (The consumer may have fetched the
+// record before the log moved, and not handed it to the loop yet: by the
+// next look it has.)
 func (k *Set[R]) Trimmed(p Part, start int64) {
 	if k.gone.await == nil {
 		return
 	}
-	k.passBelow(p, start, start)
+	q := k.awaited(p)
+	was := k.gone.suspect[p]
+	now := map[int64]bool{}
+	i := 0
+	for ; i < len(q) && q[i] < start; i++ {
+		if was[q[i]] {
+			k.found(p, q[i])
+			continue
+		}
+		now[q[i]] = true
+	}
+	delete(k.gone.suspect, p)
+	if len(now) > 0 {
+		k.gone.suspect[p] = now
+	}
+	// The found ones are no longer awaited; the suspects still are.
+	rest := make([]int64, 0, len(q))
+	for _, o := range q {
+		if !k.gone.found[p][o] {
+			rest = append(rest, o)
+		}
+	}
+	if len(rest) == 0 {
+		delete(k.gone.await, p)
+	} else {
+		k.gone.await[p] = rest
+	}
 }
 
 // passBelow drops the awaited offsets of p below upTo, finding those
@@ -135,9 +214,10 @@ func (k *Set[R]) found(p Part, offset int64) {
 	if _, in := k.mem[p][offset]; in {
 		return
 	}
-	if !slices.Contains(k.gone.found[p], offset) {
-		k.gone.found[p] = append(k.gone.found[p], offset)
+	if k.gone.found[p] == nil {
+		k.gone.found[p] = map[int64]bool{}
 	}
+	k.gone.found[p][offset] = true
 }
 
 // Awaiting are the partitions with parked records still to be read again.
@@ -159,7 +239,7 @@ func (k *Set[R]) Awaiting() []Part {
 func (k *Set[R]) LostParts() map[Part]int64 {
 	out := make(map[Part]int64, len(k.gone.found))
 	for p, offs := range k.gone.found {
-		out[p] = slices.Min(offs)
+		out[p] = slices.Min(slices.Collect(maps.Keys(offs)))
 	}
 	return out
 }
@@ -174,13 +254,12 @@ type GoneSlot struct {
 
 // TakeLost are p's parked records found gone that are still parked and
 // were not read again since, by offset; it forgets them (the caller loses
-// each, Lose, in the open transaction), and so does the parked set p was
-// read again from: its floor no longer stops at them. (An abort rewinds
-// p, which reads that set again.)
+// each, Lose, in the open transaction), and the floor no longer stops at
+// them where the parked set p was read again from names them. (An abort
+// rewinds p, which reads that set again and finds them again.)
 func (k *Set[R]) TakeLost(p Part) []GoneSlot {
-	offs := k.gone.found[p]
+	offs := slices.Sorted(maps.Keys(k.gone.found[p]))
 	delete(k.gone.found, p)
-	slices.Sort(offs)
 	out := make([]GoneSlot, 0, len(offs))
 	for _, o := range offs {
 		r, parked := k.slots[p][o]
@@ -188,12 +267,10 @@ func (k *Set[R]) TakeLost(p Part) []GoneSlot {
 			continue
 		}
 		out = append(out, GoneSlot{Key: r.sk, Seq: r.seq, Offset: o})
-	}
-	if w, ok := k.windows[p]; ok && len(out) > 0 {
-		w.Offsets = slices.DeleteFunc(slices.Clone(w.Offsets), func(o int64) bool {
-			return slices.ContainsFunc(out, func(g GoneSlot) bool { return g.Offset == o })
-		})
-		k.windows[p] = w
+		if k.gone.dropped[p] == nil {
+			k.gone.dropped[p] = map[int64]bool{}
+		}
+		k.gone.dropped[p][o] = true
 	}
 	return out
 }

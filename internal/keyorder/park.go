@@ -117,7 +117,11 @@ func (k *Set[R]) CanPark(lim Limits, p Part, offset, size int64, due, now time.T
 	slices.Sort(offs)
 	hi := offset + 1
 	if w, ok := k.windows[p]; ok {
-		offs = append(offs, w.Offsets...)
+		for _, o := range w.Offsets {
+			if !k.droppedOf(p, o) {
+				offs = append(offs, o)
+			}
+		}
 		slices.Sort(offs)
 		offs = slices.Compact(offs)
 		hi = max(hi, w.Hi)
@@ -313,7 +317,7 @@ func (k *Set[R]) Resume(p Part, offset int64, metadata string) error {
 		}
 	}
 	delete(k.windows, p)
-	k.rereads(p)
+	k.rereads(p, offset)
 	w, ok, err := Decode(offset, metadata)
 	if err != nil {
 		return fmt.Errorf("%s[%d]: %w", p.Topic, p.Partition, err)
@@ -343,19 +347,31 @@ func (k *Set[R]) Skip(p Part, offset int64) bool {
 // metadata when nothing is parked.
 func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 	offs := k.ParkedOffsets(p)
+	if from, ok := k.gone.from[p]; ok {
+		// Never below the offset p is read again from: the records
+		// below it were settled by that commit, and a parked one below
+		// it is never read again (it is lost).
+		next = max(next, from)
+		offs = slices.DeleteFunc(offs, func(o int64) bool { return o < from })
+	}
 	hi := next
 	if w, ok := k.windows[p]; ok && w.Hi > next {
 		// Read again, not yet past the committed set: its parked
-		// offsets not read yet are parked still, and the offsets up to
-		// its handled position were settled.
+		// offsets not read yet are parked still (unless lost since),
+		// and the offsets up to its handled position were settled.
 		for _, o := range w.Offsets {
-			if o >= next {
+			if o >= next && !k.droppedOf(p, o) {
 				offs = append(offs, o)
 			}
 		}
 		slices.Sort(offs)
 		offs = slices.Compact(offs)
 		hi = w.Hi
+	} else {
+		// No committed set says the records from next on are settled:
+		// a parked offset there is not read yet, and stays above the
+		// commit.
+		offs = slices.DeleteFunc(offs, func(o int64) bool { return o >= next })
 	}
 	if len(offs) == 0 {
 		// Nothing parked: the records up to the handled position (the

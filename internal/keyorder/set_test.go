@@ -329,10 +329,13 @@ func TestForgetDropsTheCommittedSet(t *testing.T) {
 	}
 }
 
-// A key state that parks an offset above the handled position, with no
-// committed set to say so (the partition committed without one, by a
-// relay without parking), still gives a parked set that can be encoded:
-// its handled position is above every parked offset.
+// A key state that parks offsets on both sides of the offset its
+// partition is read again from, with no committed set to say which
+// records are settled (the partition committed without one, by a relay
+// without parking): the one below is never read again (lost: the floor
+// does not go back to it), and the one above is not read yet, so the
+// floor stays below it and claims nothing between as settled, until it
+// is read and kept.
 func TestFloorWithAParkedOffsetAboveNext(t *testing.T) {
 	var k Set[string]
 	if err := k.Restore(map[string][]byte{skA: blocked(11, 15).Encode()}); err != nil {
@@ -341,10 +344,19 @@ func TestFloorWithAParkedOffsetAboveNext(t *testing.T) {
 	if err := k.Resume(p0, 12, ""); err != nil {
 		t.Fatal(err)
 	}
-	off, md := k.Floor(p0, 13)
+	if off, md := k.Floor(p0, 13); off != 13 || md != "" {
+		t.Fatalf("floor %d %q, want 13: 11 is below the commit, 15 not read yet", off, md)
+	}
+	k.Look(p0)
+	if lost := k.TakeLost(p0); len(lost) != 1 || lost[0].Offset != 11 {
+		t.Fatalf("lost %+v, want 11 (below the offset read again from)", lost)
+	}
+	k.Passed(p0, 15)
+	k.Keep(p0, 15, "A3", 1)
+	off, md := k.Floor(p0, 16)
 	p, ok, err := Decode(off, md)
-	if off != 11 || !ok || err != nil || !slices.Equal(p.Offsets, []int64{11, 15}) || p.Hi != 16 {
-		t.Fatalf("floor %d %q: %+v %v %v, want 11 with 11 and 15 parked up to 16", off, md, p, ok, err)
+	if off != 15 || !ok || err != nil || !slices.Equal(p.Offsets, []int64{15}) || p.Hi != 16 {
+		t.Fatalf("floor %d %q: %+v %v %v, want 15 parked up to 16", off, md, p, ok, err)
 	}
 }
 

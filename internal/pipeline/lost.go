@@ -48,11 +48,14 @@ func (m *Machine) passed(rec *txn.Record) {
 // them, and hands out a carrier for each partition with records found
 // gone.
 func (m *Machine) lostCarriers() []*txn.Record {
-	if f := m.keys.LogStart; f != nil && m.now().Sub(m.lost.looked) >= time.Second {
+	if m.now().Sub(m.lost.looked) >= time.Second {
 		m.lost.looked = m.now()
 		for _, p := range m.keys.Awaiting() {
-			if start, ok := f(p.Topic, p.Partition); ok && start > 0 {
-				m.keys.Trimmed(p, start)
+			m.keys.Look(p)
+			if f := m.keys.LogStart; f != nil {
+				if start, ok := f(p.Topic, p.Partition); ok && start > 0 {
+					m.keys.Trimmed(p, start)
+				}
 			}
 		}
 	}
@@ -89,16 +92,31 @@ func (m *Machine) carried(rec *txn.Record) (outs []txn.Output, ok bool) {
 		return nil, false
 	}
 	delete(m.lost.carriers, p)
+	// One state record per key, whatever number of its records are
+	// lost: each holds the key's whole queue.
+	byKey := map[string][]keyorder.GoneSlot{}
+	var keys []string
 	for _, g := range m.keys.TakeLost(p) {
-		ks := m.keys.get(g.Key)
+		if _, seen := byKey[g.Key]; !seen {
+			keys = append(keys, g.Key)
+		}
+		byKey[g.Key] = append(byKey[g.Key], g)
+	}
+	for _, sk := range keys {
+		ks := m.keys.get(sk)
 		if ks == nil {
 			continue
 		}
-		m.lost.pending++
-		m.log.Warn("a parked record is gone from its source partition (retention, DeleteRecords, or the group's offset reset past it) and was never handled: its key goes on without it, and the partition commits past it",
-			"topic", p.Topic, "partition", p.Partition, "offset", g.Offset, "key_state", g.Key, "seq", g.Seq,
-			"hint", "relay audit reports it as unverifiable (deleted from the source); raise the source's retention above RELAY_KEY_PARK_MAX_AGE plus the longest outage")
-		outs = append(outs, m.keys.put(g.Key, p.Partition, keyorder.Lose(ks, g.Seq)))
+		for _, g := range byKey[sk] {
+			m.lost.pending++
+			m.log.Warn("a parked record is gone from its source partition (retention, DeleteRecords, or the group's offset reset past it) and was never handled: its key goes on without it, and the partition commits past it",
+				"topic", p.Topic, "partition", p.Partition, "offset", g.Offset, "key_state", sk, "seq", g.Seq,
+				"hint", "relay audit says unverifiable of a record retention or DeleteRecords removed, and lost of one the group's offset was reset past; keep the source's retention above RELAY_KEY_PARK_MAX_AGE plus the longest outage")
+			if ks != nil {
+				ks = keyorder.Lose(ks, g.Seq)
+			}
+		}
+		outs = append(outs, m.keys.put(sk, p.Partition, ks))
 	}
 	return outs, true
 }

@@ -120,7 +120,8 @@ func TestParkedRecordGoneAtItsTurn(t *testing.T) {
 }
 
 // A partition whose log now starts above a parked record finds it gone
-// without reading a record: the consumer's log start says so.
+// without reading a record: the consumer's log start says so, at two
+// looks a second apart.
 func TestParkedRecordBelowTheLogStart(t *testing.T) {
 	n, now, _ := parkTwo(t)
 	start := int64(0)
@@ -131,6 +132,10 @@ func TestParkedRecordBelowTheLogStart(t *testing.T) {
 		t.Fatalf("due with the log starting at 0: %v", d)
 	}
 	start = 14
+	*now = now.Add(2 * time.Second)
+	if d := n.Due(); len(d) != 0 {
+		t.Fatalf("due at the first look below the log start: %v", d)
+	}
 	*now = now.Add(2 * time.Second)
 	outs := lostOf(t, n)
 	if s := stateOf(t, outs[len(outs)-1]); s == nil || len(s.Parked) != 2 || !s.Parked[0].Lost || !s.Parked[1].Lost {
@@ -190,5 +195,110 @@ func TestParkedRecordsReadAgainAreNotLost(t *testing.T) {
 	}
 	if d := n.Due(); len(d) != 0 {
 		t.Fatalf("due after the abort, before the partition is read again: %v", d)
+	}
+}
+
+// A parked record the consumer fetched before the log moved past it, and
+// hands to the loop only after the log start said so, is read again, not
+// lost: the log start finds a record gone only if it is still not read
+// again at the next look.
+func TestParkedRecordFetchedBeforeTheLogMoved(t *testing.T) {
+	n, now, _ := parkTwo(t)
+	n.SetLogStart(func(string, int32) (int64, bool) { return 14, true })
+	if d := n.Due(); len(d) != 0 {
+		t.Fatalf("due at the first look: %v", d)
+	}
+	handle(t, n, rec("orders", 0, 11, "A")) // A2, from the consumer's queue
+	*now = now.Add(2 * time.Second)
+	outs := lostOf(t, n)
+	if s := stateOf(t, outs[0]); len(outs) != 1 || s == nil || s.Parked[0].Lost || !s.Parked[1].Lost {
+		t.Fatalf("state %+v, want only 13 lost", s)
+	}
+}
+
+// The group's offset reset past the parked records: the partition is
+// read again from above them, so they are lost at once, without a record
+// read, and the floor never goes back below that offset.
+func TestParkedRecordsBelowTheOffsetReadAgainFrom(t *testing.T) {
+	m, a, _ := parking(t, 100)
+	failHead(t, m, a)
+	handle(t, m, rec("orders", 0, 11, "A"))
+	state := handle(t, m, rec("orders", 0, 13, "A"))[0]
+	m.OnCommit()
+	n, _, _ := parking(t, 100)
+	if err := n.keys.Restore(map[string][]byte{string(state.Key): state.Value}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Resume(ordersP0, 20, ""); err != nil { // reset to 20
+		t.Fatal(err)
+	}
+	if off, md := n.Floor(ordersP0, 12); off != 20 || md != "" {
+		t.Fatalf("floor %d %q before the carrier, want 20", off, md)
+	}
+	outs := lostOf(t, n)
+	if s := stateOf(t, outs[0]); len(outs) != 1 || s == nil || !s.Parked[0].Lost || !s.Parked[1].Lost {
+		t.Fatalf("state %+v, want 11 and 13 lost", s)
+	}
+	if off, md := n.Floor(ordersP0, 12); off != 20 || md != "" {
+		t.Fatalf("floor %d %q after the carrier, want 20", off, md)
+	}
+}
+
+// The records settled between a lost parked record and the next one are
+// not handled again: the parked set read again still says they are
+// settled.
+func TestSettledRecordsStaySettledPastALostOne(t *testing.T) {
+	m, a, _ := parking(t, 100)
+	failHead(t, m, a)
+	handle(t, m, rec("orders", 0, 11, "A"))
+	for _, o := range []int64{12, 13, 14} {
+		handle(t, m, rec("orders", 0, o, "B"))
+	}
+	state := handle(t, m, rec("orders", 0, 15, "A"))[0]
+	off, md := m.Floor(ordersP0, 16)
+	m.OnCommit()
+	n, _, _ := parking(t, 100)
+	if err := n.keys.Restore(map[string][]byte{string(state.Key): state.Value}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Resume(ordersP0, off, md); err != nil {
+		t.Fatal(err)
+	}
+	if outs := handle(t, n, rec("orders", 0, 12, "B")); len(outs) != 0 { // 11 deleted
+		t.Fatalf("12 read again: %v", topics(outs))
+	}
+	lostOf(t, n)
+	for _, o := range []int64{13, 14} {
+		if outs := handle(t, n, rec("orders", 0, o, "B")); len(outs) != 0 {
+			t.Fatalf("%d, settled before the commit, handled again after the carrier: %v", o, topics(outs))
+		}
+	}
+	if off, _ := n.Floor(ordersP0, 16); off != 15 {
+		t.Fatalf("floor %d, want 15 (A3 parked)", off)
+	}
+}
+
+// One carrier writes one state record per key, however many of its
+// records are lost.
+func TestCarrierWritesOneStatePerKey(t *testing.T) {
+	m, a, _ := parking(t, 1000)
+	failHead(t, m, a)
+	var state txn.Output
+	for o := int64(11); o < 211; o++ {
+		state = handle(t, m, rec("orders", 0, o, "A"))[0]
+	}
+	off, md := m.Floor(ordersP0, 211)
+	m.OnCommit()
+	n, _, _ := parking(t, 1000)
+	if err := n.keys.Restore(map[string][]byte{string(state.Key): state.Value}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Resume(ordersP0, off, md); err != nil {
+		t.Fatal(err)
+	}
+	handle(t, n, rec("orders", 0, 300, "C"))
+	outs := lostOf(t, n)
+	if s := stateOf(t, outs[0]); len(outs) != 1 || s == nil || len(s.Parked) != 200 || !s.Parked[199].Lost {
+		t.Fatalf("%d outputs, want one state with 200 lost slots", len(outs))
 	}
 }
