@@ -93,6 +93,19 @@ func TestChartRefusesARollingChangeOfSharedSettings(t *testing.T) {
 		}
 	}
 
+	// A StatefulSet of an older chart carries no annotation: its relay
+	// container's environment says what runs.
+	if code, body, _ := s.do(t, "PATCH", fmt.Sprintf(resources["apps/v1 StatefulSet"], ns)+"/relay", "",
+		map[string]any{"metadata": map[string]any{"annotations": map[string]any{"relay/shared-settings": nil}}}); code != http.StatusOK {
+		t.Fatalf("remove the annotation: %d %s", code, body)
+	}
+	if _, err := upgrade(vals(3, running)); err != nil {
+		t.Errorf("same values over an older chart's StatefulSet: refused: %v", err)
+	}
+	if _, err := upgrade(vals(3, map[string]any{"RELAY_RETRY_TIERS": "30s,10m", "RELAY_ORDERING": "key"})); err == nil || !strings.Contains(err.Error(), "RELAY_RETRY_TIERS=30s,5m") {
+		t.Errorf("other tiers over an older chart's StatefulSet: %v, want refused", err)
+	}
+
 	// Scaled to 0 (and no pod left): the change goes through.
 	if code, body, _ := s.do(t, "PATCH", fmt.Sprintf(resources["apps/v1 StatefulSet"], ns)+"/relay", "", map[string]any{"spec": map[string]any{"replicas": 0}}); code != http.StatusOK {
 		t.Fatalf("scale to 0: %d %s", code, body)

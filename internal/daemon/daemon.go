@@ -209,7 +209,8 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	// Every instance announces itself (its shared settings, and under
 	// key ordering its features); key ordering parks by the group's
 	// agreement.
-	d.group = d.watchFeatures(watchCtx, metrics)
+	var featuresDone <-chan struct{}
+	d.group, featuresDone = d.watchFeatures(watchCtx, metrics)
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
 		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, d.group)
 	if err != nil {
@@ -221,7 +222,15 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	machine.SetLogStart(d.lag.logStart)
 	watchDone := make(chan struct{})
 	d.opts.Go(func() { defer close(watchDone); watch.Run(watchCtx) })
-	defer func() { stopWatch(); <-watchDone }()
+	defer func() {
+		stopWatch()
+		<-watchDone
+		// The farewell member record, bounded by its own timeout.
+		select {
+		case <-featuresDone:
+		case <-time.After(farewellTimeout + time.Second):
+		}
+	}()
 	metrics.SetQuarantine(func() ledger.Summary { return watch.Summary(ready.retention) })
 	metrics.SetOwners(owners(d.cfg))
 	if ready.adm != nil {

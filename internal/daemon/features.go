@@ -47,7 +47,7 @@ func announced(cfg *config.Config) []string {
 func shared(cfg *config.Config) map[string]string {
 	labels := make([]string, len(cfg.RetryTiers))
 	for i, t := range cfg.RetryTiers {
-		labels[i] = t.Delay.String()
+		labels[i] = t.Label // as written: it names the tier topics
 	}
 	return map[string]string{
 		config.EnvOrdering:   cfg.Ordering,
@@ -99,9 +99,11 @@ func (d *daemon) checkGroupSettings(ctx context.Context) error {
 
 // watchFeatures starts watching what the group's members announce, for as
 // long as ctx; key ordering parks only while every member announces it.
-func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) *features.Watch {
+// done is closed once the watch has ended and the farewell record is
+// written (or given up).
+func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) (w *features.Watch, done <-chan struct{}) {
 	m := d.newMembers()
-	w := features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
+	w = features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
 	w.Quiet = d.cfg.Ordering != "key" // no feature applies
 	metrics.SetFeatures(func() map[string]bool {
 		on := map[string]bool{}
@@ -110,12 +112,14 @@ func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) 
 		}
 		return on
 	})
+	ended := make(chan struct{})
 	d.opts.Go(func() {
+		defer close(ended)
 		defer m.close()
 		w.Run(ctx)
 		m.farewell()
 	})
-	return w
+	return w, ended
 }
 
 // farewellTimeout bounds the write of the record that says this instance

@@ -46,17 +46,24 @@ func (g *gone) init() {
 }
 
 func (g *gone) forget(partitions []int32) {
-	for p := range g.stale {
-		if slices.Contains(partitions, p.Partition) {
-			g.drop(p)
+	var parts []Part
+	for _, m := range []map[Part]bool{g.stale} {
+		for p := range m {
+			parts = append(parts, p)
 		}
 	}
 	for p := range g.await {
-		if slices.Contains(partitions, p.Partition) {
-			g.drop(p)
+		parts = append(parts, p)
+	}
+	for _, m := range []map[Part]map[int64]bool{g.found, g.dropped, g.suspect} {
+		for p := range m {
+			parts = append(parts, p)
 		}
 	}
 	for p := range g.from {
+		parts = append(parts, p)
+	}
+	for _, p := range parts {
 		if slices.Contains(partitions, p.Partition) {
 			g.drop(p)
 		}
@@ -131,11 +138,15 @@ func (k *Set[R]) awaited(p Part) []int64 {
 }
 
 // Passed is the read of p's record at offset (not a parked record handed
-// back): a parked record below it that was not read again is gone.
+// back): a parked record below it that was not read again is gone. A
+// record of p read since the last look may come from the consumer's
+// queue, fetched before the log moved: the log start's suspects wait for
+// a look with nothing read in between.
 func (k *Set[R]) Passed(p Part, offset int64) {
 	if k.gone.await == nil {
 		return // nothing was ever parked or restored
 	}
+	delete(k.gone.suspect, p)
 	k.passBelow(p, offset, offset+1)
 }
 
@@ -149,9 +160,10 @@ func (k *Set[R]) Look(p Part) {
 
 // Trimmed is p's log starting at start, as the consumer last heard it: a
 // parked record below it that was not read again, and was below it at
-// the previous look too, is gone. (The consumer may have fetched the
-// record before the log moved, and not handed it to the loop yet: by the
-// next look it has.)
+// the previous look too with no record of p read since, is gone. (The
+// consumer may have fetched the record before the log moved, and not
+// handed it to the loop yet: a partition whose records still arrive
+// hands it over, or passes it, by itself.)
 func (k *Set[R]) Trimmed(p Part, start int64) {
 	if k.gone.await == nil {
 		return

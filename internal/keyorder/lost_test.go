@@ -52,3 +52,23 @@ func TestLostSlotParksNoOffset(t *testing.T) {
 		t.Fatalf("decoded %+v %v %v", st, newer, err)
 	}
 }
+
+// A revoked partition's parked records found gone are forgotten with it:
+// no carrier is handed out for a partition this member no longer owns.
+func TestForgetDropsWhatWasFoundGone(t *testing.T) {
+	var k Set[string]
+	if err := k.Restore(map[string][]byte{skA: blocked(11, 13).Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Resume(p0, -1001, ""); err != nil {
+		t.Fatal(err)
+	}
+	k.Passed(p0, 20)
+	if len(k.LostParts()) != 1 {
+		t.Fatalf("lost parts %v", k.LostParts())
+	}
+	k.Forget([]int32{0})
+	if lp := k.LostParts(); len(lp) != 0 {
+		t.Errorf("after Forget: LostParts %v, dropped %v", lp, k.gone.dropped)
+	}
+}

@@ -354,6 +354,9 @@ func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 		next = max(next, from)
 		offs = slices.DeleteFunc(offs, func(o int64) bool { return o < from })
 	}
+	// A parked offset from next on is not read yet: it stays above the
+	// commit, unless the committed set read again names it (below).
+	offs = slices.DeleteFunc(offs, func(o int64) bool { return o >= next })
 	hi := next
 	if w, ok := k.windows[p]; ok && w.Hi > next {
 		// Read again, not yet past the committed set: its parked
@@ -367,11 +370,6 @@ func (k *Set[R]) Floor(p Part, next int64) (int64, string) {
 		slices.Sort(offs)
 		offs = slices.Compact(offs)
 		hi = w.Hi
-	} else {
-		// No committed set says the records from next on are settled:
-		// a parked offset there is not read yet, and stays above the
-		// commit.
-		offs = slices.DeleteFunc(offs, func(o int64) bool { return o >= next })
 	}
 	if len(offs) == 0 {
 		// Nothing parked: the records up to the handled position (the

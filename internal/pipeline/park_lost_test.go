@@ -201,7 +201,7 @@ func TestParkedRecordsReadAgainAreNotLost(t *testing.T) {
 // A parked record the consumer fetched before the log moved past it, and
 // hands to the loop only after the log start said so, is read again, not
 // lost: the log start finds a record gone only if it is still not read
-// again at the next look.
+// again at the next look, with no record of its partition read between.
 func TestParkedRecordFetchedBeforeTheLogMoved(t *testing.T) {
 	n, now, _ := parkTwo(t)
 	n.SetLogStart(func(string, int32) (int64, bool) { return 14, true })
@@ -209,6 +209,10 @@ func TestParkedRecordFetchedBeforeTheLogMoved(t *testing.T) {
 		t.Fatalf("due at the first look: %v", d)
 	}
 	handle(t, n, rec("orders", 0, 11, "A")) // A2, from the consumer's queue
+	*now = now.Add(2 * time.Second)
+	if d := n.Due(); len(d) != 0 {
+		t.Fatalf("due at a look after a record was read: %v", d)
+	}
 	*now = now.Add(2 * time.Second)
 	outs := lostOf(t, n)
 	if s := stateOf(t, outs[0]); len(outs) != 1 || s == nil || s.Parked[0].Lost || !s.Parked[1].Lost {

@@ -320,12 +320,29 @@ ordering"). It needs the cluster (helm upgrade, helm install, and
 {{- $live := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "relay.fullname" .) -}}
 {{- if $live -}}
 {{- $was := get ($live.metadata.annotations | default dict) "relay/shared-settings" | toString -}}
+{{- if not $was -}}
+{{- /* A StatefulSet of an older chart, without the annotation: its relay
+container's environment, rendered from relay.env as now, says it. */ -}}
+{{- $o := "" -}}
+{{- $t := "" -}}
+{{- $r := "" -}}
+{{- range (($live.spec.template | default dict).spec | default dict).containers | default list -}}
+{{- if eq .name "relay" -}}
+{{- range .env | default list -}}
+{{- if eq .name "RELAY_ORDERING" }}{{ $o = .value | default "" }}{{ end -}}
+{{- if eq .name "RELAY_RETRY_TIERS" }}{{ $t = .value | default "" }}{{ end -}}
+{{- if eq .name "RELAY_RETRY_TOPIC" }}{{ $r = .value | default "" }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $was = printf "RELAY_ORDERING=%s RELAY_RETRY_TIERS=%s RELAY_RETRY_TOPIC=%s" $o $t $r -}}
+{{- end -}}
 {{- $now := include "relay.sharedSettings" . -}}
 {{- $running := max (($live.spec | default dict).replicas | default 0 | int) (($live.status | default dict).replicas | default 0 | int) -}}
 {{- $wanted := .Values.replicas | int -}}
 {{- if .Values.keda.enabled }}{{ $wanted = 1 }}{{ end -}}
 {{- if and $was (ne $was $now) (gt $running 0) (gt $wanted 0) -}}
-{{- fail (printf "relay.env changes a setting every instance of the group must share (%s → %s) while %d pods of %s run: a rolling update would put both in one group, and the first new pod would refuse to join it. Scale to 0 first and wait until the pods are gone (helm upgrade --reuse-values --set replicas=0), then upgrade with the new values (chart README, \"Changing tiers, ordering or the tier template\")" $was $now $running (include "relay.fullname" .)) -}}
+{{- fail (printf "relay.env changes a setting every instance of the group must share (%s → %s) while %d pods of %s run: a rolling update would put both in one group, and the first new pod would refuse to join it. Scale to 0 first and wait until the pods are gone (helm upgrade --reuse-values --set replicas=0, and under KEDA --set keda.enabled=false too), then upgrade with the new values (chart README, \"Changing tiers, ordering or the tier template\")" $was $now $running (include "relay.fullname" .)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
