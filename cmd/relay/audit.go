@@ -55,7 +55,7 @@ func (a *app) auditCmd() *cobra.Command {
 func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.Time) int {
 	if err := al.l.Resolve(&al.o, pos, now); err != nil {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
-		return cli.Usage
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: err}, cli.Usage)
 	}
 	ops, code := a.setup()
 	switch code {
@@ -81,7 +81,7 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	var in *audit.InputError
 	if errors.As(err, &in) {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
-		return cli.Usage
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: err}, cli.Usage)
 	}
 	res := &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}
 	code = cli.OK
@@ -95,21 +95,14 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	return al.publish(a, res, code)
 }
 
-// publish writes the run's metrics where asked, prints its report, and
-// returns its exit code (code, or cli.NoVerdict when the metrics could not
-// be written).
+// publish writes the run's metrics where asked (a run refused for its
+// command line too: it is no success), prints its report, and returns its
+// exit code (code, or cli.NoVerdict when the metrics could not be
+// written).
 func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
-	if al.metrics != "" {
-		if err := res.WriteMetrics(al.metrics); err != nil {
-			fmt.Fprintf(a.stderr, "relay audit: --metrics-file: %v\n", err)
-			code = max(code, cli.NoVerdict)
-		}
-	}
-	if al.pushURL != "" {
-		if err := res.Push(al.pushURL); err != nil {
-			fmt.Fprintf(a.stderr, "relay audit: --push-url: %v\n", err)
-			code = max(code, cli.NoVerdict)
-		}
+	if err := res.Publish(al.metrics, al.pushURL); err != nil {
+		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
+		code = max(code, cli.NoVerdict)
 	}
 	if rep := res.Report; rep != nil {
 		a.print(al.out, rep, rep.Text)
