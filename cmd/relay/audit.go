@@ -83,16 +83,22 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
 		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: err}, cli.Usage)
 	}
-	res := &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}
-	code = cli.OK
-	switch {
-	case err != nil:
+	if err != nil {
 		fmt.Fprintf(a.stderr, "relay audit: could not complete, no verdict: %v\n", err)
-		code = cli.NoVerdict
-	case !rep.Clean:
-		code = cli.Failure
 	}
-	return al.publish(a, res, code)
+	return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}, auditExit(rep, err))
+}
+
+// auditExit is a completed audit's exit code: no verdict, findings, or
+// clean.
+func auditExit(rep *audit.Report, err error) int {
+	switch {
+	case err != nil || rep == nil:
+		return cli.NoVerdict
+	case !rep.Clean:
+		return cli.Failure
+	}
+	return cli.OK
 }
 
 // publish writes the run's metrics where asked (a run refused for its

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"relay/internal/audit"
 	"relay/internal/cli"
 )
 
@@ -23,5 +25,25 @@ func TestAuditUsageWritesMetrics(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `relay_audit_outcome{outcome="incomplete",source="orders"} 1`) {
 		t.Fatalf("metrics do not say incomplete:\n%s", b)
+	}
+}
+
+// An audit's exit code is its verdict: 3 without one (an error, or no
+// report), 1 with a finding that fails it, 0 clean.
+func TestAuditExit(t *testing.T) {
+	for _, c := range []struct {
+		rep  *audit.Report
+		err  error
+		want int
+	}{
+		{&audit.Report{Clean: true}, nil, cli.OK},
+		{&audit.Report{Clean: false}, nil, cli.Failure},
+		{nil, errors.New("read timeout"), cli.NoVerdict},
+		{&audit.Report{Clean: true}, errors.New("partial"), cli.NoVerdict},
+		{nil, nil, cli.NoVerdict},
+	} {
+		if got := auditExit(c.rep, c.err); got != c.want {
+			t.Errorf("report %+v, error %v: exit %d, want %d", c.rep, c.err, got, c.want)
+		}
 	}
 }
