@@ -344,6 +344,8 @@ type scan struct {
 	rep       *Report
 	read1     int64
 	total     int64
+	// readers, when set, makes readTopic's consumers (tests).
+	readers func() (reader, error)
 }
 
 // window fixes each partition's [lo, hi).
