@@ -222,6 +222,9 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 	if err := s.read(ctx); err != nil {
 		return err
 	}
+	if err := s.unreadableLedger(); err != nil {
+		return err
+	}
 	s.foldLedger()
 	s.bound()
 	s.parkedTooLong()
@@ -346,6 +349,10 @@ type scan struct {
 	total     int64
 	// readers, when set, makes readTopic's consumers (tests).
 	readers func() (reader, error)
+	// unreadable counts the ledger changes that could not be read, the
+	// first few named in unreadableAt.
+	unreadable   int
+	unreadableAt []string
 }
 
 // window fixes each partition's [lo, hi).

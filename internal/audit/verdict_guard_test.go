@@ -105,3 +105,23 @@ func TestLedgerChangeOfAnotherRecordIsMisrouted(t *testing.T) {
 		t.Fatalf("misrouted %d, state of 3 %q, of 5 %q; want the change naming 3 as 4 misrouted", s.rep.Misrouted, s.batch[0].slots[3].state(), s.batch[0].slots[5].state())
 	}
 }
+
+// A ledger change the audit cannot read, in a newer format or not JSON at
+// all, is no verdict (an error naming it), never skipped: a replaying
+// change written as v2 turned a lost record into an open one.
+func TestUnreadableLedgerChangesAreNoVerdict(t *testing.T) {
+	for _, v := range []string{`{"v":2,"id":"orders/0/3","state":"replaying","source":{"topic":"orders","partition":0,"offset":3}}`, `not json`} {
+		s := testScan(t, nil)
+		s.ledgerRecord(msg("_relay.relay.state", 7, []byte("q|orders/0/3|0|state"), []byte(v)))
+		err := s.unreadableLedger()
+		if err == nil || !strings.Contains(err.Error(), "_relay.relay.state/0/7") {
+			t.Errorf("%s: %v, want no verdict naming the record", v, err)
+		}
+	}
+	s := testScan(t, nil)
+	s.ledgerRecord(msg("_relay.relay.state", 7, []byte("key|orders|0|QQ"), []byte(`{"v":1,"next":0,"tail":2}`)))
+	s.ledgerRecord(msg("_relay.relay.state", 8, []byte("q|orders/0/3|0|state"), nil))
+	if err := s.unreadableLedger(); err != nil {
+		t.Fatalf("a key state and a tombstone: %v", err)
+	}
+}
