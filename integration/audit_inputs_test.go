@@ -25,8 +25,9 @@ func TestAuditCannotReadALedgerChange(t *testing.T) {
 		t.Fatalf("a window below the log start: exit %d, %+v, stderr %s; want 5 unverifiable", res.code, rep.Partitions[0], res.stderr)
 	}
 
-	off := produceRaw(t, s.stateTopic(), 0, []byte("q|"+s.src.topic+"/0/3|0|state"),
-		[]byte(`{"v":2,"id":"`+s.src.topic+`/0/3","state":"replaying"}`), nil)
+	// One of a record of the window (offset 13, not deleted).
+	off := produceRaw(t, s.stateTopic(), 0, []byte("q|"+s.src.topic+"/0/13|0|state"),
+		[]byte(`{"v":2,"id":"`+s.src.topic+`/0/13","state":"replaying"}`), nil)
 	res = s.cli(t, nil, "audit", "--source", s.src.topic)
 	if res.code != 3 || !strings.Contains(res.stderr, "cannot be read") || !strings.Contains(res.stderr, s.stateTopic()) {
 		t.Fatalf("an unreadable ledger change at %d: exit %d, stderr %s; want 3 naming it", off, res.code, res.stderr)

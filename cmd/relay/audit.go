@@ -63,8 +63,8 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	case cli.Failure: // the brokers, not the command line
 		res := &audit.RunResult{Source: al.o.Source, At: now, Err: errors.New("no admin client")}
 		return al.publish(a, res, cli.NoVerdict)
-	default:
-		return code
+	default: // the configuration
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: errors.New("configuration refused")}, code)
 	}
 	defer ops.admin.Close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -101,11 +101,13 @@ func auditExit(rep *audit.Report, err error) int {
 	return cli.OK
 }
 
-// publish writes the run's metrics where asked (a run refused for its
-// command line too: it is no success), prints its report, and returns its
-// exit code (code, or cli.NoVerdict when the metrics could not be
-// written).
+// publish writes the run's metrics where asked (a refused run's too, but
+// for no source), prints its report, and returns its exit code (code, or
+// cli.NoVerdict when the metrics could not be written).
 func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
+	if res.Source == "" {
+		return code
+	}
 	if err := res.Publish(al.metrics, al.pushURL); err != nil {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
 		code = max(code, cli.NoVerdict)

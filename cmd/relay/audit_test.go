@@ -47,3 +47,15 @@ func TestAuditExit(t *testing.T) {
 		}
 	}
 }
+
+// A refusal without --source writes no metrics: they would name no
+// source, and hide the real source's last success.
+func TestAuditWithoutSourceWritesNoMetrics(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "audit.prom")
+	if code, _, _ := runArgs(t, "127.0.0.1:1", "audit", "--metrics-file", file); code != cli.Usage {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("metrics written for no source: %v", err)
+	}
+}

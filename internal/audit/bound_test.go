@@ -1,9 +1,14 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"relay/internal/config"
 )
 
 // A window's read offsets start at the log's start and never pass its
@@ -51,5 +56,32 @@ func TestCrashIsAnError(t *testing.T) {
 	}
 	if rep, err := guard(func() (*Report, error) { return &Report{Clean: true}, nil }); err != nil || !rep.Clean {
 		t.Fatalf("guard of a run: %v %v", rep, err)
+	}
+	defer func(f func(context.Context, *config.Config, *kafka.AdminClient, *Options) (*Report, error)) { runBody = f }(runBody)
+	runBody = func(context.Context, *config.Config, *kafka.AdminClient, *Options) (*Report, error) { panic("boom") }
+	if _, err := Run(context.Background(), &config.Config{}, nil, &Options{}); !errors.As(err, &ce) {
+		t.Fatalf("Run of a crash: %v, want a CrashError", err)
+	}
+}
+
+// A window with nothing in it notes nothing, even below the log's start;
+// one below the log's start notes its offsets unverifiable.
+func TestWindowBelowTheLogStart(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi int64
+		want   int64
+	}{{0, 0, 0}, {5, 2, 0}, {0, 5, 5}, {3, 20, 7}} {
+		s := testScan(t, nil)
+		pt := &part{lo: c.lo, hi: c.hi, logStart: 10, committed: 10}
+		if err := pt.bound("orders"); err != nil {
+			t.Fatal(err)
+		}
+		pt.slots, pt.fps = make([]slot, pt.hi-pt.base), make([]uint16, pt.hi-pt.base)
+		s.parts[0], s.batch[0] = pt, pt
+		s.judge()
+		pr := s.rep.Partitions[len(s.rep.Partitions)-1]
+		if got := s.rep.Totals[KindUnverifiable]; (got > 0) != (c.want > 0) || pr.Unverifiable != c.want {
+			t.Errorf("[%d, %d) below 10: %d findings, %d unverifiable; want %d unverifiable", c.lo, c.hi, got, pr.Unverifiable, c.want)
+		}
 	}
 }

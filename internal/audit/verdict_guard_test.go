@@ -119,9 +119,26 @@ func TestUnreadableLedgerChangesAreNoVerdict(t *testing.T) {
 		}
 	}
 	s := testScan(t, nil)
-	s.ledgerRecord(msg("_relay.relay.state", 7, []byte("key|orders|0|QQ"), []byte(`{"v":1,"next":0,"tail":2}`)))
 	s.ledgerRecord(msg("_relay.relay.state", 8, []byte("q|orders/0/3|0|state"), nil))
 	if err := s.unreadableLedger(); err != nil {
-		t.Fatalf("a key state and a tombstone: %v", err)
+		t.Fatalf("a tombstone: %v", err)
+	}
+	// One of another source, or of an offset outside the window, says
+	// nothing of the window's records: the audit of them goes on. One
+	// whose key names no failure may speak of any.
+	for _, c := range []struct {
+		key      string
+		refusing bool
+	}{
+		{"q|payments/0/3|0|discarded", false},
+		{"q|orders/0/999999|0|discarded", false},
+		{"q|orders/1/3|0|discarded", false},
+		{"q|garbage", true},
+	} {
+		s := testScan(t, nil)
+		s.ledgerRecord(msg("_relay.relay.state", 7, []byte(c.key), []byte(`{"v":2}`)))
+		if err := s.unreadableLedger(); (err != nil) != c.refusing {
+			t.Errorf("%s: %v, want refusing %v", c.key, err, c.refusing)
+		}
 	}
 }
