@@ -57,7 +57,9 @@ func TestCrashIsAnError(t *testing.T) {
 	if rep, err := guard(func() (*Report, error) { return &Report{Clean: true}, nil }); err != nil || !rep.Clean {
 		t.Fatalf("guard of a run: %v %v", rep, err)
 	}
-	defer func(f func(context.Context, *config.Config, *kafka.AdminClient, *Options) (*Report, error)) { runBody = f }(runBody)
+	defer func(f func(context.Context, *config.Config, *kafka.AdminClient, *Options) (*Report, error)) {
+		runBody = f
+	}(runBody)
 	runBody = func(context.Context, *config.Config, *kafka.AdminClient, *Options) (*Report, error) { panic("boom") }
 	if _, err := Run(context.Background(), &config.Config{}, nil, &Options{}); !errors.As(err, &ce) {
 		t.Fatalf("Run of a crash: %v, want a CrashError", err)
