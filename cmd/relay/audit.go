@@ -55,7 +55,7 @@ func (a *app) auditCmd() *cobra.Command {
 func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.Time) int {
 	if err := al.l.Resolve(&al.o, pos, now); err != nil {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
-		return cli.Usage
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: err}, cli.Usage)
 	}
 	ops, code := a.setup()
 	switch code {
@@ -63,8 +63,8 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	case cli.Failure: // the brokers, not the command line
 		res := &audit.RunResult{Source: al.o.Source, At: now, Err: errors.New("no admin client")}
 		return al.publish(a, res, cli.NoVerdict)
-	default:
-		return code
+	default: // the configuration
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: errors.New("configuration refused")}, code)
 	}
 	defer ops.admin.Close()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
@@ -81,35 +81,36 @@ func (a *app) audit(ctx context.Context, al *auditLine, pos []string, now time.T
 	var in *audit.InputError
 	if errors.As(err, &in) {
 		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
-		return cli.Usage
+		return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Err: err}, cli.Usage)
 	}
-	res := &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}
-	code = cli.OK
-	switch {
-	case err != nil:
+	if err != nil {
 		fmt.Fprintf(a.stderr, "relay audit: could not complete, no verdict: %v\n", err)
-		code = cli.NoVerdict
-	case !rep.Clean:
-		code = cli.Failure
 	}
-	return al.publish(a, res, code)
+	return al.publish(a, &audit.RunResult{Source: al.o.Source, At: now, Report: rep, Err: err}, auditExit(rep, err))
 }
 
-// publish writes the run's metrics where asked, prints its report, and
-// returns its exit code (code, or cli.NoVerdict when the metrics could not
-// be written).
-func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
-	if al.metrics != "" {
-		if err := res.WriteMetrics(al.metrics); err != nil {
-			fmt.Fprintf(a.stderr, "relay audit: --metrics-file: %v\n", err)
-			code = max(code, cli.NoVerdict)
-		}
+// auditExit is a completed audit's exit code: no verdict, findings, or
+// clean.
+func auditExit(rep *audit.Report, err error) int {
+	switch {
+	case err != nil || rep == nil:
+		return cli.NoVerdict
+	case !rep.Clean:
+		return cli.Failure
 	}
-	if al.pushURL != "" {
-		if err := res.Push(al.pushURL); err != nil {
-			fmt.Fprintf(a.stderr, "relay audit: --push-url: %v\n", err)
-			code = max(code, cli.NoVerdict)
-		}
+	return cli.OK
+}
+
+// publish writes the run's metrics where asked (a refused run's too, but
+// for no source), prints its report, and returns its exit code (code, or
+// cli.NoVerdict when the metrics could not be written).
+func (al *auditLine) publish(a *app, res *audit.RunResult, code int) int {
+	if res.Source == "" {
+		return code
+	}
+	if err := res.Publish(al.metrics, al.pushURL); err != nil {
+		fmt.Fprintf(a.stderr, "relay audit: %v\n", err)
+		code = max(code, cli.NoVerdict)
 	}
 	if rep := res.Report; rep != nil {
 		a.print(al.out, rep, rep.Text)

@@ -170,6 +170,10 @@ func quarantined(settled, quars int, st ledger.State, deleted bool) (Verdict, st
 		return Lost, "the ledger says resolved by a replay, but no output or rejected record of it was found"
 	case st != ledger.Resolved && settled > 0:
 		return Duplicated, fmt.Sprintf("quarantined (%s) and also output or rejected", orOpen(st))
+	case st == ledger.Open && quars > 1:
+		// Only a replay that failed again quarantines a record a second
+		// time, and its ledger change (failed-again) is written with it.
+		return Duplicated, fmt.Sprintf("%d quarantine records, and the ledger says open: no replay of it failed again", quars)
 	case st == ledger.Replaying && deleted:
 		return Unverifiable, "the ledger says replaying, no copy waits in the replay topic or a tier, and its end state may have been deleted"
 	case st == ledger.Replaying:

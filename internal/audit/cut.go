@@ -39,6 +39,18 @@ func (s *scan) cut() error {
 	// Committed asks for stable offsets (read_committed): an offset
 	// commit in an open transaction is waited for, not skipped.
 	res, err := c.Committed(q, s.timeout)
+	if err := s.takeCommitted(res, err); err != nil {
+		return err
+	}
+	return s.snapshotEnds()
+}
+
+// takeCommitted keeps the group's committed offsets as Committed answered
+// them (res, err): the source's, with their parked sets, and the tiers'
+// and the replay topic's. Any error, the whole answer's or a partition's,
+// is no verdict: an offset read as "nothing committed" would judge every
+// record of its partition not consumed, or every copy in flight.
+func (s *scan) takeCommitted(res []kafka.TopicPartition, err error) error {
 	if err != nil {
 		return fmt.Errorf("the group's committed offsets (%s): %w", s.cfg.GroupID, err)
 	}
@@ -70,7 +82,7 @@ func (s *scan) cut() error {
 		}
 		s.committed[*tp.Topic][tp.Partition] = off
 	}
-	return s.snapshotEnds()
+	return nil
 }
 
 // snapshotEnds fixes where the reading of each derived partition stops:

@@ -182,7 +182,21 @@ func (s *scan) ledgerRecord(m *kafka.Message) {
 		return
 	}
 	e, ok, err := ledger.Decode(string(m.Key), m.Value)
-	if !ok || err != nil || e.Source.Topic != s.source {
+	if ok && err != nil {
+		// A change the audit cannot read (a newer relay's format, or
+		// bytes that are no ledger change) of a record of the window
+		// may settle a record it would call lost, or reopen one: no
+		// verdict. Its key names the failure.
+		if !s.concerns(string(m.Key)) {
+			return
+		}
+		s.unreadable++
+		if len(s.unreadableAt) < 3 {
+			s.unreadableAt = append(s.unreadableAt, fmt.Sprintf("%s (%v)", coordOf(m), err))
+		}
+		return
+	}
+	if !ok || e.Source.Topic != s.source {
 		return
 	}
 	if _, sl := s.at(e.Source.Partition, e.Source.Offset); sl != nil {
@@ -195,6 +209,33 @@ func (s *scan) ledgerRecord(m *kafka.Message) {
 		}
 		s.ledger = append(s.ledger, e)
 	}
+}
+
+// concerns says whether the ledger record keyed key may speak of a
+// record of the batch's window: its failure id names one, or cannot be
+// read (then it may).
+func (s *scan) concerns(key string) bool {
+	rest, _ := strings.CutPrefix(key, ledger.Prefix)
+	id, _, _ := strings.Cut(rest, "|")
+	topic, p, off, err := parseID(id)
+	if err != nil {
+		return true
+	}
+	if topic != s.source {
+		return false
+	}
+	_, sl := s.at(p, off)
+	return sl != nil
+}
+
+// unreadableLedger is the error of a batch with ledger changes the audit
+// cannot read, nil without.
+func (s *scan) unreadableLedger() error {
+	if s.unreadable == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d ledger changes in the state topic cannot be read, so the failures they speak of cannot be judged: %s (written by a newer relay? audit with it)",
+		s.unreadable, strings.Join(s.unreadableAt, "; "))
 }
 
 // foldLedger gives each failure of the window its state as ledger.Fold

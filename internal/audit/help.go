@@ -38,5 +38,7 @@ unbounded by default (the whole retained source, up to its end).
 
 Exit codes: 0 nothing lost, duplicated or misrouted; 1 a finding of those;
 2 bad command line or configuration; 3 the audit could not complete (a
-broker away, an ACL missing, a time limit): no verdict. --metrics-file and
---push-url say the outcome of every run, an incomplete one's too.`
+broker away, an ACL missing, a time limit, a crash of the audit itself):
+no verdict. --metrics-file and --push-url say the outcome of every run
+with a --source, an incomplete one's and a refused window's or
+configuration's too (incomplete).`

@@ -43,8 +43,7 @@ func (s *scan) judge() {
 				s.note(k, &Coord{Topic: s.source, Partition: p, Offset: off}, Coord{}, why)
 			}
 		}
-		if pt.lo < pt.logStart {
-			n := min(pt.logStart, pt.hi) - pt.lo
+		if n := min(pt.logStart, pt.hi) - pt.lo; n > 0 {
 			pr.Unverifiable += n
 			s.note(KindUnverifiable, &Coord{Topic: s.source, Partition: p, Offset: pt.lo}, Coord{},
 				fmt.Sprintf("%d source records, offsets %d to %d, were deleted by retention before the audit: nothing can be said of them", n, pt.lo, pt.lo+n-1))

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"time"
@@ -106,6 +107,24 @@ func (r *RunResult) Registry() *prometheus.Registry {
 		findings.With(prometheus.Labels{"source": r.Source, "kind": string(k)}).Set(float64(rep.Totals[k]))
 	}
 	return reg
+}
+
+// Publish writes the run's metrics to file and pushes them to the
+// Pushgateway at push, each only when given; the error names the flag of
+// each that failed.
+func (r *RunResult) Publish(file, push string) error {
+	var errs []error
+	if file != "" {
+		if err := r.WriteMetrics(file); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-file: %w", err))
+		}
+	}
+	if push != "" {
+		if err := r.Push(push); err != nil {
+			errs = append(errs, fmt.Errorf("--push-url: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // WriteMetrics writes the run's metrics to path as Prometheus text, whole

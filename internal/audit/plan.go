@@ -108,8 +108,36 @@ const (
 const DefaultReadTimeout = 10 * time.Minute
 
 // Run audits o.Source as relay, configured by cfg, writes it; a is an
-// admin client of the same cluster.
+// admin client of the same cluster. A crash of the audit is an error
+// (CrashError): no verdict, whose metrics still say the run failed.
 func Run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Options) (*Report, error) {
+	return guard(func() (*Report, error) { return runBody(ctx, cfg, a, o) })
+}
+
+// runBody is run (a test makes it crash).
+var runBody = run
+
+// CrashError is an audit that crashed: a bug in relay, not a verdict.
+type CrashError struct {
+	Panic any
+	Stack []byte
+}
+
+func (e *CrashError) Error() string {
+	return fmt.Sprintf("the audit crashed, a bug in relay (please report it with this message): %v\n%s", e.Panic, e.Stack)
+}
+
+// guard runs f, turning its panic into a *CrashError.
+func guard(f func() (*Report, error)) (rep *Report, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rep, err = nil, &CrashError{Panic: r, Stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Options) (*Report, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -195,6 +223,9 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 		s.batch, s.minTs = nil, 0
 	}()
 	if err := s.read(ctx); err != nil {
+		return err
+	}
+	if err := s.unreadableLedger(); err != nil {
 		return err
 	}
 	s.foldLedger()
@@ -319,6 +350,12 @@ type scan struct {
 	rep       *Report
 	read1     int64
 	total     int64
+	// readers, when set, makes readTopic's consumers (tests).
+	readers func() (reader, error)
+	// unreadable counts the ledger changes that could not be read, the
+	// first few named in unreadableAt.
+	unreadable   int
+	unreadableAt []string
 }
 
 // window fixes each partition's [lo, hi).
@@ -355,12 +392,21 @@ func (s *scan) window(n int) error {
 		}
 	}
 	for _, pt := range s.parts {
-		pt.hi = max(pt.hi, pt.lo)
-		pt.base = max(pt.lo, pt.logStart)
-		n := pt.hi - pt.base
-		if n > maxWindow {
-			return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", s.source, pt.p, n, int64(maxWindow))}
+		if err := pt.bound(s.source); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// bound settles the window [lo, hi) and the offsets read in it, [base,
+// hi): those from the log's start on. A window that ends below the log's
+// start reads nothing (base is hi); every offset of it is unverifiable.
+func (pt *part) bound(source string) error {
+	pt.hi = max(pt.hi, pt.lo)
+	pt.base = min(max(pt.lo, pt.logStart), pt.hi)
+	if n := pt.hi - pt.base; n > maxWindow {
+		return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", source, pt.p, n, int64(maxWindow))}
 	}
 	return nil
 }

@@ -62,12 +62,28 @@ func (s *scan) read(ctx context.Context) error {
 	return nil
 }
 
+// reader is what readTopic asks of a consumer (a test gives its own).
+type reader interface {
+	Assign([]kafka.TopicPartition) error
+	Poll(timeoutMs int) kafka.Event
+	Position([]kafka.TopicPartition) ([]kafka.TopicPartition, error)
+	Close() error
+}
+
+// newReader is the read_committed consumer readTopic reads with.
+func (s *scan) newReader() (reader, error) {
+	if s.readers != nil {
+		return s.readers()
+	}
+	return kafkaclient.Reader(s.cfg, s.cfg.GroupID+".audit", kafkaclient.Read{EOF: true})
+}
+
 // readTopic reads topic's partitions from from to ends, read_committed.
 func (s *scan) readTopic(ctx context.Context, topic string, from map[int32]kafka.Offset, ends map[int32]int64, each func(*kafka.Message)) error {
 	if len(from) == 0 {
 		return nil
 	}
-	c, err := kafkaclient.Reader(s.cfg, s.cfg.GroupID+".audit", kafkaclient.Read{EOF: true})
+	c, err := s.newReader()
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ var ExitCodes = []ExitCode{
 		"`relay audit`: a finding (a record lost, duplicated, misrouted or stuck)"},
 	{2, "bad command line or configuration: nothing was written (a command other than `relay run` also exits 2 on a Go " +
 		"runtime crash outside relay's code, which prints `fatal error:` or `panic:` with the stack: a bug, not a configuration problem)"},
-	{3, "`relay replay`: stopped by the repeat-failure threshold; `relay audit`: could not complete (a broker away, a missing ACL, a time limit): no verdict, and its metrics say `incomplete`"},
+	{3, "`relay replay`: stopped by the repeat-failure threshold; `relay audit`: could not complete (a broker away, a missing ACL, a time limit, a crash of the audit: `the audit crashed, a bug in relay` with its stack): no verdict, and its metrics say `incomplete` (so do those of a run refused for its window or configuration, exit 2, with a --source)"},
 	{4, "`relay replay`: published, but not every outcome was known within `--wait` (is relay running?)"},
 }
 
