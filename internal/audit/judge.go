@@ -8,13 +8,6 @@ import (
 
 // finish ends the report, once every batch was judged.
 func (s *scan) finish() {
-	none := true
-	for _, pt := range s.parts {
-		none = none && pt.committed < 0
-	}
-	if none {
-		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("group %s has committed no offset of %s: every record counts as not consumed (is RELAY_GROUP_ID relay's?)", s.cfg.GroupID, s.source))
-	}
 	if s.unprinted > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs (--allow-unfingerprinted)", s.unprinted))
 	}

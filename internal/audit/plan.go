@@ -168,20 +168,17 @@ func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 		reads = append(reads, derived{t, roleTier})
 	}
 	reads = append(reads, derived{names.Replay, roleReplay}, derived{names.State, roleLedger})
-	var missing []string
-	for _, d := range reads[:3] {
-		if t, ok := md.Topics[d.topic]; !ok || len(t.Partitions) == 0 {
-			missing = append(missing, d.topic)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("relay's topics for %s are missing: %s (relay topics apply creates them)", o.Source, strings.Join(missing, ", "))
+	if missing := missingTopics(cfg, o.Source, md); len(missing) > 0 {
+		return nil, fmt.Errorf("relay's topics for %s are missing from the metadata: %s (not created: relay topics apply creates them; or the audit's principal may not Describe them; or RELAY_STATE_TOPIC, RELAY_RETRY_TIERS or the topic names are not relay's): no verdict without them", o.Source, strings.Join(missing, ", "))
 	}
 	s := &scan{cfg: cfg, o: o, source: o.Source, timeout: timeout, topics: reads, md: md, rep: newReport(o, cfg)}
 	if err := s.window(len(src.Partitions)); err != nil {
 		return nil, err
 	}
 	if err := s.cut(); err != nil {
+		return nil, err
+	}
+	if err := s.groupCommitted(); err != nil {
 		return nil, err
 	}
 	if err := s.retention(ctx, a); err != nil {
@@ -292,6 +289,38 @@ func (e *InputError) Unwrap() error { return e.Err }
 // RELAY_RETRY_TIERS or RELAY_ORDERING), which may still hold copies relay
 // reads — found as relay run finds them, whatever the ordering, never
 // another of relay's topics.
+// missingTopics are relay's topics for source that the metadata does not
+// show: the output, rejected, quarantine, replay and state topics, and the
+// configured tiers. Each holds end states or the ledger: reading as empty
+// one the audit cannot see would call its records lost, or settled.
+func missingTopics(cfg *config.Config, source string, md *kafka.Metadata) []string {
+	names := cfg.Derived(source)
+	want := []string{names.Output, names.Rejected, names.Quarantine, names.Replay, names.State}
+	if !cfg.WaitsInPlace() {
+		want = append(want, names.Tiers...)
+	}
+	var missing []string
+	for _, topic := range want {
+		if t, ok := md.Topics[topic]; !ok || t.Error.Code() != kafka.ErrNoError || len(t.Partitions) == 0 {
+			missing = append(missing, topic)
+		}
+	}
+	return missing
+}
+
+// groupCommitted is an error when the group has committed no offset of
+// any partition of the window: every record would count as not consumed,
+// which says nothing (a wrong RELAY_GROUP_ID, or a group that has not
+// committed yet).
+func (s *scan) groupCommitted() error {
+	for _, pt := range s.parts {
+		if pt.committed >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("group %s has committed no offset of %s: is RELAY_GROUP_ID relay's, and has relay committed since it started? no verdict", s.cfg.GroupID, s.source)
+}
+
 func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string {
 	var out []string
 	if !cfg.WaitsInPlace() {
