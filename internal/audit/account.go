@@ -23,6 +23,9 @@ const (
 	// rejected or quarantine record was written after an attempt, or
 	// the ledger moved past open (see trim).
 	retried = slot(1) << 20
+	// stuck: the record was reported stuck (once, whatever number of
+	// its copies are in flight).
+	stuck = slot(1) << 21
 )
 
 func (s slot) count(shift uint) int { return int((s >> shift) & countMask) }

@@ -171,11 +171,13 @@ func TestLedgerStateIsTheFolds(t *testing.T) {
 	}
 	pt := &part{p: 0, base: 0, slots: make([]slot, 4)}
 	s := &scan{source: "orders", parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt}}
-	s.ledger = []*ledger.Event{
+	for _, e := range []*ledger.Event{
 		ev(0, ledger.Resolved, 1, false), ev(0, ledger.Open, 0, false), ev(0, ledger.Replaying, 1, false),
 		ev(1, ledger.Open, 0, false), ev(1, ledger.Replaying, 1, false), ev(1, ledger.Resolved, 1, true),
 		ev(2, ledger.Open, 0, false), ev(2, ledger.Discarded, 0, false), ev(2, ledger.Replaying, 1, false), ev(2, ledger.FailedAgain, 1, false),
 		ev(3, ledger.Open, 0, false), ev(3, ledger.Replaying, 1, false), ev(3, ledger.FailedAgain, 1, false), ev(3, ledger.Replaying, 2, false),
+	} {
+		s.ledgerRecord(msg("_relay.relay.state", 0, []byte(e.Key()), e.Value()))
 	}
 	s.foldLedger()
 	for off, want := range []ledger.State{ledger.Resolved, ledger.Resolved, ledger.Discarded, ledger.Replaying} {

@@ -207,7 +207,16 @@ func (s *scan) ledgerRecord(m *kafka.Message) {
 			s.misrouted(m, fmt.Sprintf("a ledger change of failure %s names source %s: it does not stand for that record", e.ID, want))
 			return
 		}
-		s.ledger = append(s.ledger, e)
+		at := sourceAt{e.Source.Partition, e.Source.Offset}
+		r := s.ledger[at]
+		if r == nil {
+			if s.ledger == nil {
+				s.ledger = map[sourceAt]*ledger.Reduced{}
+			}
+			r = &ledger.Reduced{}
+			s.ledger[at] = r
+		}
+		r.Add(e)
 	}
 }
 
@@ -238,13 +247,22 @@ func (s *scan) unreadableLedger() error {
 		s.unreadable, strings.Join(s.unreadableAt, "; "))
 }
 
+// sourceAt is a source offset of the window.
+type sourceAt struct {
+	p   int32
+	off int64
+}
+
 // foldLedger gives each failure of the window its state as ledger.Fold
-// does — the one fold the console, the commands and relay itself use —
-// once every change was read.
+// does — the one fold the console, the commands and relay itself use;
+// ledger.Reduced gives its result one change at a time — once every
+// change was read.
 func (s *scan) foldLedger() {
-	for _, en := range ledger.Fold(s.ledger) {
-		if _, sl := s.at(en.Source.Partition, en.Source.Offset); sl != nil {
-			sl.ledgered(en.State, en.ReplayCount)
+	for at, r := range s.ledger {
+		if _, sl := s.at(at.p, at.off); sl != nil {
+			if st, count, ok := r.State(); ok {
+				sl.ledgered(st, count)
+			}
 		}
 	}
 	s.ledger = nil
@@ -365,17 +383,13 @@ func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) 
 // record can have two copies in flight at the cut (one consumed and
 // copied again since), and it is one record stuck. It says whether this
 // was the first.
+// The mark is a bit of the record's slot: no memory beyond the window's.
 func (s *scan) firstStuck(p int32, off int64) bool {
-	if s.stuck == nil {
-		s.stuck = map[int32]map[int64]bool{}
-	}
-	if s.stuck[p] == nil {
-		s.stuck[p] = map[int64]bool{}
-	}
-	if s.stuck[p][off] {
+	_, sl := s.at(p, off)
+	if sl == nil || *sl&stuck != 0 {
 		return false
 	}
-	s.stuck[p][off] = true
+	*sl |= stuck
 	s.rep.partitionStuck(p)
 	return true
 }

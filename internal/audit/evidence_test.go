@@ -167,9 +167,11 @@ func TestDefaultStuckAfter(t *testing.T) {
 // replay's output (its failure resolved in the ledger) is no boundary.
 func TestTheHighestBoundaryHolds(t *testing.T) {
 	s := testScan(t, nil)
-	s.ledger = []*ledger.Event{
+	for _, e := range []*ledger.Event{
 		{ID: "orders/0/2", State: ledger.Open, Source: ledger.Source{Topic: "orders", Offset: 2}},
 		{ID: "orders/0/2", State: ledger.Resolved, ReplayCount: 1, Source: ledger.Source{Topic: "orders", Offset: 2}},
+	} {
+		s.ledgerRecord(msg("_relay.relay.state", 0, []byte(e.Key()), e.Value()))
 	}
 	s.foldLedger()
 	s.trims = map[string]map[int32]*trim{

@@ -342,8 +342,6 @@ func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string 
 }
 
 type scan struct {
-	// stuck are the source offsets reported stuck (a few, if any).
-	stuck   map[int32]map[int64]bool
 	cfg     *config.Config
 	o       *Options
 	source  string
@@ -367,9 +365,10 @@ type scan struct {
 	// minTs is the oldest timestamp of the window's source records (ms;
 	// 0: none read).
 	minTs int64
-	// ledger holds the ledger changes of the window's failures until
-	// foldLedger.
-	ledger []*ledger.Event
+	// ledger is the state of each failure of the window, by its source
+	// offset, folded one change at a time (a few dozen bytes per failure,
+	// not per change), until foldLedger.
+	ledger map[sourceAt]*ledger.Reduced
 	// keys are the latest states of the batch's blocked keys with parked
 	// records, until parkedTooLong.
 	keys map[string]*keyorder.State
