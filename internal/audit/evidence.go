@@ -36,7 +36,14 @@ func (s *scan) sourceRecord(m *kafka.Message) {
 		return
 	}
 	*sl |= present
-	if ts := m.Timestamp.UnixMilli(); ts > 0 && (s.minTs == 0 || ts < s.minTs) {
+	ts := m.Timestamp.UnixMilli()
+	if ts > s.o.Now.UnixMilli() {
+		// A source timestamp ahead of the audit's clock: relay's copies
+		// of the record carry earlier times than it, so no time tells
+		// where they start in the derived topics: read them whole.
+		s.aheadTs = true
+	}
+	if ts > 0 && (s.minTs == 0 || ts < s.minTs) {
 		s.minTs = ts
 	}
 	pt.fps[int64(m.TopicPartition.Offset)-pt.base] = shortPrint(envelope.Fingerprint(m.Key, m.Value))
@@ -413,6 +420,16 @@ func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64)
 		due = t
 	}
 	if due.IsZero() {
+		return
+	}
+	if ahead, horizon := due.Sub(s.o.Now), DefaultStuckAfter(s.cfg)+s.o.StuckAfter; ahead > horizon {
+		// relay never makes a copy due further ahead than a tier's
+		// delay, nor publishes one in the future: left alone, it would
+		// count as in flight for ever.
+		if s.firstStuck(p, off) {
+			s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
+				fmt.Sprintf("a copy in flight due at %s, %s ahead: further than relay ever makes a copy wait (%s); a clock far ahead, or a record not written by this relay", due.UTC().Format(time.RFC3339), ahead.Round(time.Second), horizon))
+		}
 		return
 	}
 	overdue := s.o.Now.Sub(due)

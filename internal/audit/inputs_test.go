@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
+	"relay/internal/envelope"
 )
 
 // Every topic that holds end states or the ledger must be in the
@@ -55,5 +57,39 @@ func TestGroupThatCommittedNothing(t *testing.T) {
 	s.parts[1] = &part{p: 1, committed: 4}
 	if err := s.groupCommitted(); err != nil {
 		t.Fatalf("one partition committed: %v", err)
+	}
+}
+
+// A tier copy due further ahead than relay ever makes one wait (a clock
+// far ahead, a record not relay's) is stuck, not in flight for ever; one
+// due within a tier's delay is in flight.
+func TestCopyDueFarAheadIsStuck(t *testing.T) {
+	s := testScan(t, nil)
+	s.cfg.RetryTiers = []config.Tier{{Delay: 5 * time.Second, Label: "5s"}}
+	env := func(off int64, due time.Time) []kafka.Header {
+		return []kafka.Header{h(envelope.FailureID, fmt.Sprintf("orders/0/%d", off)), h(envelope.SourceTopic, "orders"), h(envelope.SourcePartition, "0"),
+			h(envelope.SourceOffset, fmt.Sprint(off)), printOf(off), h(envelope.NotBefore, due.UTC().Format(envelope.TimeFormat))}
+	}
+	tier := s.envelopeRecord(derived{"orders.retry.5s", roleTier})
+	tier(msg("orders.retry.5s", 3, nil, nil, env(4, s.o.Now.Add(5*time.Second))...))
+	tier(msg("orders.retry.5s", 4, nil, nil, env(6, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))...))
+	if s.rep.Totals[KindStuck] != 1 || !findingAt(s.rep, KindStuck, "orders/0/6", "orders.retry.5s/0/4") {
+		t.Fatalf("stuck %d, findings %v; want the copy due in 2100", s.rep.Totals[KindStuck], s.rep.Findings)
+	}
+}
+
+// A source record timestamped ahead of the audit's clock makes the
+// derived topics be read whole: relay's copies of it carry earlier times.
+func TestSourceTimestampAheadReadsDerivedWhole(t *testing.T) {
+	s := testScan(t, nil)
+	if s.aheadTs {
+		t.Fatal("ahead before any record ahead")
+	}
+	m := msg("orders", 5, []byte("k"), value(5))
+	m.Timestamp = s.o.Now.Add(72 * time.Hour)
+	s.sourceRecord(m)
+	starts, err := s.derivedStarts()
+	if !s.aheadTs || err != nil || len(starts) != 0 {
+		t.Fatalf("ahead %v, starts %v, %v; want the derived topics read whole", s.aheadTs, starts, err)
 	}
 }

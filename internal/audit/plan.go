@@ -217,7 +217,7 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 		for _, pt := range s.batch {
 			pt.slots, pt.fps = nil, nil
 		}
-		s.batch, s.minTs = nil, 0
+		s.batch, s.minTs, s.aheadTs = nil, 0, false
 	}()
 	if err := s.read(ctx); err != nil {
 		return err
@@ -363,8 +363,9 @@ type scan struct {
 	// trims are the end-state partitions that lost records, by topic.
 	trims map[string]map[int32]*trim
 	// minTs is the oldest timestamp of the window's source records (ms;
-	// 0: none read).
-	minTs int64
+	// 0: none read); aheadTs, one of them is ahead of the audit's clock.
+	minTs   int64
+	aheadTs bool
 	// ledger is the state of each failure of the window, by its source
 	// offset, folded one change at a time (a few dozen bytes per failure,
 	// not per change), until foldLedger.
