@@ -23,7 +23,7 @@ func (s *scan) judge() {
 			off := pt.base + int64(i)
 			consumed := pt.committed >= 0 && (off < pt.committed || pt.parked.Settled(off))
 			parked := pt.committed >= 0 && pt.parked.Holds(off)
-			deleted := s.compacted || off < pt.trimBelow
+			deleted := off < pt.trimBelow
 			v, why := judge(sl, consumed, parked, deleted, s.sourceCompacted)
 			pr.count(v, sl.state(), sl&present != 0)
 			if v == Phantom {

@@ -356,10 +356,9 @@ type scan struct {
 	committed map[string]map[int32]int64
 	ends      map[string]map[int32]int64
 	lows      map[string]map[int32]int64
-	// compacted: an end-state topic is compacted, and any end state may
-	// be gone; sourceCompacted: so is the source, and an offset without
+	// sourceCompacted: the source is compacted, and an offset without
 	// a committed record may have lost it.
-	compacted, sourceCompacted bool
+	sourceCompacted bool
 	// trims are the end-state partitions that lost records, by topic.
 	trims map[string]map[int32]*trim
 	// minTs is the oldest timestamp of the window's source records (ms;
