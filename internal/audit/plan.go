@@ -51,7 +51,17 @@ type Options struct {
 	// ReadTimeout bounds the reading of one topic to its end at the cut;
 	// zero: DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// Cursor: the window starts, per partition, at the audit's cursor —
+	// the committed offsets of the group CursorGroup names, the first
+	// offset not yet judged final — and ends at the cut; a completed
+	// audit moves the cursor past every record that reached an end state
+	// (or was reported stuck). No record falls between two runs.
+	Cursor bool
 }
+
+// CursorGroup is the consumer group whose committed offsets are relay
+// audit's cursor for cfg's group.
+func CursorGroup(cfg *config.Config) string { return cfg.GroupID + ".audit" }
 
 // DefaultStuckAfter is the stuck bound for cfg: the retry budget plus the
 // longest tier delay (without a budget, every attempt at the longest
@@ -70,8 +80,11 @@ func DefaultStuckAfter(cfg *config.Config) time.Duration {
 
 // part is the scan's state of one source partition.
 type part struct {
-	p         int32
-	lo, hi    int64 // the window, [lo, hi)
+	p      int32
+	lo, hi int64 // the window, [lo, hi)
+	// cursor is, once judged, the first offset of the window not judged
+	// final (hi: none).
+	cursor    int64
 	logStart  int64 // of the source partition
 	base      int64 // the window's first offset still in the log: slots[0]
 	committed int64 // the group's, at the cut; -1: none
@@ -200,6 +213,11 @@ func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 		debug.FreeOSMemory()
 	}
 	s.finish()
+	if s.o.Cursor {
+		if err := s.moveCursor(); err != nil {
+			return nil, err
+		}
+	}
 	return s.rep, nil
 }
 
@@ -413,6 +431,16 @@ func (s *scan) window(n int) error {
 	}
 	if s.o.Partition >= 0 && len(s.parts) == 0 {
 		return &InputError{fmt.Errorf("--partition %d: %s has %d partitions", s.o.Partition, s.source, n)}
+	}
+	if s.o.Cursor {
+		ps := slices.Sorted(maps.Keys(s.parts))
+		cur, err := s.cursors(ps)
+		if err != nil {
+			return err
+		}
+		for p, c := range cur {
+			s.parts[p].lo = c // below the log's start, what was trimmed is unverifiable
+		}
 	}
 	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
 		if err := s.byTime(probe); err != nil {

@@ -81,6 +81,9 @@ type PartitionReport struct {
 	From      int64 `json:"from"`
 	To        int64 `json:"to"`
 	Committed int64 `json:"committed"`
+	// Cursor is the first offset of the window not judged final (To:
+	// every one was): where the next run with --cursor starts.
+	Cursor int64 `json:"cursor"`
 	// Records are the committed source records read; Skipped the
 	// offsets without one (aborted records and transaction markers,
 	// which read_committed hides).
