@@ -201,8 +201,10 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 		d.log.Error("cannot create the ledger reader; relay does not start", "err", err)
 		return fmt.Errorf("ledger reader: %w", err)
 	}
-	defer watch.Close() // after the loop and the watch have stopped: the machine asks it
-	if err := d.checkGroupSettings(ctx); err != nil {
+	defer watch.Close()       // after the loop and the watch have stopped: the machine asks it
+	members := d.newMembers() // closed by the watch, or here on a refusal
+	if err := d.checkGroupSettings(ctx, members); err != nil {
+		members.close()
 		return d.notStarted(ctx, consumer, "the group's members run other settings; relay does not join", err)
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -210,7 +212,7 @@ func (d *daemon) consume(ctx context.Context, consumer *kafka.Consumer, ruleSet 
 	// key ordering its features); key ordering parks by the group's
 	// agreement.
 	var featuresDone <-chan struct{}
-	d.group, featuresDone = d.watchFeatures(watchCtx, metrics)
+	d.group, featuresDone = d.watchFeatures(watchCtx, metrics, members)
 	machine, err := newMachine(d.cfg, ready.retired, ready.adm, ruleSet, metrics, watch.Discards(), d.traces, metrics.Alive, d.log,
 		metrics.Access(telemetry.DependencyHook, hookCredentialVars, d.log), metrics, d.group)
 	if err != nil {

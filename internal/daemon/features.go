@@ -69,10 +69,9 @@ const settingsCheckTimeout = 30 * time.Second
 // shared setting (shared) with another value: the change of such a
 // setting needs every instance stopped first. A look that cannot be made
 // (the state topic or the group cannot be read now) is logged, and relay
-// starts: the watch's looks log a conflict they find later.
-func (d *daemon) checkGroupSettings(ctx context.Context) error {
-	m := d.newMembers()
-	defer m.close()
+// starts: the watch's looks log a conflict they find later. The member
+// records read stay in m, which the watch then reads on from.
+func (d *daemon) checkGroupSettings(ctx context.Context, m *members) error {
 	ctx, cancel := context.WithTimeout(ctx, settingsCheckTimeout)
 	defer cancel()
 	if err := m.read(ctx); err != nil {
@@ -101,8 +100,8 @@ func (d *daemon) checkGroupSettings(ctx context.Context) error {
 // long as ctx; key ordering parks only while every member announces it.
 // done is closed once the watch has ended and the farewell record is
 // written (or given up).
-func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics) (w *features.Watch, done <-chan struct{}) {
-	m := d.newMembers()
+// m is the view the check before joining began (checkGroupSettings).
+func (d *daemon) watchFeatures(ctx context.Context, metrics *telemetry.Metrics, m *members) (w *features.Watch, done <-chan struct{}) {
 	w = features.NewWatch(m.look, featuresEvery, d.log.With("group", d.cfg.GroupID))
 	w.Quiet = d.cfg.Ordering != "key" // no feature applies
 	metrics.SetFeatures(func() map[string]bool {

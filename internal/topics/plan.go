@@ -92,6 +92,13 @@ func shape(a Admin, topic string, timeout time.Duration) (partitions, replicas i
 	return len(t.Partitions), fewestReplicas(t), nil
 }
 
+// sourceSettle is how long a source the metadata does not show is asked
+// for again before it counts as missing: each broker learns of a new
+// topic from the controller, a moment after it was created, and the
+// broker asked may not have yet (a script that creates the source and
+// runs relay topics apply at once).
+var sourceSettle = 3 * time.Second
+
 // Sources reads the partition count of every source; a missing source is an
 // error naming it.
 func Sources(a Admin, cfg *config.Config, timeout time.Duration) (map[string]int, error) {
@@ -99,6 +106,10 @@ func Sources(a Admin, cfg *config.Config, timeout time.Duration) (map[string]int
 	var errs []error
 	for _, src := range cfg.SourceTopics {
 		n, err := Partitions(a, src, timeout)
+		for settled := time.Now().Add(sourceSettle); err == nil && n == 0 && time.Now().Before(settled); {
+			time.Sleep(sourceSettle / 12)
+			n, err = Partitions(a, src, timeout)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("metadata of %s: %w", src, err)
 		}

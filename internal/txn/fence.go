@@ -35,7 +35,10 @@ import (
 // transactional id may be running, and recovering would fence that live
 // instance. A static member asks the group coordinator whether one is
 // (see twin.go) and recovers when none is; a dynamic member cannot tell,
-// and stops. (A slow handler or a call blocked by a broker outage keeps the
+// and stops. A static member asks also when its assignment was lost at
+// any time since its producer began, though the group has given the
+// partitions back since: a twin that joined meanwhile bumped the epoch
+// of this producer, whose next call, however much later, is fenced. (A slow handler or a call blocked by a broker outage keeps the
 // membership — librdkafka heartbeats from its own thread — and is no
 // reason.) Recoveries are bounded in time too (maxRecoveries within
 // recoveryWindow), so two instances that share an id cannot fence each
@@ -96,6 +99,13 @@ func (l *Loop) zombie() string {
 	}
 	if l.consumer.AssignmentLost() {
 		return "the consumer lost its assignment"
+	}
+	if l.set.StaticMember && l.lostSinceInit {
+		// The group gave the partitions back, but a twin may have
+		// joined while they were gone and initialised a producer with
+		// this transactional.id: this producer's next call is fenced,
+		// though the twin has been refused the group.instance.id since.
+		return "the consumer lost its assignment after this producer began, and may have shared its ids meanwhile"
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ func (l *Loop) startProducer(ctx context.Context) error {
 		h, err := l.initProducer(ctx)
 		if err == nil {
 			l.producer = h
+			l.lostSinceInit = false
 			return nil
 		}
 		// An InitTransactions that wedged has its producer abandoned

@@ -53,6 +53,9 @@ func (l *Loop) onRebalance(_ *kafka.Consumer, ev kafka.Event) error {
 		l.obs.Assigned(len(l.assigned))
 		l.tellOwned()
 	case kafka.RevokedPartitions:
+		if l.consumer.AssignmentLost() {
+			l.lostSinceInit = true
+		}
 		// Forget the partitions first: an abort below rewinds only the
 		// partitions this member keeps (a seek on a partition being
 		// revoked would fail), and their late messages are dropped.

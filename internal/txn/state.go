@@ -143,6 +143,13 @@ type Loop struct {
 	// count when the open transaction began.
 	twin                    *twinCheck
 	assigns, assignsAtBegin int
+	// lostSinceInit says the consumer lost its assignment (a session
+	// that expired, a freeze) after the producer in use was
+	// initialised: another instance may have held this
+	// group.instance.id meanwhile and bumped the producer epoch, so a
+	// fence later, even after the group gave the partitions back, asks
+	// for the coordinator's verdict (see zombie).
+	lostSinceInit bool
 
 	// fatal is set by the rebalance callback, which cannot return errors to
 	// Run: librdkafka calls it from inside Poll.

@@ -293,3 +293,44 @@ func TestPendingVerdictGuards(t *testing.T) {
 		t.Errorf("a later fatal error during the wait decided: fatal %v, twin replaced %v, made %d", l.fatal, l.twin != w, h.made)
 	}
 }
+
+// CI finding (TestFrozenWithATwinStops, past the session): the thawed
+// process's session expired, librdkafka rejoined and the group gave it its
+// partitions back, refusing the twin; the old producer, whose epoch the
+// twin's had bumped meanwhile, was fenced at its next produce, seconds
+// later, with no lost assignment left to explain it, and relay stopped as
+// if a twin held its ids: both processes exited. A fence after an
+// assignment lost since the producer began waits for the verdict and
+// recovers; a later young fence, with the new producer, stops again.
+func TestFenceAfterALostAssignmentGivenBackIsRecovered(t *testing.T) {
+	first, second := newFakeProducer(), newFakeProducer()
+	first.produceErrs = []error{errFenced}
+	second.produceErrs = []error{nil, errFenced}
+	h := newHarness(t, first, second)
+	h.set.SessionTimeout, h.set.OpTimeout = 100*time.Millisecond, 100*time.Millisecond
+	h.set.MaxRecords = 1
+	h.set.StaticMember = true
+	c := h.c
+	err := h.run(c.assign(0), lostEvent{}, c.revoke(0), c.assign(0), sleepEvent(50*time.Millisecond),
+		c.msg(0, 0), sleepEvent(300*time.Millisecond), c.msg(0, 0), c.msg(0, 1))
+	if h.made != 2 {
+		t.Fatalf("Run = %v, made %d producers: a fence after the assignment was lost and given back must be recovered with one new producer", err, h.made)
+	}
+	if !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "fenced by another producer") {
+		t.Fatalf("Run = %v: a fence of the new producer, with no assignment lost since it began, must stop relay", err)
+	}
+}
+
+// A dynamic member has no verdict to ask for: a lost assignment given
+// back changes nothing in how it meets a fence.
+func TestFenceAfterALostAssignmentOfADynamicMemberStops(t *testing.T) {
+	first := newFakeProducer()
+	first.produceErrs = []error{errFenced}
+	h := newHarness(t, first)
+	h.set.MaxRecords = 1
+	c := h.c
+	err := h.run(c.assign(0), lostEvent{}, c.revoke(0), c.assign(0), c.msg(0, 0))
+	if !errors.Is(err, ErrFatal) || h.made != 1 {
+		t.Fatalf("Run = %v, made %d: want a stop, no new producer", err, h.made)
+	}
+}
