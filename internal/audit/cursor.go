@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -88,4 +90,44 @@ func (s *scan) moveCursor() error {
 		return fmt.Errorf("the audit judged its window but could not move its cursor (group %s; the next run judges the same records again): %w", CursorGroup(s.cfg), err)
 	}
 	return nil
+}
+
+// unjudgedSince counts, with --cursor, the records of the batch's windows
+// not judged final, and reads the source timestamp of the first of each
+// partition's (the record at its cursor, present: only a committed source
+// record is in flight).
+func (s *scan) unjudgedSince(ctx context.Context) error {
+	from, ends := map[int32]kafka.Offset{}, map[int32]int64{}
+	for p, pt := range s.batch {
+		if pt.cursor < pt.hi {
+			from[p], ends[p] = kafka.Offset(pt.cursor), pt.cursor+1
+		}
+	}
+	seen := map[int32]bool{}
+	err := s.readTopic(ctx, s.source, from, ends, func(m *kafka.Message) {
+		pt := s.batch[m.TopicPartition.Partition]
+		if int64(m.TopicPartition.Offset) == pt.cursor && !seen[pt.p] {
+			seen[pt.p] = true
+			s.rep.unjudged(pt.hi-pt.cursor, m.Timestamp)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("the first record not judged final: %w", err)
+	}
+	for p := range from {
+		if !seen[p] {
+			pt := s.batch[p]
+			return fmt.Errorf("%s[%d]: the record at the cursor, %d, judged in flight, was not read again", s.source, p, pt.cursor)
+		}
+	}
+	return nil
+}
+
+// cursorDone ends the report of a --cursor run: with no record left
+// unjudged, everything before the cut (taken at the run's time) was.
+func (s *scan) cursorDone() {
+	if s.rep.OldestUnjudged == nil {
+		at := s.o.Now.UTC().Truncate(time.Second)
+		s.rep.OldestUnjudged = &at
+	}
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -61,9 +62,10 @@ func TestTakeCursors(t *testing.T) {
 	}
 }
 
-// --cursor takes no window of its own.
+// --cursor takes no window of its own; --from only starts a partition
+// without a cursor.
 func TestCursorTakesNoWindow(t *testing.T) {
-	for _, l := range []Line{{From: "1h"}, {To: "1h"}, {FromOffsets: "0:1"}, {ToOffsets: "0:9"}} {
+	for _, l := range []Line{{To: "1h"}, {FromOffsets: "0:1"}, {ToOffsets: "0:9"}} {
 		l.MaxMemory, l.Progress = "96MiB", "none"
 		o := &Options{Source: "orders", Partition: -1, Cursor: true}
 		if err := l.Resolve(o, nil, time.Now()); err == nil || !strings.Contains(err.Error(), "--cursor") {
@@ -73,5 +75,63 @@ func TestCursorTakesNoWindow(t *testing.T) {
 	l := Line{MaxMemory: "96MiB", Progress: "none"}
 	if err := l.Resolve(&Options{Source: "orders", Partition: -1, Cursor: true}, nil, time.Now()); err != nil {
 		t.Fatalf("--cursor alone: %v", err)
+	}
+	l.From = "24h"
+	if err := l.Resolve(&Options{Source: "orders", Partition: -1, Cursor: true}, nil, time.Now()); err != nil {
+		t.Fatalf("--cursor --from 24h: %v", err)
+	}
+}
+
+// A --cursor run says how many records are not judged final and the
+// source time of the oldest, read again at the cursor; with none, the
+// time of the run: everything before it was judged. A cursor record the
+// second read does not find is no verdict.
+func TestUnjudgedSince(t *testing.T) {
+	s := testScan(t, &Options{Cursor: true})
+	pt := s.batch[0]
+	pt.committed = 10
+	for off := range pt.slots {
+		pt.slots[off].add(outShift)
+	}
+	pt.slots[4] |= tierFlight
+	pt.slots[7] |= replFlight
+	s.judge()
+	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	src := "orders"
+	rec := func(off int64, ts time.Time) *kafka.Message {
+		return &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &src, Partition: 0, Offset: kafka.Offset(off)}, Timestamp: ts}
+	}
+	r := &scripted{events: []kafka.Event{rec(4, at), rec(5, at.Add(-time.Hour))}, position: -1}
+	s.readers = func() (reader, error) { return r, nil }
+	s.o.ReadTimeout = time.Second
+	if err := s.unjudgedSince(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.cursorDone()
+	if r.assigned[0].Offset != 4 || s.rep.Unjudged != 6 || s.rep.OldestUnjudged == nil || !s.rep.OldestUnjudged.Equal(at) {
+		t.Fatalf("read from %v: %d unjudged since %v; want 6 since %s (the record at the cursor, 4)", r.assigned, s.rep.Unjudged, s.rep.OldestUnjudged, at)
+	}
+
+	done := testScan(t, &Options{Cursor: true})
+	done.batch[0].committed = 10
+	for off := range done.batch[0].slots {
+		done.batch[0].slots[off].add(outShift)
+	}
+	done.judge()
+	if err := done.unjudgedSince(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done.cursorDone()
+	if done.rep.Unjudged != 0 || done.rep.OldestUnjudged == nil || done.rep.OldestUnjudged.Unix() != done.o.Now.Unix() {
+		t.Fatalf("all judged: %d unjudged since %v; want 0 since the run's time %s", done.rep.Unjudged, done.rep.OldestUnjudged, done.o.Now)
+	}
+
+	s = testScan(t, &Options{Cursor: true})
+	s.batch[0].slots[4] |= tierFlight
+	s.judge()
+	s.readers = func() (reader, error) { return &scripted{events: []kafka.Event{kafka.PartitionEOF{Topic: &src, Partition: 0, Offset: 5}}, position: -1}, nil }
+	s.o.ReadTimeout = time.Second
+	if err := s.unjudgedSince(context.Background()); err == nil || !strings.Contains(err.Error(), "not read again") {
+		t.Fatalf("the cursor's record not found: %v; want no verdict", err)
 	}
 }

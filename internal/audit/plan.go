@@ -214,6 +214,7 @@ func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 	}
 	s.finish()
 	if s.o.Cursor {
+		s.cursorDone()
 		if err := s.moveCursor(); err != nil {
 			return nil, err
 		}
@@ -247,6 +248,9 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 	s.bound()
 	s.parkedTooLong()
 	s.judge()
+	if s.o.Cursor {
+		return s.unjudgedSince(ctx)
+	}
 	return nil
 }
 
@@ -432,19 +436,19 @@ func (s *scan) window(n int) error {
 	if s.o.Partition >= 0 && len(s.parts) == 0 {
 		return &InputError{fmt.Errorf("--partition %d: %s has %d partitions", s.o.Partition, s.source, n)}
 	}
+	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
+		if err := s.byTime(probe); err != nil {
+			return err
+		}
+	}
 	if s.o.Cursor {
-		ps := slices.Sorted(maps.Keys(s.parts))
-		cur, err := s.cursors(ps)
+		// After --from, which starts only a partition without a cursor.
+		cur, err := s.cursors(slices.Sorted(maps.Keys(s.parts)))
 		if err != nil {
 			return err
 		}
 		for p, c := range cur {
 			s.parts[p].lo = c // below the log's start, what was trimmed is unverifiable
-		}
-	}
-	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
-		if err := s.byTime(probe); err != nil {
-			return err
 		}
 	}
 	for _, pt := range s.parts {
