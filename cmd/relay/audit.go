@@ -41,7 +41,7 @@ func (a *app) auditCmd() *cobra.Command {
 	fs.Int32Var(&al.o.Partition, "partition", -1, "audit this source partition only")
 	fs.BoolVar(&al.o.Cursor, "cursor", false, "start at the audit's cursor (group RELAY_GROUP_ID.audit's committed offsets; --from where a partition has none yet, else its log start) and end at the cut; then move the cursor past every record judged final")
 	fs.IntVar(&al.o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
-	fs.StringVar(&al.l.MaxMemory, "max-memory", "96MiB", "the most audit state held at once (6 bytes per source offset of the window): partitions are audited in batches that fit; one partition that does not fit stops the audit (exit 3). A size: 96MiB, 1GiB")
+	fs.StringVar(&al.l.MaxMemory, "max-memory", "96MiB", "the most audit state held at once (6 bytes per source offset of the window): partitions are audited in batches that fit; one partition that does not fit stops the audit (exit 3). A batch's quarantined failures have as much again (133 bytes each); more stop it too. A size: 96MiB, 1GiB")
 	fs.BoolVar(&al.o.AllowUnprinted, "allow-unfingerprinted", false, "credit relay's records without relay.source.fingerprint (written by a relay older than them) to the source offset they name, instead of reporting them misrouted")
 	fs.DurationVar(&al.o.ReadTimeout, "read-timeout", audit.DefaultReadTimeout, "how long reading one topic to its end may take before the audit gives up (exit 3)")
 	fs.DurationVar(&al.o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")

@@ -275,3 +275,25 @@ func TestBatchesFitTheMemoryBound(t *testing.T) {
 		t.Fatalf("a partition over the bound: %v; want an error naming it and --max-memory", err)
 	}
 }
+
+// A batch's failures are bounded by --max-memory too: one past the bound
+// is no verdict naming the flag, however many changes each failure has
+// (a failure's second change takes no more room).
+func TestFailuresBeyondTheBudgetAreNoVerdict(t *testing.T) {
+	pt := &part{p: 0, base: 0, slots: make([]slot, 4)}
+	s := &scan{source: "orders", o: &Options{MaxMemory: 2 * perFailure}, parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt}}
+	change := func(off int64, st ledger.State) {
+		e := &ledger.Event{ID: fmt.Sprintf("orders/0/%d", off), State: st, Source: ledger.Source{Topic: "orders", Partition: 0, Offset: off}, At: time.Unix(off, 0)}
+		s.ledgerRecord(msg("_relay.relay.state", 0, []byte(e.Key()), e.Value()))
+	}
+	change(0, ledger.Open)
+	change(1, ledger.Open)
+	change(0, ledger.Discarded)
+	if err := s.failuresFit(); err != nil || len(s.ledger) != 2 {
+		t.Fatalf("two failures in a budget of two: %v (%d held)", err, len(s.ledger))
+	}
+	change(2, ledger.Open)
+	if err := s.failuresFit(); err == nil || !strings.Contains(err.Error(), "--max-memory") || len(s.ledger) != 2 {
+		t.Fatalf("a third failure in a budget of two: %v (%d held); want no verdict naming --max-memory", err, len(s.ledger))
+	}
+}

@@ -215,15 +215,16 @@ func (s *scan) ledgerRecord(m *kafka.Message) {
 			return
 		}
 		at := sourceAt{e.Source.Partition, e.Source.Offset}
-		r := s.ledger[at]
-		if r == nil {
-			if s.ledger == nil {
-				s.ledger = map[sourceAt]*ledger.Reduced{}
-			}
-			r = &ledger.Reduced{}
-			s.ledger[at] = r
+		r, ok := s.ledger[at]
+		if !ok && len(s.ledger) >= s.maxFailures() {
+			s.tooManyFailures = true
+			return
+		}
+		if s.ledger == nil {
+			s.ledger = map[sourceAt]ledger.Reduced{}
 		}
 		r.Add(e)
+		s.ledger[at] = r
 	}
 }
 

@@ -236,12 +236,15 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 		for _, pt := range s.batch {
 			pt.slots, pt.fps = nil, nil
 		}
-		s.batch, s.minTs, s.aheadTs = nil, 0, false
+		s.batch, s.minTs, s.aheadTs, s.tooManyFailures = nil, 0, false, false
 	}()
 	if err := s.read(ctx); err != nil {
 		return err
 	}
 	if err := s.unreadableLedger(); err != nil {
+		return err
+	}
+	if err := s.failuresFit(); err != nil {
 		return err
 	}
 	s.foldLedger()
@@ -258,6 +261,32 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 // slot and its fingerprint's 16 bits.
 const perOffset = 6
 
+// perFailure is the audit's memory per quarantined failure of a batch
+// (its ledger.Reduced, 40 bytes, in a map keyed by source offset): 133
+// bytes measured at a million failures. A batch's failures have a budget
+// of their own, --max-memory again: a million failures in one batch
+// need --max-memory 127MiB; more are no verdict (exit 3), never an
+// out-of-memory kill.
+const perFailure = 133
+
+// maxFailures is how many failures one batch's ledger may hold.
+func (s *scan) maxFailures() int {
+	m := int64(DefaultMaxMemory)
+	if s.o != nil && s.o.MaxMemory > 0 {
+		m = s.o.MaxMemory
+	}
+	return int(m / perFailure)
+}
+
+// failuresFit is the error of a batch whose failures passed maxFailures.
+func (s *scan) failuresFit() error {
+	if !s.tooManyFailures {
+		return nil
+	}
+	return fmt.Errorf("the window of partitions %v holds more than %d quarantined failures, more than --max-memory holds at %d bytes each: raise --max-memory (and the memory limit with it), or audit fewer partitions or a narrower window at a time",
+		slices.Sorted(maps.Keys(s.batch)), s.maxFailures(), perFailure)
+}
+
 // DefaultMaxMemory bounds the per-offset state held at once: partitions
 // are audited in batches that fit it. The default leaves room, in the
 // chart's 320 MiB limit, for the Go runtime, librdkafka's fetch buffers
@@ -267,8 +296,10 @@ const DefaultMaxMemory = 96 << 20
 
 // heapLimit is the Go heap's soft limit (GOMEMLIMIT, when set, wins) for
 // an audit whose per-offset state is bounded by maxMemory: that state, a
-// quarter more for what a batch reads beside it (ledger changes, records
-// in hand), and 48 MiB for the runtime. Without it the collector lets
+// quarter more for what a batch reads beside it (records in hand, the
+// failures' ledger states, which have a budget of their own: a batch with
+// many is over the soft limit, and the collector runs more often), and
+// 48 MiB for the runtime. Without it the collector lets
 // the heap grow to twice the live state: 257 MiB at 20 million offsets,
 // against 228 MiB with it. librdkafka's buffers are C memory, outside it.
 func heapLimit(maxMemory int64) int64 { return maxMemory + maxMemory/4 + 48<<20 }
@@ -390,7 +421,9 @@ type scan struct {
 	// ledger is the state of each failure of the window, by its source
 	// offset, folded one change at a time (a few dozen bytes per failure,
 	// not per change), until foldLedger.
-	ledger map[sourceAt]*ledger.Reduced
+	ledger map[sourceAt]ledger.Reduced
+	// tooManyFailures says the batch's failures passed maxFailures.
+	tooManyFailures bool
 	// keys are the latest states of the batch's blocked keys with parked
 	// records, until parkedTooLong.
 	keys map[string]*keyorder.State
