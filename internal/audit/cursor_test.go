@@ -129,7 +129,9 @@ func TestUnjudgedSince(t *testing.T) {
 	s = testScan(t, &Options{Cursor: true})
 	s.batch[0].slots[4] |= tierFlight
 	s.judge()
-	s.readers = func() (reader, error) { return &scripted{events: []kafka.Event{kafka.PartitionEOF{Topic: &src, Partition: 0, Offset: 5}}, position: -1}, nil }
+	s.readers = func() (reader, error) {
+		return &scripted{events: []kafka.Event{kafka.PartitionEOF{Topic: &src, Partition: 0, Offset: 5}}, position: -1}, nil
+	}
 	s.o.ReadTimeout = time.Second
 	if err := s.unjudgedSince(context.Background()); err == nil || !strings.Contains(err.Error(), "not read again") {
 		t.Fatalf("the cursor's record not found: %v; want no verdict", err)
