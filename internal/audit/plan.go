@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"relay/internal/keyorder"
 	"runtime/debug"
@@ -14,7 +13,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
-	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/topics"
 )
@@ -257,79 +255,6 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 	return nil
 }
 
-// perOffset is the audit's memory per source offset of a window: its
-// slot and its fingerprint's 16 bits.
-const perOffset = 6
-
-// perFailure is the audit's memory per quarantined failure of a batch
-// (its ledger.Reduced, 40 bytes, in a map keyed by source offset): 133
-// bytes measured at a million failures. A batch's failures have a budget
-// of their own, --max-memory again: a million failures in one batch
-// need --max-memory 127MiB; more are no verdict (exit 3), never an
-// out-of-memory kill.
-const perFailure = 133
-
-// maxFailures is how many failures one batch's ledger may hold.
-func (s *scan) maxFailures() int {
-	m := int64(DefaultMaxMemory)
-	if s.o != nil && s.o.MaxMemory > 0 {
-		m = s.o.MaxMemory
-	}
-	return int(m / perFailure)
-}
-
-// failuresFit is the error of a batch whose failures passed maxFailures.
-func (s *scan) failuresFit() error {
-	if !s.tooManyFailures {
-		return nil
-	}
-	return fmt.Errorf("the window of partitions %v holds more than %d quarantined failures, more than --max-memory holds at %d bytes each: raise --max-memory (and the memory limit with it), or audit fewer partitions or a narrower window at a time",
-		slices.Sorted(maps.Keys(s.batch)), s.maxFailures(), perFailure)
-}
-
-// DefaultMaxMemory bounds the per-offset state held at once: partitions
-// are audited in batches that fit it. The default leaves room, in the
-// chart's 320 MiB limit, for the Go runtime, librdkafka's fetch buffers
-// and the ledger changes of the batch's failures (peak RSS 228 MiB over
-// 20 million source records, docs/PERFORMANCE.md).
-const DefaultMaxMemory = 96 << 20
-
-// heapLimit is the Go heap's soft limit (GOMEMLIMIT, when set, wins) for
-// an audit whose per-offset state is bounded by maxMemory: that state, a
-// quarter more for what a batch reads beside it (records in hand, the
-// failures' ledger states, which have a budget of their own: a batch with
-// many is over the soft limit, and the collector runs more often), and
-// 48 MiB for the runtime. Without it the collector lets
-// the heap grow to twice the live state: 257 MiB at 20 million offsets,
-// against 228 MiB with it. librdkafka's buffers are C memory, outside it.
-func heapLimit(maxMemory int64) int64 { return maxMemory + maxMemory/4 + 48<<20 }
-
-// batches splits the window's partitions, in order, into batches whose
-// state fits o.MaxMemory; a partition whose window alone does not fit is
-// an error naming the flag.
-func (s *scan) batches() ([][]int32, error) {
-	ps := slices.Sorted(maps.Keys(s.parts))
-	var out [][]int32
-	var cur []int32
-	var used int64
-	for _, p := range ps {
-		pt := s.parts[p]
-		need := (pt.hi - pt.base) * perOffset
-		if need > s.o.MaxMemory {
-			return nil, fmt.Errorf("%s[%d]: the window holds %d offsets, %d MiB of audit state, more than --max-memory (%d MiB): narrow the window (--from/--to, --from-offsets/--to-offsets) or raise --max-memory and the memory limit with it",
-				s.source, p, pt.hi-pt.base, need>>20, s.o.MaxMemory>>20)
-		}
-		if used+need > s.o.MaxMemory && len(cur) > 0 {
-			out, cur, used = append(out, cur), nil, 0
-		}
-		cur, used = append(cur, p), used+need
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out, nil
-}
-
 // InputError is a bad request: the command line names something that is
 // not there (exit 2).
 type InputError struct{ Err error }
@@ -337,11 +262,6 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// tierTopics are the source's tier topics in the metadata: today's (none
-// with RELAY_ORDERING=partition), and retired ones (an earlier
-// RELAY_RETRY_TIERS or RELAY_ORDERING), which may still hold copies relay
-// reads — found as relay run finds them, whatever the ordering, never
-// another of relay's topics.
 // missingTopics are relay's topics for source that the metadata does not
 // show: the output, rejected, quarantine, replay and state topics, and the
 // configured tiers. Each holds end states or the ledger: reading as empty
@@ -374,6 +294,11 @@ func (s *scan) groupCommitted() error {
 	return fmt.Errorf("group %s has committed no offset of %s: is RELAY_GROUP_ID relay's, and has relay committed since it started? no verdict", s.cfg.GroupID, s.source)
 }
 
+// tierTopics are the source's tier topics in the metadata: today's (none
+// with RELAY_ORDERING=partition), and retired ones (an earlier
+// RELAY_RETRY_TIERS or RELAY_ORDERING), which may still hold copies relay
+// reads — found as relay run finds them, whatever the ordering, never
+// another of relay's topics.
 func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string {
 	var out []string
 	if !cfg.WaitsInPlace() {
@@ -439,116 +364,4 @@ type scan struct {
 	// first few named in unreadableAt.
 	unreadable   int
 	unreadableAt []string
-}
-
-// window fixes each partition's [lo, hi).
-func (s *scan) window(n int) error {
-	probe, err := kafkaclient.Probe(s.cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = probe.Close() }()
-	s.parts = map[int32]*part{}
-	for p := range int32(n) { //nolint:gosec // a partition count
-		if s.o.Partition >= 0 && p != s.o.Partition {
-			continue
-		}
-		low, high, err := probe.QueryWatermarkOffsets(s.source, p, s.timeout)
-		if err != nil {
-			return fmt.Errorf("watermarks of %s[%d]: %w", s.source, p, err)
-		}
-		pt := &part{p: p, lo: low, hi: high, logStart: low, committed: -1}
-		if v, ok := s.o.FromOffsets[p]; ok {
-			pt.lo = v
-		}
-		if v, ok := s.o.ToOffsets[p]; ok {
-			pt.hi = min(v, high)
-		}
-		s.parts[p] = pt
-	}
-	if s.o.Partition >= 0 && len(s.parts) == 0 {
-		return &InputError{fmt.Errorf("--partition %d: %s has %d partitions", s.o.Partition, s.source, n)}
-	}
-	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
-		if err := s.byTime(probe); err != nil {
-			return err
-		}
-	}
-	if s.o.Cursor {
-		// After --from, which starts only a partition without a cursor.
-		cur, err := s.cursors(slices.Sorted(maps.Keys(s.parts)))
-		if err != nil {
-			return err
-		}
-		for p, c := range cur {
-			s.parts[p].lo = c // below the log's start, what was trimmed is unverifiable
-		}
-	}
-	for _, pt := range s.parts {
-		if err := pt.bound(s.source); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bound settles the window [lo, hi) and the offsets read in it, [base,
-// hi): those from the log's start on. A window that ends below the log's
-// start reads nothing (base is hi); every offset of it is unverifiable.
-func (pt *part) bound(source string) error {
-	pt.hi = max(pt.hi, pt.lo)
-	pt.base = min(max(pt.lo, pt.logStart), pt.hi)
-	if n := pt.hi - pt.base; n > maxWindow {
-		return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", source, pt.p, n, int64(maxWindow))}
-	}
-	return nil
-}
-
-// maxWindow bounds the offsets of one partition's window.
-const maxWindow = 1 << 40
-
-// byTime turns --from and --to into offsets, per partition.
-func (s *scan) byTime(c *kafka.Consumer) error {
-	ask := func(t time.Time) (map[int32]int64, error) {
-		var q []kafka.TopicPartition
-		for p := range s.parts {
-			q = append(q, kafka.TopicPartition{Topic: &s.source, Partition: p, Offset: kafka.Offset(t.UnixMilli())})
-		}
-		res, err := c.OffsetsForTimes(q, s.timeout)
-		if err != nil {
-			return nil, fmt.Errorf("offsets of %s at %s: %w", s.source, t.Format(time.RFC3339), err)
-		}
-		out := map[int32]int64{}
-		for _, tp := range res {
-			if tp.Error != nil {
-				return nil, tp.Error
-			}
-			out[tp.Partition] = int64(tp.Offset) // -1: no record at or after t
-		}
-		return out, nil
-	}
-	if !s.o.FromTime.IsZero() {
-		from, err := ask(s.o.FromTime)
-		if err != nil {
-			return err
-		}
-		for p, off := range from {
-			if off < 0 {
-				off = s.parts[p].hi
-			}
-			s.parts[p].lo = off
-		}
-	}
-	if !s.o.ToTime.IsZero() {
-		to, err := ask(s.o.ToTime)
-		if err != nil {
-			return err
-		}
-		for p, off := range to {
-			if off >= 0 {
-				s.parts[p].hi = min(s.parts[p].hi, off)
-			}
-		}
-	}
-	return nil
 }
