@@ -80,8 +80,9 @@ var mayImport = map[string][]string{
 	"cmd/relay": {"*"},
 	// The demo and the benchmark stand outside: they drive relay as users do.
 	"cmd/relay-demo": {"internal/envelope"},
-	// -formats measures admission itself, in-process, per payload format.
-	"cmd/relay-bench": {"internal/config", "internal/envelope", "internal/schema"},
+	// -formats measures admission itself, in-process, per payload format;
+	// -audit-failures writes ledger changes as relay writes them.
+	"cmd/relay-bench": {"internal/config", "internal/envelope", "internal/ledger", "internal/schema"},
 }
 
 func TestPackagesImportOnlyWhatTheLayoutAllows(t *testing.T) {

@@ -80,10 +80,12 @@ func scrapeRelay() (exposition, error) {
 		return e, err
 	}
 	// relay audit's metrics, as its --metrics-file and --push-url give
-	// them, of a completed run (which has every series).
+	// them, of a completed --cursor run (which has every series).
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("relay-audit-%d.prom", os.Getpid()))
 	defer func() { _ = os.Remove(path) }()
-	run := &audit.RunResult{Source: "orders", At: time.Now(), Report: &audit.Report{Source: "orders", Clean: true, Totals: map[audit.Kind]int64{}}}
+	// A --cursor run's, which adds how far it has judged.
+	oldest := time.Now().Add(-time.Hour)
+	run := &audit.RunResult{Source: "orders", At: time.Now(), Report: &audit.Report{Source: "orders", Clean: true, Totals: map[audit.Kind]int64{}, Unjudged: 3, OldestUnjudged: &oldest}}
 	if err := run.WriteMetrics(path); err != nil {
 		return e, err
 	}

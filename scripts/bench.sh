@@ -29,6 +29,10 @@ bin/relay-bench -streams "$streams" -key-modes -hook-delays 1ms,20ms \
 # and peak RSS (the larger with small values, to fit the disk).
 bin/relay-bench -audit 1000000 -size 100
 bin/relay-bench -audit 20000000 -size 20
+# ... and with a million quarantined failures in one batch (each failure's
+# ledger state held until the batch is judged), against a million
+# processed records: peak RSS of each.
+bin/relay-bench -audit-failures 1000000 -size 100
 
 # Admission and upcast of the same ~1 KiB order in Avro, Protobuf and
 # JSON Schema, in one process, round-robin: records/s and CPU per record,

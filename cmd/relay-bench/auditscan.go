@@ -31,24 +31,7 @@ func (b *bench) auditScan(ctx context.Context, n int) error {
 	}
 	out := src + ".valid"
 	fmt.Printf("== audit scan: %d source records and %d outputs of %d bytes, %d partitions\n", n, n, b.o.size, b.o.partitions)
-	pr, err := b.newProducer(kafka.ConfigMap{"linger.ms": 20, "batch.size": 1 << 20})
-	if err != nil {
-		return err
-	}
-	for i := range n {
-		if i%4096 == 0 && ctx.Err() != nil {
-			break
-		}
-		p := int32(i % b.o.partitions)
-		if err := pr.send(src, p, key(i), b.value); err != nil {
-			_ = pr.close(ctx)
-			return err
-		}
-	}
-	if err := pr.close(ctx); err != nil {
-		return fmt.Errorf("load source: %w", err)
-	}
-	ends, err := b.watermarks(src)
+	ends, err := b.loadSource(ctx, src, n)
 	if err != nil {
 		return err
 	}
@@ -68,7 +51,7 @@ func (b *bench) auditScan(ctx context.Context, n int) error {
 			return err
 		}
 		plain = append(plain, d)
-		d, peak, err := b.runAudit(ctx, env, src, int64(n))
+		d, peak, err := b.runAudit(ctx, env, src, nil, processedAll(int64(n)))
 		if err != nil {
 			return err
 		}
@@ -81,6 +64,29 @@ func (b *bench) auditScan(ctx context.Context, n int) error {
 	fmt.Printf("relay audit (whole process, to its report):   %s, %.0f records/s (runs %v), peak RSS %d MiB\n", best(scan).Round(time.Millisecond), records/best(scan).Seconds(), scan, rss>>10)
 	fmt.Printf("audit speed / plain consumer speed: %.2f (the bar is 0.5)\n", best(plain).Seconds()/best(scan).Seconds())
 	return nil
+}
+
+// loadSource writes n source records to src, record i to partition
+// i%partitions, and says where each partition ends.
+func (b *bench) loadSource(ctx context.Context, src string, n int) (map[int32]int64, error) {
+	pr, err := b.newProducer(kafka.ConfigMap{"linger.ms": 20, "batch.size": 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		if i%4096 == 0 && ctx.Err() != nil {
+			break
+		}
+		p := int32(i % b.o.partitions)
+		if err := pr.send(src, p, key(i), b.value); err != nil {
+			_ = pr.close(ctx)
+			return nil, err
+		}
+	}
+	if err := pr.close(ctx); err != nil {
+		return nil, fmt.Errorf("load source: %w", err)
+	}
+	return b.watermarks(src)
 }
 
 // loadOutputs writes, for every source record, the output relay would
@@ -189,11 +195,34 @@ func (b *bench) plainRead(ctx context.Context, topics []string) (time.Duration, 
 	return time.Since(start), nil
 }
 
-// runAudit runs relay audit on src and checks its report accounts for
-// every record as processed.
-func (b *bench) runAudit(ctx context.Context, env []string, src string, n int64) (time.Duration, int64, error) {
+// auditReport is what the bench reads of relay audit's report.
+type auditReport struct {
+	Clean      bool `json:"clean"`
+	Partitions []struct {
+		Processed   int64            `json:"processed"`
+		Quarantined map[string]int64 `json:"quarantined"`
+	} `json:"partitions"`
+}
+
+// processedAll checks a report accounts for n records, each processed.
+func processedAll(n int64) func(*auditReport) error {
+	return func(rep *auditReport) error {
+		var processed int64
+		for _, p := range rep.Partitions {
+			processed += p.Processed
+		}
+		if !rep.Clean || processed != n {
+			return fmt.Errorf("relay audit: clean %v, %d processed of %d", rep.Clean, processed, n)
+		}
+		return nil
+	}
+}
+
+// runAudit runs relay audit on src with args, checks its report, and
+// says how long it took and its peak RSS.
+func (b *bench) runAudit(ctx context.Context, env []string, src string, args []string, check func(*auditReport) error) (time.Duration, int64, error) {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, b.o.relayBin, "audit", "--source", src, "-o", "json", "--progress", "none")
+	cmd := exec.CommandContext(ctx, b.o.relayBin, append([]string{"audit", "--source", src, "-o", "json", "--progress", "none"}, args...)...) //nolint:gosec // the bench's own relay
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -226,21 +255,12 @@ func (b *bench) runAudit(ctx context.Context, env []string, src string, n int64)
 	if err != nil {
 		return 0, 0, fmt.Errorf("relay audit: %w: %s", err, stderr.String())
 	}
-	var rep struct {
-		Clean      bool `json:"clean"`
-		Partitions []struct {
-			Processed int64 `json:"processed"`
-		} `json:"partitions"`
-	}
+	var rep auditReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		return 0, 0, fmt.Errorf("relay audit report: %w", err)
 	}
-	var processed int64
-	for _, p := range rep.Partitions {
-		processed += p.Processed
-	}
-	if !rep.Clean || processed != n {
-		return 0, 0, fmt.Errorf("relay audit: clean %v, %d processed of %d", rep.Clean, processed, n)
+	if err := check(&rep); err != nil {
+		return 0, 0, err
 	}
 	return d, peak, nil
 }

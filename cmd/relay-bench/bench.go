@@ -209,11 +209,15 @@ func (b *bench) newProducer(extra kafka.ConfigMap) (*producer, error) {
 // send enqueues one record of the bench value to topic/partition; the
 // producer stamps CreateTime.
 func (pr *producer) send(topic string, partition int32, key []byte, value []byte) error {
-	m := &kafka.Message{
+	return pr.produce(&kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
 		Key:            key, Value: value,
 		Headers: []kafka.Header{{Key: "bench", Value: []byte("relay-bench")}},
-	}
+	})
+}
+
+// produce enqueues m, waiting while the queue is full.
+func (pr *producer) produce(m *kafka.Message) error {
 	for {
 		err := pr.p.Produce(m, nil)
 		var ke kafka.Error

@@ -43,13 +43,16 @@ type options struct {
 	java       string
 	blocked    int
 	audit      int
-	formats    int
-	scale      int
-	relayLogs  string
-	console    int
-	hookDelays []time.Duration // (e) and (f) once per delay
-	hookSerial bool            // and again at RELAY_HOOK_CONCURRENCY=1
-	hookEnv    string          // and again with this env (e.g. the batch protocol)
+	// auditFailures: relay audit of this many quarantined failures in
+	// one batch, against as many processed records.
+	auditFailures int
+	formats       int
+	scale         int
+	relayLogs     string
+	console       int
+	hookDelays    []time.Duration // (e) and (f) once per delay
+	hookSerial    bool            // and again at RELAY_HOOK_CONCURRENCY=1
+	hookEnv       string          // and again with this env (e.g. the batch protocol)
 }
 
 func main() {
@@ -82,6 +85,7 @@ func main() {
 	flag.StringVar(&o.relayLogs, "relay-logs", "", "a directory: each relay the bench starts logs at debug level (each commit) to a file of its own there (relay-*.log, named in the output), to see where a run's time went")
 	flag.IntVar(&o.scale, "scale", 0, "instead of the modes: this many relay instances in one group over -partitions partitions (every derived topic with as many): start-up to first commit, RSS per owned partition, commit latency under a steady load, and the stall when one instance is killed")
 	flag.IntVar(&o.formats, "formats", 0, "instead of the modes: admission and upcast of the same record in Avro, Protobuf and JSON Schema, in this process, for this many seconds; ratios to Avro")
+	flag.IntVar(&o.auditFailures, "audit-failures", 0, "instead of the modes: relay audit's peak RSS with this many quarantined failures in one batch, against as many processed records")
 	flag.IntVar(&o.audit, "audit", 0, "instead of the modes: relay audit's scan of this many source records and their outputs, against a plain consumer reading the same topics")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -182,6 +186,9 @@ func run(ctx context.Context, o options) (err error) {
 	printMachine(o)
 	if o.blocked > 0 {
 		return b.blockedKeys(ctx, o.blocked)
+	}
+	if o.auditFailures > 0 {
+		return b.auditFailures(ctx, o.auditFailures)
 	}
 	if o.audit > 0 {
 		return b.auditScan(ctx, o.audit)

@@ -501,12 +501,13 @@ func TestChartOptionalObjects(t *testing.T) {
 	if !found {
 		t.Error("no dashboard ConfigMap")
 	}
-	// The audit: relay audit of the source over the window, a Job that
-	// fails on a finding, never two at once.
+	// The audit: relay audit of the source from its cursor (the window
+	// starts a partition without one), a Job that fails on a finding,
+	// never two at once.
 	cj := r.cronJobs[0]
 	c := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0]
 	args := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
-	for _, want := range []string{"relay audit", "--source=orders", "--from=25h", "--metrics-file=", "--push-url=http://pushgateway.monitoring:9091"} {
+	for _, want := range []string{"relay audit", "--source=orders", "--cursor", "--from=25h", "--metrics-file=", "--push-url=http://pushgateway.monitoring:9091"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("the audit runs %q, without %q", args, want)
 		}

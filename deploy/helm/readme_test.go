@@ -14,7 +14,7 @@ import (
 
 // tabled are the values sections the README's values table lists, key
 // by key.
-var tabled = []string{"sourcePartitions", "tests", "topicsJob", "strimzi", "keda"}
+var tabled = []string{"sourcePartitions", "tests", "audit", "topicsJob", "strimzi", "keda"}
 
 // The README's values table has a row for every value of those sections
 // in values.yaml, with its default, and none for a value that is not

@@ -23,6 +23,9 @@ const (
 	// rejected or quarantine record was written after an attempt, or
 	// the ledger moved past open (see trim).
 	retried = slot(1) << 20
+	// stuck: the record was reported stuck (once, whatever number of
+	// its copies are in flight).
+	stuck = slot(1) << 21
 )
 
 func (s slot) count(shift uint) int { return int((s >> shift) & countMask) }
@@ -178,8 +181,14 @@ func quarantined(settled, quars int, st ledger.State, deleted bool) (Verdict, st
 		return Unverifiable, "the ledger says replaying, no copy waits in the replay topic or a tier, and its end state may have been deleted"
 	case st == ledger.Replaying:
 		return Lost, "the ledger says replaying, but no copy waits in the replay topic or a tier (the replay topic's committed offset is past it), and the replay left no output, rejected or quarantine record"
-	case quars == 0 && st != ledger.Discarded && !deleted:
-		return Lost, fmt.Sprintf("the ledger says %s, but its quarantine record is gone, and the quarantine lost no record to retention (was the quarantine topic deleted and created again?)", st)
+	case quars == 0 && settled == 0 && !deleted:
+		// A ledger change alone is no end state: the quarantine,
+		// replay and console principals may write one (a discard) for
+		// any record. It attaches to a quarantine record of this source
+		// record, fingerprinted, or to nothing.
+		return Lost, fmt.Sprintf("the ledger says %s, but no quarantine record of it was found, and the quarantine lost no record to retention: a ledger change attached to no quarantine record is no end state", st)
+	case quars == 0 && settled == 0:
+		return Unverifiable, fmt.Sprintf("the ledger says %s; its quarantine record may have been deleted by retention", st)
 	}
 	return Quarantined, ""
 }

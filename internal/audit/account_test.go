@@ -48,7 +48,7 @@ func TestJudge(t *testing.T) {
 		{"one rejected", slotOf(0, 1, 0, 0), true, false, Rejected},
 		{"quarantined, no ledger entry", slotOf(0, 0, 1, 0), true, false, Quarantined},
 		{"quarantined open", withLedger(slotOf(0, 0, 1, 0), ledger.Open), true, false, Quarantined},
-		{"quarantine record deleted, ledger open", withLedger(slotOf(0, 0, 0, 0), ledger.Open), true, true, Quarantined},
+		{"quarantine record deleted, ledger open", withLedger(slotOf(0, 0, 0, 0), ledger.Open), true, true, Unverifiable},
 		{"resolved by a replay's output", withLedger(slotOf(1, 0, 1, 0), ledger.Open, ledger.Replaying, ledger.Resolved), true, false, Quarantined},
 		{"resolved, replay rejected", withLedger(slotOf(0, 1, 1, 0), ledger.Open, ledger.Replaying, ledger.Resolved), true, false, Quarantined},
 		{"resolved, output missing", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying, ledger.Resolved), true, false, Lost},
@@ -73,7 +73,9 @@ func TestJudge(t *testing.T) {
 		{"output and rejected, a tier copy in flight", slotOf(1, 1, 0, tierFlight), true, false, Duplicated},
 		{"ledger open, quarantine record gone, nothing deleted", withLedger(slotOf(0, 0, 0, 0), ledger.Open), true, false, Lost},
 		{"ledger failed-again, quarantine records gone", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Replaying, ledger.FailedAgain), true, false, Lost},
-		{"ledger discarded, quarantine record gone", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Discarded), true, false, Quarantined},
+		{"ledger discarded, no quarantine record (a discard alone)", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Discarded), true, false, Lost},
+		{"ledger discarded, the quarantine record deleted", withLedger(slotOf(0, 0, 0, 0), ledger.Open, ledger.Discarded), true, true, Unverifiable},
+		{"discarded with its quarantine record", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Discarded), true, false, Quarantined},
 		{"ledger replaying, the copy consumed, nothing after it", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying), true, false, Lost},
 		{"ledger replaying, the copy in a tier", withLedger(slotOf(0, 0, 1, tierFlight), ledger.Open, ledger.Replaying), true, false, InTier},
 		{"ledger replaying, no copy, end states may be deleted", withLedger(slotOf(0, 0, 1, 0), ledger.Open, ledger.Replaying), true, true, Unverifiable},
@@ -171,11 +173,13 @@ func TestLedgerStateIsTheFolds(t *testing.T) {
 	}
 	pt := &part{p: 0, base: 0, slots: make([]slot, 4)}
 	s := &scan{source: "orders", parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt}}
-	s.ledger = []*ledger.Event{
+	for _, e := range []*ledger.Event{
 		ev(0, ledger.Resolved, 1, false), ev(0, ledger.Open, 0, false), ev(0, ledger.Replaying, 1, false),
 		ev(1, ledger.Open, 0, false), ev(1, ledger.Replaying, 1, false), ev(1, ledger.Resolved, 1, true),
 		ev(2, ledger.Open, 0, false), ev(2, ledger.Discarded, 0, false), ev(2, ledger.Replaying, 1, false), ev(2, ledger.FailedAgain, 1, false),
 		ev(3, ledger.Open, 0, false), ev(3, ledger.Replaying, 1, false), ev(3, ledger.FailedAgain, 1, false), ev(3, ledger.Replaying, 2, false),
+	} {
+		s.ledgerRecord(msg("_relay.relay.state", 0, []byte(e.Key()), e.Value()))
 	}
 	s.foldLedger()
 	for off, want := range []ledger.State{ledger.Resolved, ledger.Resolved, ledger.Discarded, ledger.Replaying} {
@@ -269,5 +273,27 @@ func TestBatchesFitTheMemoryBound(t *testing.T) {
 	s.parts[4] = &part{p: 4, base: 0, hi: 101}
 	if _, err := s.batches(); err == nil || !strings.Contains(err.Error(), "--max-memory") || !strings.Contains(err.Error(), "orders[4]") {
 		t.Fatalf("a partition over the bound: %v; want an error naming it and --max-memory", err)
+	}
+}
+
+// A batch's failures are bounded by --max-memory too: one past the bound
+// is no verdict naming the flag, however many changes each failure has
+// (a failure's second change takes no more room).
+func TestFailuresBeyondTheBudgetAreNoVerdict(t *testing.T) {
+	pt := &part{p: 0, base: 0, slots: make([]slot, 4)}
+	s := &scan{source: "orders", o: &Options{MaxMemory: 2 * perFailure}, parts: map[int32]*part{0: pt}, batch: map[int32]*part{0: pt}}
+	change := func(off int64, st ledger.State) {
+		e := &ledger.Event{ID: fmt.Sprintf("orders/0/%d", off), State: st, Source: ledger.Source{Topic: "orders", Partition: 0, Offset: off}, At: time.Unix(off, 0)}
+		s.ledgerRecord(msg("_relay.relay.state", 0, []byte(e.Key()), e.Value()))
+	}
+	change(0, ledger.Open)
+	change(1, ledger.Open)
+	change(0, ledger.Discarded)
+	if err := s.failuresFit(); err != nil || len(s.ledger) != 2 {
+		t.Fatalf("two failures in a budget of two: %v (%d held)", err, len(s.ledger))
+	}
+	change(2, ledger.Open)
+	if err := s.failuresFit(); err == nil || !strings.Contains(err.Error(), "--max-memory") || len(s.ledger) != 2 {
+		t.Fatalf("a third failure in a budget of two: %v (%d held); want no verdict naming --max-memory", err, len(s.ledger))
 	}
 }

@@ -184,8 +184,10 @@ func (s *scan) retention(ctx context.Context, a configDescriber) error {
 	s.trims = map[string]map[int32]*trim{}
 	for _, d := range s.topics[:3] {
 		if strings.Contains(policy[d.topic], "compact") {
-			s.compacted = true
-			s.rep.Trimmed = append(s.rep.Trimmed, d.topic+": compacted: any record may be gone")
+			// Any end state may be gone from it, at any offset: every
+			// record without one would be unverifiable, a loss
+			// included, and the audit clean. No verdict instead.
+			return fmt.Errorf("%s is compacted (cleanup.policy %s): compaction may remove any end state in it, so no record without one can be told lost; relay's end-state topics must delete, not compact (relay topics apply creates them so)", d.topic, policy[d.topic])
 		}
 		for p, low := range s.lows[d.topic] {
 			if low > 0 {

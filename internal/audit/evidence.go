@@ -36,7 +36,14 @@ func (s *scan) sourceRecord(m *kafka.Message) {
 		return
 	}
 	*sl |= present
-	if ts := m.Timestamp.UnixMilli(); ts > 0 && (s.minTs == 0 || ts < s.minTs) {
+	ts := m.Timestamp.UnixMilli()
+	if ts > s.o.Now.UnixMilli() {
+		// A source timestamp ahead of the audit's clock: relay's copies
+		// of the record carry earlier times than it, so no time tells
+		// where they start in the derived topics: read them whole.
+		s.aheadTs = true
+	}
+	if ts > 0 && (s.minTs == 0 || ts < s.minTs) {
 		s.minTs = ts
 	}
 	pt.fps[int64(m.TopicPartition.Offset)-pt.base] = shortPrint(envelope.Fingerprint(m.Key, m.Value))
@@ -207,7 +214,17 @@ func (s *scan) ledgerRecord(m *kafka.Message) {
 			s.misrouted(m, fmt.Sprintf("a ledger change of failure %s names source %s: it does not stand for that record", e.ID, want))
 			return
 		}
-		s.ledger = append(s.ledger, e)
+		at := sourceAt{e.Source.Partition, e.Source.Offset}
+		r, ok := s.ledger[at]
+		if !ok && len(s.ledger) >= s.maxFailures() {
+			s.tooManyFailures = true
+			return
+		}
+		if s.ledger == nil {
+			s.ledger = map[sourceAt]ledger.Reduced{}
+		}
+		r.Add(e)
+		s.ledger[at] = r
 	}
 }
 
@@ -238,13 +255,22 @@ func (s *scan) unreadableLedger() error {
 		s.unreadable, strings.Join(s.unreadableAt, "; "))
 }
 
+// sourceAt is a source offset of the window.
+type sourceAt struct {
+	p   int32
+	off int64
+}
+
 // foldLedger gives each failure of the window its state as ledger.Fold
-// does — the one fold the console, the commands and relay itself use —
-// once every change was read.
+// does — the one fold the console, the commands and relay itself use;
+// ledger.Reduced gives its result one change at a time — once every
+// change was read.
 func (s *scan) foldLedger() {
-	for _, en := range ledger.Fold(s.ledger) {
-		if _, sl := s.at(en.Source.Partition, en.Source.Offset); sl != nil {
-			sl.ledgered(en.State, en.ReplayCount)
+	for at, r := range s.ledger {
+		if _, sl := s.at(at.p, at.off); sl != nil {
+			if st, count, ok := r.State(); ok {
+				sl.ledgered(st, count)
+			}
 		}
 	}
 	s.ledger = nil
@@ -365,17 +391,13 @@ func (s *scan) waitsTooLong(m *kafka.Message, topic string, p int32, off int64) 
 // record can have two copies in flight at the cut (one consumed and
 // copied again since), and it is one record stuck. It says whether this
 // was the first.
+// The mark is a bit of the record's slot: no memory beyond the window's.
 func (s *scan) firstStuck(p int32, off int64) bool {
-	if s.stuck == nil {
-		s.stuck = map[int32]map[int64]bool{}
-	}
-	if s.stuck[p] == nil {
-		s.stuck[p] = map[int64]bool{}
-	}
-	if s.stuck[p][off] {
+	_, sl := s.at(p, off)
+	if sl == nil || *sl&stuck != 0 {
 		return false
 	}
-	s.stuck[p][off] = true
+	*sl |= stuck
 	s.rep.partitionStuck(p)
 	return true
 }
@@ -399,6 +421,16 @@ func (s *scan) aging(m *kafka.Message, r role, topic string, p int32, off int64)
 		due = t
 	}
 	if due.IsZero() {
+		return
+	}
+	if ahead, horizon := due.Sub(s.o.Now), DefaultStuckAfter(s.cfg)+s.o.StuckAfter; ahead > horizon {
+		// relay never makes a copy due further ahead than a tier's
+		// delay, nor publishes one in the future: left alone, it would
+		// count as in flight for ever.
+		if s.firstStuck(p, off) {
+			s.note(KindStuck, &Coord{Topic: topic, Partition: p, Offset: off}, coordOf(m),
+				fmt.Sprintf("a copy in flight due at %s, %s ahead: further than relay ever makes a copy wait (%s); a clock far ahead, or a record not written by this relay", due.UTC().Format(time.RFC3339), ahead.Round(time.Second), horizon))
+		}
 		return
 	}
 	overdue := s.o.Now.Sub(due)

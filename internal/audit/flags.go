@@ -34,6 +34,9 @@ func (l *Line) Resolve(o *Options, pos []string, now time.Time) error {
 	if l.To != "" && l.ToOffsets != "" {
 		errs = append(errs, errors.New("--to and --to-offsets exclude each other"))
 	}
+	if o.Cursor && (l.FromOffsets != "" || l.To != "" || l.ToOffsets != "") {
+		errs = append(errs, errors.New("--cursor starts at the cursor and ends at the cut: it takes no --to, --from-offsets or --to-offsets (--from starts a partition that has no cursor yet)"))
+	}
 	var err error
 	if o.FromTime, err = WhenOf("--from", l.From, now); err != nil {
 		errs = append(errs, err)

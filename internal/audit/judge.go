@@ -8,13 +8,6 @@ import (
 
 // finish ends the report, once every batch was judged.
 func (s *scan) finish() {
-	none := true
-	for _, pt := range s.parts {
-		none = none && pt.committed < 0
-	}
-	if none {
-		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("group %s has committed no offset of %s: every record counts as not consumed (is RELAY_GROUP_ID relay's?)", s.cfg.GroupID, s.source))
-	}
 	if s.unprinted > 0 {
 		s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("%d of relay's records carry no relay.source.fingerprint (written by an earlier relay): credited to the source offset they name without checking it is theirs (--allow-unfingerprinted)", s.unprinted))
 	}
@@ -26,12 +19,16 @@ func (s *scan) judge() {
 	for _, p := range slices.Sorted(maps.Keys(s.batch)) {
 		pt := s.batch[p]
 		pr := s.rep.partition(pt)
+		pt.cursor = pt.hi
 		for i, sl := range pt.slots {
 			off := pt.base + int64(i)
 			consumed := pt.committed >= 0 && (off < pt.committed || pt.parked.Settled(off))
 			parked := pt.committed >= 0 && pt.parked.Holds(off)
-			deleted := s.compacted || off < pt.trimBelow
+			deleted := off < pt.trimBelow
 			v, why := judge(sl, consumed, parked, deleted, s.sourceCompacted)
+			if inFlight(v) && sl&stuck == 0 && pt.cursor == pt.hi {
+				pt.cursor = off // the first not judged final holds the cursor
+			}
 			pr.count(v, sl.state(), sl&present != 0)
 			if v == Phantom {
 				s.rep.Misrouted++
@@ -43,6 +40,7 @@ func (s *scan) judge() {
 				s.note(k, &Coord{Topic: s.source, Partition: p, Offset: off}, Coord{}, why)
 			}
 		}
+		pr.Cursor = pt.cursor
 		if n := min(pt.logStart, pt.hi) - pt.lo; n > 0 {
 			pr.Unverifiable += n
 			s.note(KindUnverifiable, &Coord{Topic: s.source, Partition: p, Offset: pt.lo}, Coord{},

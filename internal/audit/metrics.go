@@ -32,6 +32,10 @@ type RunResult struct {
 	// LastSuccess is when an audit of Source last completed, before this
 	// run (zero: never, or not known).
 	LastSuccess time.Time
+	// OldestUnjudged is what the last completed --cursor audit said of
+	// the oldest record not judged final (zero: not known), carried by
+	// a run that did not complete.
+	OldestUnjudged time.Time
 }
 
 // Outcome is the run's outcome: clean, findings or incomplete.
@@ -82,8 +86,20 @@ func (r *RunResult) Registry() *prometheus.Registry {
 	ts := gauge("relay_audit_timestamp_seconds", "When the last audit ran (relay_audit_last_run_timestamp_seconds, kept for existing rules).")
 	ts.With(src).Set(float64(r.At.Unix()))
 	rep := r.Report
+	oldest := r.OldestUnjudged
+	if rep != nil && rep.OldestUnjudged != nil && r.Outcome() != OutcomeIncomplete {
+		oldest = *rep.OldestUnjudged
+	}
+	if !oldest.IsZero() {
+		gauge("relay_audit_oldest_unjudged_timestamp_seconds", "With --cursor: the source time of the oldest record the audit has not judged final yet (at its cursor), or of the last cut when every record before it was judged; an incomplete run keeps the last completed run's value.").
+			With(src).Set(float64(oldest.Unix()))
+	}
 	if r.Outcome() == OutcomeIncomplete {
 		return reg
+	}
+	if rep.OldestUnjudged != nil {
+		gauge("relay_audit_unjudged_records", "With --cursor: records from the cursor to the last completed audit's cut, not judged final yet (in flight).").
+			With(src).Set(float64(rep.Unjudged))
 	}
 	if rep.Clean {
 		clean.With(src).Set(1)
@@ -138,6 +154,13 @@ func (r *RunResult) WriteMetrics(path string) error {
 		}
 		r.LastSuccess = prev
 	}
+	if r.OldestUnjudged.IsZero() {
+		prev, err := gaugeIn(path, "relay_audit_oldest_unjudged_timestamp_seconds", r.Source)
+		if err != nil {
+			return err
+		}
+		r.OldestUnjudged = prev
+	}
 	if err := prometheus.WriteToTextfile(path, r.Registry()); err != nil {
 		return err
 	}
@@ -156,6 +179,12 @@ func (r *RunResult) Push(url string) error {
 // from the metrics file at path; zero when the file or the sample is not
 // there.
 func LastSuccessIn(path, source string) (time.Time, error) {
+	return gaugeIn(path, "relay_audit_last_success_timestamp_seconds", source)
+}
+
+// gaugeIn reads the timestamp gauge name of source from the metrics file
+// at path; zero when the file or the sample is not there.
+func gaugeIn(path, name, source string) (time.Time, error) {
 	f, err := os.Open(path) //nolint:gosec // the operator names the file
 	if errors.Is(err, fs.ErrNotExist) {
 		return time.Time{}, nil
@@ -169,7 +198,7 @@ func LastSuccessIn(path, source string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, nil //nolint:nilerr // an unreadable old file says nothing; it is replaced
 	}
-	fam := fams["relay_audit_last_success_timestamp_seconds"]
+	fam := fams[name]
 	if fam == nil {
 		return time.Time{}, nil
 	}

@@ -69,6 +69,43 @@ func TestAnIncompleteRunLeavesNoCleanBehind(t *testing.T) {
 	}
 }
 
+// A --cursor run writes how far the audit has judged; a run that does not
+// complete keeps the last completed run's value, so the coverage alert
+// sees the cursor age however many runs fail; a window run writes none.
+func TestCursorCoverageIsCarried(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay_audit.prom")
+	at := time.Unix(1_800_000_000, 0)
+	oldest := at.Add(-3 * time.Hour).UTC()
+	rep := &Report{Source: "orders", Clean: true, Totals: map[Kind]int64{}, Unjudged: 7, OldestUnjudged: &oldest}
+	if err := (&RunResult{Source: "orders", At: at, Report: rep}).WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`relay_audit_oldest_unjudged_timestamp_seconds{source="orders"} 1.7999892e+09`,
+		`relay_audit_unjudged_records{source="orders"} 7`,
+	} {
+		if text := read(t, path); !strings.Contains(text, want) {
+			t.Fatalf("after a cursor run, no %q in:\n%s", want, text)
+		}
+	}
+	failed := &RunResult{Source: "orders", At: at.Add(time.Hour), Err: errors.New("no cursor")}
+	if err := failed.WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	text := read(t, path)
+	if !strings.Contains(text, `relay_audit_oldest_unjudged_timestamp_seconds{source="orders"} 1.7999892e+09`) || strings.Contains(text, "relay_audit_unjudged_records{") {
+		t.Fatalf("after an incomplete run, want the oldest unjudged carried and no count:\n%s", text)
+	}
+	window := &Report{Source: "orders", Clean: true, Totals: map[Kind]int64{}}
+	path = filepath.Join(t.TempDir(), "relay_audit.prom")
+	if err := (&RunResult{Source: "orders", At: at, Report: window}).WriteMetrics(path); err != nil {
+		t.Fatal(err)
+	}
+	if text := read(t, path); strings.Contains(text, "unjudged") {
+		t.Fatalf("a window run wrote cursor metrics:\n%s", text)
+	}
+}
+
 func read(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path) //nolint:gosec // a test's own file

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"relay/internal/keyorder"
 	"runtime/debug"
@@ -14,7 +13,6 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"relay/internal/config"
-	"relay/internal/kafkaclient"
 	"relay/internal/ledger"
 	"relay/internal/topics"
 )
@@ -51,7 +49,17 @@ type Options struct {
 	// ReadTimeout bounds the reading of one topic to its end at the cut;
 	// zero: DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// Cursor: the window starts, per partition, at the audit's cursor —
+	// the committed offsets of the group CursorGroup names, the first
+	// offset not yet judged final — and ends at the cut; a completed
+	// audit moves the cursor past every record that reached an end state
+	// (or was reported stuck). No record falls between two runs.
+	Cursor bool
 }
+
+// CursorGroup is the consumer group whose committed offsets are relay
+// audit's cursor for cfg's group.
+func CursorGroup(cfg *config.Config) string { return cfg.GroupID + ".audit" }
 
 // DefaultStuckAfter is the stuck bound for cfg: the retry budget plus the
 // longest tier delay (without a budget, every attempt at the longest
@@ -70,8 +78,11 @@ func DefaultStuckAfter(cfg *config.Config) time.Duration {
 
 // part is the scan's state of one source partition.
 type part struct {
-	p         int32
-	lo, hi    int64 // the window, [lo, hi)
+	p      int32
+	lo, hi int64 // the window, [lo, hi)
+	// cursor is, once judged, the first offset of the window not judged
+	// final (hi: none).
+	cursor    int64
 	logStart  int64 // of the source partition
 	base      int64 // the window's first offset still in the log: slots[0]
 	committed int64 // the group's, at the cut; -1: none
@@ -168,20 +179,17 @@ func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 		reads = append(reads, derived{t, roleTier})
 	}
 	reads = append(reads, derived{names.Replay, roleReplay}, derived{names.State, roleLedger})
-	var missing []string
-	for _, d := range reads[:3] {
-		if t, ok := md.Topics[d.topic]; !ok || len(t.Partitions) == 0 {
-			missing = append(missing, d.topic)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("relay's topics for %s are missing: %s (relay topics apply creates them)", o.Source, strings.Join(missing, ", "))
+	if missing := missingTopics(cfg, o.Source, md); len(missing) > 0 {
+		return nil, fmt.Errorf("relay's topics for %s are missing from the metadata: %s (not created: relay topics apply creates them; or the audit's principal may not Describe them; or RELAY_STATE_TOPIC, RELAY_RETRY_TIERS or the topic names are not relay's): no verdict without them", o.Source, strings.Join(missing, ", "))
 	}
 	s := &scan{cfg: cfg, o: o, source: o.Source, timeout: timeout, topics: reads, md: md, rep: newReport(o, cfg)}
 	if err := s.window(len(src.Partitions)); err != nil {
 		return nil, err
 	}
 	if err := s.cut(); err != nil {
+		return nil, err
+	}
+	if err := s.groupCommitted(); err != nil {
 		return nil, err
 	}
 	if err := s.retention(ctx, a); err != nil {
@@ -203,6 +211,12 @@ func run(ctx context.Context, cfg *config.Config, a *kafka.AdminClient, o *Optio
 		debug.FreeOSMemory()
 	}
 	s.finish()
+	if s.o.Cursor {
+		s.cursorDone()
+		if err := s.moveCursor(); err != nil {
+			return nil, err
+		}
+	}
 	return s.rep, nil
 }
 
@@ -220,7 +234,7 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 		for _, pt := range s.batch {
 			pt.slots, pt.fps = nil, nil
 		}
-		s.batch, s.minTs = nil, 0
+		s.batch, s.minTs, s.aheadTs, s.tooManyFailures = nil, 0, false, false
 	}()
 	if err := s.read(ctx); err != nil {
 		return err
@@ -228,56 +242,17 @@ func (s *scan) audit(ctx context.Context, batch []int32) error {
 	if err := s.unreadableLedger(); err != nil {
 		return err
 	}
+	if err := s.failuresFit(); err != nil {
+		return err
+	}
 	s.foldLedger()
 	s.bound()
 	s.parkedTooLong()
 	s.judge()
+	if s.o.Cursor {
+		return s.unjudgedSince(ctx)
+	}
 	return nil
-}
-
-// perOffset is the audit's memory per source offset of a window: its
-// slot and its fingerprint's 16 bits.
-const perOffset = 6
-
-// DefaultMaxMemory bounds the per-offset state held at once: partitions
-// are audited in batches that fit it. The default leaves room, in the
-// chart's 320 MiB limit, for the Go runtime, librdkafka's fetch buffers
-// and the ledger changes of the batch's failures (peak RSS 228 MiB over
-// 20 million source records, docs/PERFORMANCE.md).
-const DefaultMaxMemory = 96 << 20
-
-// heapLimit is the Go heap's soft limit (GOMEMLIMIT, when set, wins) for
-// an audit whose per-offset state is bounded by maxMemory: that state, a
-// quarter more for what a batch reads beside it (ledger changes, records
-// in hand), and 48 MiB for the runtime. Without it the collector lets
-// the heap grow to twice the live state: 257 MiB at 20 million offsets,
-// against 228 MiB with it. librdkafka's buffers are C memory, outside it.
-func heapLimit(maxMemory int64) int64 { return maxMemory + maxMemory/4 + 48<<20 }
-
-// batches splits the window's partitions, in order, into batches whose
-// state fits o.MaxMemory; a partition whose window alone does not fit is
-// an error naming the flag.
-func (s *scan) batches() ([][]int32, error) {
-	ps := slices.Sorted(maps.Keys(s.parts))
-	var out [][]int32
-	var cur []int32
-	var used int64
-	for _, p := range ps {
-		pt := s.parts[p]
-		need := (pt.hi - pt.base) * perOffset
-		if need > s.o.MaxMemory {
-			return nil, fmt.Errorf("%s[%d]: the window holds %d offsets, %d MiB of audit state, more than --max-memory (%d MiB): narrow the window (--from/--to, --from-offsets/--to-offsets) or raise --max-memory and the memory limit with it",
-				s.source, p, pt.hi-pt.base, need>>20, s.o.MaxMemory>>20)
-		}
-		if used+need > s.o.MaxMemory && len(cur) > 0 {
-			out, cur, used = append(out, cur), nil, 0
-		}
-		cur, used = append(cur, p), used+need
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out, nil
 }
 
 // InputError is a bad request: the command line names something that is
@@ -286,6 +261,38 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// missingTopics are relay's topics for source that the metadata does not
+// show: the output, rejected, quarantine, replay and state topics, and the
+// configured tiers. Each holds end states or the ledger: reading as empty
+// one the audit cannot see would call its records lost, or settled.
+func missingTopics(cfg *config.Config, source string, md *kafka.Metadata) []string {
+	names := cfg.Derived(source)
+	want := []string{names.Output, names.Rejected, names.Quarantine, names.Replay, names.State}
+	if !cfg.WaitsInPlace() {
+		want = append(want, names.Tiers...)
+	}
+	var missing []string
+	for _, topic := range want {
+		if t, ok := md.Topics[topic]; !ok || t.Error.Code() != kafka.ErrNoError || len(t.Partitions) == 0 {
+			missing = append(missing, topic)
+		}
+	}
+	return missing
+}
+
+// groupCommitted is an error when the group has committed no offset of
+// any partition of the window: every record would count as not consumed,
+// which says nothing (a wrong RELAY_GROUP_ID, or a group that has not
+// committed yet).
+func (s *scan) groupCommitted() error {
+	for _, pt := range s.parts {
+		if pt.committed >= 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("group %s has committed no offset of %s: is RELAY_GROUP_ID relay's, and has relay committed since it started? no verdict", s.cfg.GroupID, s.source)
+}
 
 // tierTopics are the source's tier topics in the metadata: today's (none
 // with RELAY_ORDERING=partition), and retired ones (an earlier
@@ -313,8 +320,6 @@ func tierTopics(cfg *config.Config, source string, md *kafka.Metadata) []string 
 }
 
 type scan struct {
-	// stuck are the source offsets reported stuck (a few, if any).
-	stuck   map[int32]map[int64]bool
 	cfg     *config.Config
 	o       *Options
 	source  string
@@ -329,18 +334,21 @@ type scan struct {
 	committed map[string]map[int32]int64
 	ends      map[string]map[int32]int64
 	lows      map[string]map[int32]int64
-	// compacted: an end-state topic is compacted, and any end state may
-	// be gone; sourceCompacted: so is the source, and an offset without
+	// sourceCompacted: the source is compacted, and an offset without
 	// a committed record may have lost it.
-	compacted, sourceCompacted bool
+	sourceCompacted bool
 	// trims are the end-state partitions that lost records, by topic.
 	trims map[string]map[int32]*trim
 	// minTs is the oldest timestamp of the window's source records (ms;
-	// 0: none read).
-	minTs int64
-	// ledger holds the ledger changes of the window's failures until
-	// foldLedger.
-	ledger []*ledger.Event
+	// 0: none read); aheadTs, one of them is ahead of the audit's clock.
+	minTs   int64
+	aheadTs bool
+	// ledger is the state of each failure of the window, by its source
+	// offset, folded one change at a time (a few dozen bytes per failure,
+	// not per change), until foldLedger.
+	ledger map[sourceAt]ledger.Reduced
+	// tooManyFailures says the batch's failures passed maxFailures.
+	tooManyFailures bool
 	// keys are the latest states of the batch's blocked keys with parked
 	// records, until parkedTooLong.
 	keys map[string]*keyorder.State
@@ -356,106 +364,4 @@ type scan struct {
 	// first few named in unreadableAt.
 	unreadable   int
 	unreadableAt []string
-}
-
-// window fixes each partition's [lo, hi).
-func (s *scan) window(n int) error {
-	probe, err := kafkaclient.Probe(s.cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = probe.Close() }()
-	s.parts = map[int32]*part{}
-	for p := range int32(n) { //nolint:gosec // a partition count
-		if s.o.Partition >= 0 && p != s.o.Partition {
-			continue
-		}
-		low, high, err := probe.QueryWatermarkOffsets(s.source, p, s.timeout)
-		if err != nil {
-			return fmt.Errorf("watermarks of %s[%d]: %w", s.source, p, err)
-		}
-		pt := &part{p: p, lo: low, hi: high, logStart: low, committed: -1}
-		if v, ok := s.o.FromOffsets[p]; ok {
-			pt.lo = v
-		}
-		if v, ok := s.o.ToOffsets[p]; ok {
-			pt.hi = min(v, high)
-		}
-		s.parts[p] = pt
-	}
-	if s.o.Partition >= 0 && len(s.parts) == 0 {
-		return &InputError{fmt.Errorf("--partition %d: %s has %d partitions", s.o.Partition, s.source, n)}
-	}
-	if !s.o.FromTime.IsZero() || !s.o.ToTime.IsZero() {
-		if err := s.byTime(probe); err != nil {
-			return err
-		}
-	}
-	for _, pt := range s.parts {
-		if err := pt.bound(s.source); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// bound settles the window [lo, hi) and the offsets read in it, [base,
-// hi): those from the log's start on. A window that ends below the log's
-// start reads nothing (base is hi); every offset of it is unverifiable.
-func (pt *part) bound(source string) error {
-	pt.hi = max(pt.hi, pt.lo)
-	pt.base = min(max(pt.lo, pt.logStart), pt.hi)
-	if n := pt.hi - pt.base; n > maxWindow {
-		return &InputError{fmt.Errorf("%s[%d]: the window holds %d offsets, more than the %d one audit takes; narrow it with --from/--to or --partition", source, pt.p, n, int64(maxWindow))}
-	}
-	return nil
-}
-
-// maxWindow bounds the offsets of one partition's window.
-const maxWindow = 1 << 40
-
-// byTime turns --from and --to into offsets, per partition.
-func (s *scan) byTime(c *kafka.Consumer) error {
-	ask := func(t time.Time) (map[int32]int64, error) {
-		var q []kafka.TopicPartition
-		for p := range s.parts {
-			q = append(q, kafka.TopicPartition{Topic: &s.source, Partition: p, Offset: kafka.Offset(t.UnixMilli())})
-		}
-		res, err := c.OffsetsForTimes(q, s.timeout)
-		if err != nil {
-			return nil, fmt.Errorf("offsets of %s at %s: %w", s.source, t.Format(time.RFC3339), err)
-		}
-		out := map[int32]int64{}
-		for _, tp := range res {
-			if tp.Error != nil {
-				return nil, tp.Error
-			}
-			out[tp.Partition] = int64(tp.Offset) // -1: no record at or after t
-		}
-		return out, nil
-	}
-	if !s.o.FromTime.IsZero() {
-		from, err := ask(s.o.FromTime)
-		if err != nil {
-			return err
-		}
-		for p, off := range from {
-			if off < 0 {
-				off = s.parts[p].hi
-			}
-			s.parts[p].lo = off
-		}
-	}
-	if !s.o.ToTime.IsZero() {
-		to, err := ask(s.o.ToTime)
-		if err != nil {
-			return err
-		}
-		for p, off := range to {
-			if off >= 0 {
-				s.parts[p].hi = min(s.parts[p].hi, off)
-			}
-		}
-	}
-	return nil
 }

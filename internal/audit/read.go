@@ -182,7 +182,7 @@ func (s *scan) startMargin() time.Duration {
 // older than the window. Without source records read, nothing is skipped.
 func (s *scan) derivedStarts() (map[string]map[int32]int64, error) {
 	out := map[string]map[int32]int64{}
-	if s.minTs == 0 {
+	if s.minTs == 0 || s.aheadTs {
 		return out, nil
 	}
 	at := time.UnixMilli(s.minTs).Add(-s.startMargin())

@@ -81,6 +81,9 @@ type PartitionReport struct {
 	From      int64 `json:"from"`
 	To        int64 `json:"to"`
 	Committed int64 `json:"committed"`
+	// Cursor is the first offset of the window not judged final (To:
+	// every one was): where the next run with --cursor starts.
+	Cursor int64 `json:"cursor"`
 	// Records are the committed source records read; Skipped the
 	// offsets without one (aborted records and transaction markers,
 	// which read_committed hides).
@@ -168,7 +171,25 @@ type Report struct {
 	FindingsCut   bool  `json:"findingsCut"`
 	// Clean: nothing lost, duplicated, misrouted or stuck.
 	Clean bool `json:"clean"`
-	stuck map[int32]int64
+	// With --cursor only: Unjudged counts the records of the windows not
+	// judged final yet (from each cursor to the cut), and OldestUnjudged
+	// is the source timestamp of the oldest of them, the time of the
+	// cut when there is none: every record before it was judged.
+	Unjudged       int64      `json:"unjudged,omitempty"`
+	OldestUnjudged *time.Time `json:"oldestUnjudged,omitempty"`
+	stuck          map[int32]int64
+}
+
+// unjudged counts n records not judged final of a partition whose
+// first, at its cursor, has the source timestamp ts (zero: none known).
+func (r *Report) unjudged(n int64, ts time.Time) {
+	r.Unjudged += n
+	if ts.IsZero() {
+		return
+	}
+	if ts = ts.UTC(); r.OldestUnjudged == nil || ts.Before(*r.OldestUnjudged) {
+		r.OldestUnjudged = &ts
+	}
 }
 
 func newReport(o *Options, cfg *config.Config) *Report {
@@ -228,6 +249,9 @@ func (r *Report) Text(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "QUARANTINED is by ledger state (o open, r resolved, f failed-again, d discarded, p replaying); IN FLIGHT is not consumed yet / in a tier / replaying (/ parked, when any);")
 	fmt.Fprintln(w, "SKIPPED are offsets read_committed hides (aborted records, transaction markers).")
+	if r.OldestUnjudged != nil {
+		fmt.Fprintf(w, "cursor: %d records not judged final yet, the oldest from %s; the next --cursor run starts at each partition's\n", r.Unjudged, r.OldestUnjudged.Format(time.RFC3339))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

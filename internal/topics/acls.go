@@ -164,7 +164,10 @@ func ACLs(cfg *config.Config, command string) ([]ACL, error) {
 			}
 		}
 		topic(state, "the ledger", "Read")
-		group("relay's group: its committed offsets bound the window", "Describe", "Read")
+		group("relay's group: its committed offsets bound the window; the audit's cursor is read too", "Describe")
+		// Read on the cursor's group alone: Read on relay's would let
+		// the audit's principal move relay's offsets.
+		add("Group", cfg.GroupID+".audit", false, "the audit's cursor (--cursor): a completed run commits it", "Read")
 	default:
 		return nil, fmt.Errorf("no command %q: one of %s", command, strings.Join(Commands, ", "))
 	}

@@ -143,7 +143,7 @@ instances' transactional ids (relay run's own, by name). Call with
 {{- end }}
 {{- range list .source .output .quarantine .rejected }}{{ $acls = append $acls (list "Topic" . false "DescribeConfigs") }}{{ end }}
 {{- end }}
-{{- $acls = concat $acls (list (list "Topic" $plan.state false "Read") (list "Group" $group true "Describe") (list "Group" $group true "Read")) }}
+{{- $acls = concat $acls (list (list "Topic" $plan.state false "Read") (list "Group" $group true "Describe") (list "Group" (printf "%s.audit" $group) false "Read")) }}
 {{- else }}
 {{- fail (printf "strimzi.user.commands: no command %q (run, topics, quarantine, replay, audit, console)" $cmd) }}
 {{- end }}
