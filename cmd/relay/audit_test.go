@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -57,5 +58,18 @@ func TestAuditWithoutSourceWritesNoMetrics(t *testing.T) {
 	}
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Fatalf("metrics written for no source: %v", err)
+	}
+}
+
+// Mutation run finding: a completed audit whose metrics cannot be written
+// is exit 3, naming the flag: a clean run must not exit 0 while its
+// alerts still read the previous result.
+func TestAuditMetricsNotWrittenIsNoVerdict(t *testing.T) {
+	var out, errs bytes.Buffer
+	a := &app{stdout: &out, stderr: &errs}
+	al := &auditLine{metrics: filepath.Join(t.TempDir(), "no-such-dir", "audit.prom")}
+	res := &audit.RunResult{Source: "orders", Report: &audit.Report{Source: "orders", Clean: true, Totals: map[audit.Kind]int64{}}}
+	if code := al.publish(a, res, cli.OK); code != cli.NoVerdict || !strings.Contains(errs.String(), "--metrics-file") {
+		t.Fatalf("exit %d, stderr %q; want 3 naming --metrics-file", code, errs.String())
 	}
 }

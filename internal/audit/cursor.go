@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -61,14 +63,21 @@ func takeCursors(res []kafka.TopicPartition, err error, group string) (map[int32
 	return out, nil
 }
 
-// moveCursor commits each audited partition's new cursor, never back.
-func (s *scan) moveCursor() error {
+// moves are the cursors a completed run commits: each audited
+// partition's that moved on, never one back or in place.
+func (s *scan) moves() []kafka.TopicPartition {
 	var q []kafka.TopicPartition
-	for p, pt := range s.parts {
-		if pt.cursor > pt.lo {
+	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
+		if pt := s.parts[p]; pt.cursor > pt.lo {
 			q = append(q, kafka.TopicPartition{Topic: &s.source, Partition: p, Offset: kafka.Offset(pt.cursor)})
 		}
 	}
+	return q
+}
+
+// moveCursor commits each audited partition's new cursor (moves).
+func (s *scan) moveCursor() error {
+	q := s.moves()
 	if len(q) == 0 {
 		return nil
 	}

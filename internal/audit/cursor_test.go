@@ -137,3 +137,18 @@ func TestUnjudgedSince(t *testing.T) {
 		t.Fatalf("the cursor's record not found: %v; want no verdict", err)
 	}
 }
+
+// Mutation run finding: only a cursor that moved on is committed; one in
+// place (the first record still in flight) or below the window's start
+// is left alone.
+func TestCursorMovesOnlyForward(t *testing.T) {
+	s := &scan{source: "orders", parts: map[int32]*part{
+		0: {p: 0, lo: 10, cursor: 15},
+		1: {p: 1, lo: 10, cursor: 10},
+		2: {p: 2, lo: 10, cursor: 4},
+	}}
+	q := s.moves()
+	if len(q) != 1 || q[0].Partition != 0 || q[0].Offset != 15 {
+		t.Fatalf("moves %v; want partition 0 to 15 only", q)
+	}
+}

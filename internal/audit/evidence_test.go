@@ -359,3 +359,27 @@ func TestTheLedgerIsSnapshottedFirst(t *testing.T) {
 		t.Fatalf("ends %v", s.ends)
 	}
 }
+
+// Mutation run finding: retention's marking of a trimmed end-state
+// partition was reached by no unit test (they set s.trims by hand). A
+// partition whose log starts past 0 is trimmed at its log start; one that
+// starts at 0 is not.
+func TestRetentionMarksTrimmedPartitions(t *testing.T) {
+	conf := func(name string) kafka.ConfigResourceResult {
+		return kafka.ConfigResourceResult{Type: kafka.ResourceTopic, Name: name,
+			Config: map[string]kafka.ConfigEntryResult{"cleanup.policy": {Name: "cleanup.policy", Value: "delete"}}}
+	}
+	s := testScan(t, nil)
+	s.topics = []derived{{"orders.valid", roleOutput}, {"orders.rejected", roleRejected}, {"orders.quarantine", roleQuarantine}}
+	s.lows = map[string]map[int32]int64{"orders.valid": {0: 5, 1: 0}, "orders.quarantine": {0: 0}}
+	f := fakeConfigs{res: []kafka.ConfigResourceResult{conf("orders"), conf("orders.valid"), conf("orders.rejected"), conf("orders.quarantine")}}
+	if err := s.retention(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if tr := s.trims["orders.valid"][0]; tr == nil || tr.logStart != 5 {
+		t.Fatalf("orders.valid[0] starts at 5: trim %+v, want one at 5", tr)
+	}
+	if s.trims["orders.valid"][1] != nil || len(s.trims["orders.quarantine"]) != 0 {
+		t.Fatalf("partitions starting at 0 marked trimmed: %+v", s.trims)
+	}
+}

@@ -114,3 +114,13 @@ func read(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// Mutation run finding: a metrics file that cannot be written is an error
+// naming the flag, not dropped.
+func TestPublishNamesTheFlagThatFailed(t *testing.T) {
+	r := &RunResult{Source: "orders", At: time.Now(), Report: &Report{Source: "orders", Clean: true, Totals: map[Kind]int64{}}}
+	err := r.Publish(filepath.Join(t.TempDir(), "no-such-dir", "relay_audit.prom"), "")
+	if err == nil || !strings.Contains(err.Error(), "--metrics-file") {
+		t.Fatalf("Publish to a directory that is not there: %v; want an error naming --metrics-file", err)
+	}
+}
