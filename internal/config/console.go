@@ -117,12 +117,18 @@ func (p *parser) readConsole(c *Config) {
 		p.fail(EnvConsoleProxySocket, "set without %s: the proxy on the socket must name the user", EnvConsoleUserHeader)
 	}
 	c.Console.TrustUnsigned = p.enum(EnvConsoleTrustUnsigned, "false", "true") == "true"
-	if c.Console.UserHeader != "" && !c.Console.TrustUnsigned {
-		for _, pfx := range c.Console.TrustedProxies {
-			if pfx.Bits() < pfx.Addr().BitLen() {
-				p.fail(EnvConsoleTrustedProxy, "%s is a range: any pod in it could set %s and act as anyone. Trust one address (an oauth2-proxy sidecar at 127.0.0.1), or set %s=true to accept that",
-					pfx, c.Console.UserHeader, EnvConsoleTrustUnsigned)
-			}
+	for _, pfx := range c.Console.TrustedProxies {
+		switch {
+		case c.Console.UserHeader == "":
+		case pfx.Contains(netip.MustParseAddr("127.0.0.1")) || pfx.Contains(netip.IPv6Loopback()) || pfx.Addr().IsLoopback():
+			// Whatever TRUST_UNSIGNED says: a loopback address is no
+			// proxy's own. kubectl port-forward delivers from it, and so
+			// does any process on the host or in the pod.
+			p.fail(EnvConsoleTrustedProxy, "%s is a loopback address: kubectl port-forward and any process on this host or in this pod arrive from it, and could set %s and act as anyone. Put the authenticating proxy on %s (a Unix socket in the pod, as the chart's oauth2-proxy sidecar does)",
+				pfx, c.Console.UserHeader, EnvConsoleProxySocket)
+		case pfx.Bits() < pfx.Addr().BitLen() && !c.Console.TrustUnsigned:
+			p.fail(EnvConsoleTrustedProxy, "%s is a range: any pod in it could set %s and act as anyone. Put the authenticating proxy on %s, trust the one address of a proxy outside the pod, or set %s=true to accept that",
+				pfx, c.Console.UserHeader, EnvConsoleProxySocket, EnvConsoleTrustUnsigned)
 		}
 	}
 	switch v := p.raw(EnvConsoleReadAuth); v {

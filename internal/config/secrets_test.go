@@ -134,7 +134,7 @@ func TestConsoleTokenFromAFileIsLongEnough(t *testing.T) {
 
 // A user header believed from a range of addresses is one any pod there
 // can set: refused unless RELAY_CONSOLE_TRUST_UNSIGNED_HEADER says so; one
-// address (an oauth2-proxy sidecar) is fine, and trusted proxies without a
+// address outside the pod is fine, loopback never, and trusted proxies without a
 // user header (an ingress whose forwarded client address the limiter
 // keys on) too. Reading needs sign-in by default beyond loopback.
 func TestConsoleTrustAndReading(t *testing.T) {
@@ -144,8 +144,16 @@ func TestConsoleTrustAndReading(t *testing.T) {
 	}{
 		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8"}, EnvConsoleTrustedProxy + ": 10.0.0.0/8 is a range"},
 		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8", EnvConsoleTrustUnsigned: "true"}, ""},
-		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.1"}, ""},
-		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "::1/128"}, ""},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.1.2.3"}, ""},
+		// Pentest finding: loopback is where kubectl port-forward and any
+		// local process arrive from; refused with a user header, even
+		// with TRUST_UNSIGNED; the socket is the proxy's place.
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.1"}, EnvConsoleTrustedProxy + ": 127.0.0.1/32 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.2", EnvConsoleTrustUnsigned: "true"}, "is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "::1/128"}, "::1/128 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "0.0.0.0/0", EnvConsoleTrustUnsigned: "true"}, "0.0.0.0/0 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleProxySocket: "/run/relay/console.sock"}, ""},
+		{map[string]string{EnvConsoleTrustedProxy: "127.0.0.1"}, ""},
 		{map[string]string{EnvConsoleTrustedProxy: "10.0.0.0/8"}, ""},
 		{map[string]string{EnvConsoleUserHeader: "X-User"}, EnvConsoleUserHeader + ": set without"},
 		{map[string]string{EnvConsoleReadAuth: "maybe"}, EnvConsoleReadAuth + `: "maybe" is not open or signed-in`},
