@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -89,20 +90,51 @@ func (a *auth) tokenTag() string {
 // its Authorization header (a script's, not a browser's).
 const ActorHeader = "Relay-Actor"
 
-// identify says who r comes from.
+// identity holds, in a request's context, who the request comes from,
+// once identify has said it: a request is identified once (a wrong
+// bearer token counts one guess, whoever asks again, the error page
+// included).
+type identity struct {
+	known bool
+	who   who
+}
+
+type identityKey struct{}
+
+// withIdentity gives r a place for its identity (Handler's outermost
+// step).
+func withIdentity(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), identityKey{}, &identity{}))
+}
+
+// identify says who r comes from, the first time it is asked for r.
 func (a *auth) identify(r *http.Request) who {
+	id, _ := r.Context().Value(identityKey{}).(*identity)
+	if id == nil {
+		return a.identifyNow(r)
+	}
+	if !id.known {
+		id.who, id.known = a.identifyNow(r), true
+	}
+	return id.who
+}
+
+// identifyNow says who r comes from.
+func (a *auth) identifyNow(r *http.Request) who {
 	// A script: the token as a bearer token, and a name. A browser never
 	// sends these headers across sites without the console's consent (it
 	// answers no CORS preflight), so it needs no CSRF token. A bearer
 	// token without Relay-Actor is someone else's (a proxy's JWT passed
 	// upstream): the other ways are tried.
-	// Only on actions (POST): a page read is no place to try tokens.
-	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost {
+	// Only on a script's actions (POST): a page read, /replay/choose's
+	// included, is no place to try tokens, and a bearer token reads
+	// nothing.
+	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost && scriptAction(r.URL.Path) {
 		if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 			if !a.mayTry(r, time.Now()) {
 				return who{How: "throttled"}
 			}
-			right := subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(a.token())) == 1
+			right := sameSecret(strings.TrimSpace(bearer), a.token())
 			a.tried(r, right, time.Now())
 			if right {
 				return who{Actor: name, How: "bearer"}
@@ -111,8 +143,13 @@ func (a *auth) identify(r *http.Request) who {
 		}
 	}
 	if a.userHeader != "" && (viaSocket(r) || a.fromProxy(r)) {
-		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {
-			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
+		// One value only: a proxy that appends to the client's header
+		// instead of replacing it would pass the client's first (as a
+		// second header line, or after a comma in one).
+		if vs := r.Header.Values(a.userHeader); len(vs) == 1 && !strings.Contains(vs[0], ",") {
+			if u := cleanName(vs[0]); u != "" {
+				return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
+			}
 		}
 	}
 	name, _, sig, ok := a.session(r)
@@ -228,7 +265,7 @@ func (a *auth) secure(r *http.Request) bool {
 // signIn checks the token and makes the session cookie of name.
 func (a *auth) signIn(name, token string, r *http.Request) (*http.Cookie, bool) {
 	want := a.token()
-	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+	if want == "" || !sameSecret(token, want) {
 		return nil, false
 	}
 	exp := strconv.FormatInt(time.Now().Add(sessionLife).Unix(), 10)
@@ -238,6 +275,14 @@ func (a *auth) signIn(name, token string, r *http.Request) (*http.Cookie, bool) 
 	v := name + "\x00" + exp + "\x00" + nonce + "\x00" + a.mac("session", name, exp, nonce, a.tokenTag())
 	return &http.Cookie{Name: a.cookieName(r), Value: base64.RawURLEncoding.EncodeToString([]byte(v)), Path: "/",
 		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
+}
+
+// sameSecret compares two secrets in a time that says nothing of either,
+// their lengths included: ConstantTimeCompare returns at once on a length
+// mismatch, so it compares their digests.
+func sameSecret(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // checkCSRF says whether the form's token is the requester's (a script

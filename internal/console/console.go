@@ -143,7 +143,8 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return s.knownHost(s.throttle(secureHeaders(cop.Handler(s.readers(mux)))))
+	inner := s.knownHost(s.throttle(secureHeaders(cop.Handler(s.readers(mux)))))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, withIdentity(r)) })
 }
 
 // throttle bounds each client's requests (requestRate a second, in

@@ -94,3 +94,63 @@ func TestAllowedHostsOnEveryListener(t *testing.T) {
 		}
 	}
 }
+
+// Pentest findings: a request is identified once, so a wrong bearer
+// token spends one guess (the error page asked again, and counted a
+// second); and a bearer token is no way to read, a POST /replay/choose
+// included (the form it renders shows failures).
+func TestIdentifiedOncePerRequest(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	script := func(token string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.RemoteAddr = "192.0.2.9:4000"
+			r.Header.Set("Authorization", "Bearer "+token)
+			r.Header.Set(ActorHeader, "bot")
+		}
+	}
+	for i := range maxFailures {
+		if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, script("wrong-token-wrong-token")); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d of %d: %d, want 401 (a wrong token spends one guess, not two)", i+1, maxFailures, w.Code)
+		}
+	}
+	if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, script("wrong-token-wrong-token")); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("after %d wrong tokens: %d, want 429", maxFailures, w.Code)
+	}
+	h = newTestServer(t, nil).Handler()
+	if w := post(h, "/replay/choose", url.Values{"ids": {"orders/0/42"}}, script(testToken)); w.Code != http.StatusUnauthorized {
+		t.Fatalf("POST /replay/choose with the right bearer token: %d, want 401 (a bearer token reads nothing)", w.Code)
+	}
+}
+
+// Pentest finding: behind a proxy that appends to the user header rather
+// than replacing it, the client's own value came first and was believed.
+// More than one value, as header lines or after a comma, names nobody.
+func TestUserHeaderWithMoreThanOneValueNamesNobody(t *testing.T) {
+	s := newTestServer(t, nil)
+	for name, set := range map[string]func(http.Header){
+		"one":       func(h http.Header) { h.Set("X-Forwarded-User", "alice") },
+		"two lines": func(h http.Header) { h.Add("X-Forwarded-User", "ceo@corp"); h.Add("X-Forwarded-User", "alice") },
+		"a comma":   func(h http.Header) { h.Set("X-Forwarded-User", "ceo@corp, alice") },
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "10.9.9.9:1"
+		set(r.Header)
+		u := s.auth.identify(r)
+		if want := map[bool]string{true: "alice", false: ""}[name == "one"]; u.Actor != want {
+			t.Errorf("%s: actor %q, want %q", name, u.Actor, want)
+		}
+	}
+}
+
+// Pentest finding: secrets are compared by their digests, whose length is
+// fixed, so that a wrong guess's time says nothing of the token's length.
+func TestSameSecret(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+		same      bool
+	}{{"s3cret-token-0123", "s3cret-token-0123", true}, {"s3cret", "s3cret-token-0123", false}, {"", "x", false}, {"s3cret-token-0124", "s3cret-token-0123", false}} {
+		if sameSecret(c.got, c.want) != c.same {
+			t.Errorf("sameSecret(%q, %q) = %v", c.got, c.want, !c.same)
+		}
+	}
+}
