@@ -596,6 +596,12 @@ func TestChartRefuses(t *testing.T) {
 		{"an Ingress without a way to sign in", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true, "host": "c.example", "tls": []any{map[string]any{"hosts": []any{"c.example"}, "secretName": "x"}}}}
 		}, "needs a way to sign in"},
+		// Pentest finding: behind an Ingress without ingressProxies every
+		// operator shared the ingress pod's limits.
+		{"an Ingress without ingressProxies", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
+				"tls": []any{map[string]any{"hosts": []any{"c.example"}, "secretName": "x"}}}}
+		}, "needs console.ingressProxies"},
 		{"an Ingress whose TLS does not cover its host", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
 				"tls": []any{map[string]any{"hosts": []any{"other.example"}, "secretName": "x"}}}}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -173,12 +175,76 @@ func (p *parser) prefixes(name string) []netip.Prefix {
 	return out
 }
 
-// longEnough is the console token's minimum.
+// longEnough is the console token's minimum: 16 characters, no word or
+// pattern repeated to length (passwordpassword), no run of consecutive
+// characters for half its length (0123456789abcdef), and enough variety
+// in its characters (their Shannon entropy times its length at least
+// minTokenBits: aaaaaaaabbbbbbbb has 16). An estimate from the token
+// alone: it refuses the tokens people type, and one random 16-digit hex
+// token in about 3,000 (make another; a longer one is never refused).
 func longEnough(s string) error {
-	if len(s) < 16 {
+	switch {
+	case len(s) < 16:
 		return errors.New("shorter than 16 characters: too easy to guess")
+	case periodic(s):
+		return errors.New("a shorter string repeated: too easy to guess; make one with openssl rand -hex 16")
+	case runLength(s) >= len(s)/2:
+		return errors.New("a run of consecutive characters for half its length: too easy to guess; make one with openssl rand -hex 16")
+	}
+	if bits := entropyBits(s); bits < minTokenBits {
+		return fmt.Errorf("too little variety in its characters (about %.0f bits, fewer than %d): too easy to guess; make one with openssl rand -hex 16", bits, minTokenBits)
 	}
 	return nil
+}
+
+// minTokenBits is the least entropyBits a console token has.
+const minTokenBits = 38
+
+// entropyBits estimates s's entropy: the Shannon entropy of its
+// characters' frequencies, times its length.
+func entropyBits(s string) float64 {
+	n := 0
+	count := map[rune]int{}
+	for _, r := range s {
+		count[r]++
+		n++
+	}
+	var h float64
+	for _, c := range count {
+		p := float64(c) / float64(n)
+		h -= p * math.Log2(p)
+	}
+	return h * float64(n)
+}
+
+// periodic says whether s is a shorter string repeated (its last repeat
+// may be cut short).
+func periodic(s string) bool {
+	for p := 1; p <= len(s)/2; p++ {
+		if s[p:] == s[:len(s)-p] {
+			return true
+		}
+	}
+	return false
+}
+
+// runLength is the longest run of s's bytes each one above or below the
+// one before it.
+func runLength(s string) int {
+	best, run, step := 1, 1, 0
+	for i := 1; i < len(s); i++ {
+		d := int(s[i]) - int(s[i-1])
+		switch {
+		case (d == 1 || d == -1) && d == step:
+			run++
+		case d == 1 || d == -1:
+			run, step = 2, d
+		default:
+			run, step = 1, 0
+		}
+		best = max(best, run)
+	}
+	return best
 }
 
 // perSource reads "value" (every source) or "topic=value,…" (one per

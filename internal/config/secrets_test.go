@@ -242,3 +242,29 @@ func TestSASLCredentials(t *testing.T) {
 		t.Fatal("the hook token counted as a SASL credential")
 	}
 }
+
+// Pentest finding: a console token of 16 characters was enough, whatever
+// they were. A word or pattern repeated, a run of consecutive characters,
+// or too little variety is refused at start (and at every reload, as the
+// length is); random tokens and passphrases pass.
+func TestConsoleTokenIsHardToGuess(t *testing.T) {
+	for token, want := range map[string]string{
+		"passwordpassword":             "a shorter string repeated",
+		"abcabcabcabcabcab":            "a shorter string repeated",
+		"aaaaaaaaaaaaaaaaaaaa":         "a shorter string repeated",
+		"0123456789abcdef":             "a run of consecutive characters",
+		"zyxwvutsrqponmlk-x7":          "a run of consecutive characters",
+		"aaaaaaaabbbbbbbbc":            "too little variety",
+		"3f9c1a7e5b2d8046":             "",
+		"correct-horse-battery-staple": "",
+		"0123456789abcdef-console":     "",
+	} {
+		_, err := load(t, with(map[string]string{EnvConsoleToken: token}))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q refused: %v", token, err)
+		case want != "" && (err == nil || !strings.Contains(problems(err), EnvConsoleToken+": "+want)):
+			t.Errorf("%q: %v; want %q", token, err, want)
+		}
+	}
+}

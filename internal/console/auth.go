@@ -48,8 +48,10 @@ func (w who) CanAct() bool { return w.Actor != "" }
 func (w who) CSRF() string { return w.csrf }
 
 type auth struct {
-	// guesses slows the guessing of the token, per client.
+	// guesses slows the guessing of the token, per client; all, from
+	// every client together.
 	guesses *guesses
+	all     *everyone
 
 	// mu guards key and revoked: a signed-out session is refused until
 	// it expires (one replica's memory: another replica would take it).
@@ -61,12 +63,14 @@ type auth struct {
 	userHeader string
 	proxies    []netip.Prefix
 	forwarders []netip.Prefix // believed for X-Forwarded-For and -Proto only
+	// onLock is told when the console stops taking tokens from anyone.
+	onLock func()
 }
 
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix, loopback bool) *auth {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked), revoked: map[string]int64{}, loopback: loopback}
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked), all: newEveryone(), revoked: map[string]int64{}, loopback: loopback}
 }
 
 func (a *auth) mac(parts ...string) string {
@@ -249,10 +253,25 @@ func (a *auth) fromProxy(r *http.Request) bool {
 }
 
 // mayTry says whether r's client may give a token now.
-func (a *auth) mayTry(r *http.Request, now time.Time) bool { return a.guesses.mayTry(a.client(r), now) }
+func (a *auth) mayTry(r *http.Request, now time.Time) bool {
+	if !a.guesses.mayTry(a.client(r), now) {
+		a.all.refused.Inc()
+		return false
+	}
+	ok, started := a.all.mayTry(now)
+	if started && a.onLock != nil {
+		a.onLock()
+	}
+	return ok
+}
 
 // tried notes a token r's client gave, right or wrong.
-func (a *auth) tried(r *http.Request, ok bool, now time.Time) { a.guesses.tried(a.client(r), ok, now) }
+func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
+	a.guesses.tried(a.client(r), ok, now)
+	if !ok {
+		a.all.wrongToken(now)
+	}
+}
 
 // secure says whether r's session cookie is Secure (sent over TLS only,
 // with the __Host- prefix): always beyond loopback, and on loopback when

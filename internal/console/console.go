@@ -101,6 +101,9 @@ func New(o Options) (*Server, error) {
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
 		requests: newRequests(maxTracked), streams: newStreams()}
 	s.auth.forwarders = o.Config.Console.ForwardedBy
+	s.auth.onLock = func() {
+		s.log.Error(fmt.Sprintf("the console takes no token from anyone for a while: more than %d wrong tokens a minute from every client together (a guess spread over many addresses?); signed-in sessions and the authenticating proxy's users are not affected", maxWrongInAll))
+	}
 	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	pages, err := parsePages()
 	if err != nil {
@@ -138,6 +141,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /replay/start", s.act(s.startReplay))
 	mux.HandleFunc("POST /replays/{id}/stop", s.act(s.stopReplay))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", s.metrics())
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
@@ -184,7 +188,7 @@ func (s *Server) readers(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/healthz", p == "/login", p == "/logout", strings.HasPrefix(p, "/static/"),
+		case p == "/healthz", p == "/metrics", p == "/login", p == "/logout", strings.HasPrefix(p, "/static/"),
 			// A script's actions: act() checks their bearer token itself.
 			r.Method == http.MethodPost && r.Header.Get("Authorization") != "" && scriptAction(p):
 			next.ServeHTTP(w, r)
@@ -211,7 +215,7 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 		// The kubelet's probes name the pod's address; and a trusted
 		// reverse proxy on this host passes its own Host on, unless the
 		// hosts were named (RELAY_CONSOLE_ALLOWED_HOSTS: every listener).
-		if r.URL.Path == "/healthz" || (s.auth.fromProxy(r) && len(s.cfg.Console.AllowedHosts) == 0) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || (s.auth.fromProxy(r) && len(s.cfg.Console.AllowedHosts) == 0) {
 			next.ServeHTTP(w, r)
 			return
 		}

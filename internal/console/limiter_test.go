@@ -193,3 +193,41 @@ func TestStreamsAreBounded(t *testing.T) {
 		t.Errorf("past the overall bound: %d", code)
 	}
 }
+
+// Pentest finding: an ingress that passes the client's own
+// X-Forwarded-For lets a guesser pick a new key per guess, and every
+// client's limit passes. Past maxWrongInAll wrong tokens from everyone
+// together the console takes no token from anyone, the right one
+// included, says so in its metrics, and a signed-in session reads on.
+func TestWrongTokensFromEveryoneAreCapped(t *testing.T) {
+	s := newTestServer(t, nil)
+	h := s.Handler()
+	via := func(xff string) func(*http.Request) {
+		return func(r *http.Request) { r.RemoteAddr = "10.0.0.5:4000"; r.Header.Set("X-Forwarded-For", xff) }
+	}
+	w := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}}, via("203.0.113.10"))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("alice's sign-in: %d", w.Code)
+	}
+	session := w.Result().Cookies()[0]
+	for i := range maxWrongInAll {
+		if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {"guess-guess-guess"}}, via(fmt.Sprintf("198.51.%d.%d", i/200, i%200))); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d from its own client: %d, want 401", i+1, w.Code)
+		}
+	}
+	if w := post(h, "/login", url.Values{"name": {"bob"}, "token": {testToken}}, via("203.0.113.20")); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("the right token after %d wrong ones from everywhere: %d, want 429", maxWrongInAll, w.Code)
+	}
+	if w := get(h, "/nope", func(r *http.Request) { via("203.0.113.10")(r); r.AddCookie(session) }); w.Code != http.StatusNotFound {
+		t.Fatalf("alice's session during the lock: %d, want through to the page (404)", w.Code)
+	}
+	m := get(h, "/metrics", func(r *http.Request) { r.RemoteAddr = "192.0.2.77:9000" }).Body.String()
+	for _, want := range []string{fmt.Sprintf("relay_console_wrong_tokens_total %d", maxWrongInAll), "relay_console_tokens_locked 1", "relay_console_tokens_refused_total 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	if w := get(h, "/metrics", via("203.0.113.10")); w.Code != http.StatusNotFound {
+		t.Errorf("/metrics through the ingress: %d, want 404", w.Code)
+	}
+}
