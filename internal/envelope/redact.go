@@ -21,12 +21,16 @@ var builtin = []struct {
 	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----(?:[\s\S]*?-----END [A-Z0-9 ]+-----|[\s\S]*$)`), Mask},
 	// A JSON Web Token: three base64url parts, the first a JSON header.
 	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]*`), Mask},
-	// scheme://user:password@host → scheme://***@host
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@`), "${1}" + Mask + "@"},
+	// scheme://user:password@host → scheme://***@host, up to the last @
+	// before the host: a password may hold one (p@ss).
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s?#]*@`), "${1}" + Mask + "@"},
+	// <password>…</password> (XML, SOAP, HTML forms): the element's text.
+	{regexp.MustCompile(`(?i)(<(?:[a-z0-9_.-]*:)?(?:[a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer|signature|hmac)[a-z0-9_.-]*|pw|pin|sig|otp|ssn|cvv|cvc|iban|salt)(?:\s[^>]*)?>)[^<]*`), "${1}" + Mask},
 	// Authorization: Bearer <token>, Basic <creds>
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`), "${1} " + Mask},
-	// key=value and key: value for names that hold secrets
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|pw|pin)(\\?["']?\s*[=:]\s*\\?["']?)[^\s"'&,;\\]+`), "${1}${2}" + Mask},
+	// key=value, key: value, key => value (Ruby) and key%3Dvalue
+	// (form-encoded, percent-encoded again) for names that hold secrets
+	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|access[_.-]?key|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer|signature|hmac)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*[_.-])?(?:pw|pin|sig|otp|ssn|cvv|cvc|iban|salt)(?:[_.-]?code)?)(\\?["']?\s*(?:=>|[=:]|%3[da])\s*\\?["']?)[^\s"'&,;\\<]+`), "${1}${2}" + Mask},
 	// e-mail addresses
 	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
 	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes
@@ -35,13 +39,20 @@ var builtin = []struct {
 
 // secretName matches the names of fields and headers that hold secrets:
 // any name with pass, secret, token, private, session, cred, auth,
-// cookie, pwd or bearer in it, any name that ends in key or keys (apiKey,
-// privateKey, signing_keys), and pw and pin (alone or after a separator).
-var secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|cred|auth|cookie|pwd|bearer|keys?$|(?:^|[_.-])(?:pw|pin)$)`)
+// cookie, pwd, bearer, signature, hmac or access key in it, any name that
+// ends in key or keys (apiKey, privateKey, signing_keys), and pw, pin,
+// sig, otp, ssn, cvv, cvc, iban and salt as a word of their own (alone,
+// after a separator, or a capital: userPin, PIN_CODE, otp_secret).
+var (
+	secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|cred|auth|cookie|pwd|bearer|signature|hmac|access[_.-]?key|keys?$|(?:^|[_.-])(?:pw|pin|sig|otp|ssn|cvv|cvc|iban|salt)(?:[_.-]?code)?(?:$|[_.-]))`)
+	secretWord = regexp.MustCompile(`(?:^|[a-z0-9])(?:Pw|Pin|Sig|Otp|Ssn|Cvv|Cvc|Iban|Salt)(?:$|[A-Z_.-])|^(?:pw|pin|sig|otp|ssn|cvv|cvc|iban|salt)[A-Z]`)
+)
 
 // SecretName says whether a field or header called name holds a secret:
 // what shows it masks its whole value.
-func SecretName(name string) bool { return secretName.MatchString(name) }
+func SecretName(name string) bool {
+	return secretName.MatchString(name) || secretWord.MatchString(name)
+}
 
 // Redactor removes secrets and personal data from error messages and bounds
 // their length. The zero value is not usable: use NewRedactor.

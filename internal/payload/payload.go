@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,7 +44,8 @@ func ForConfig(cfg *config.Config) func(ctx context.Context, v []byte) (string, 
 // Render is a record's value as an operator may see it: decoded through
 // the registry (Avro, Protobuf or JSON Schema, by its writer schema) when
 // it can be, raw otherwise (text, or the first bytes of binary), always
-// redacted by red, and cut at MaxShown after the redaction. why says why
+// redacted by red and by the detector of known secret formats (detect.go),
+// and cut at MaxShown after the redaction. why says why
 // it is shown raw.
 func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v []byte) (text string, decoded bool, why string) {
 	if v == nil {
@@ -56,7 +58,7 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		if err == nil {
 			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
 			if err == nil {
-				return cut(redactLines(red, b)), true, ""
+				return cut(maskKnown(redactLines(red, b))), true, ""
 			}
 			why = red.Redact(err.Error())
 		} else {
@@ -90,12 +92,28 @@ func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red, v, 0) 
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
 
+// pairNames are the keys that name the setting of a name/value pair, and
+// pairValues (lower case) the keys of its value.
+var (
+	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "header", "Header", "field", "Field"}
+	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content"}
+)
+
 func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// A name/value pair ({"name": "DB_PASSWORD", "value": "…"}: a
+		// Kubernetes env list, a Connect config, a header list): the
+		// value of a secret's name is masked whole.
+		pairSecret := false
+		for _, k := range pairNames {
+			if n, ok := x[k].(string); ok && envelope.SecretName(n) {
+				pairSecret = true
+			}
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if envelope.SecretName(k) {
+			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) {
 				out[k] = envelope.Mask
 				continue
 			}
@@ -107,18 +125,29 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		for i, e := range x {
 			out[i] = sanitizeAt(red, e, depth)
 		}
+		// ["Authorization", "…"]: a header or setting as a pair.
+		if len(x) == 2 {
+			if name, ok := x[0].(string); ok && envelope.SecretName(name) {
+				out[1] = envelope.Mask
+			}
+		}
 		return out
 	case []byte:
 		return Shown(red, x)
 	case string:
 		// JSON inside a string (a payload that carries a document as
-		// text) is redacted by its structure too.
-		if depth < maxDepth {
-			if tree, ok := jsonTree([]byte(x)); ok {
-				if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
-					return red.Redact(string(b))
-				}
+		// text) is redacted by its structure too; past maxDepth such a
+		// string is masked whole, its structure unread.
+		if tree, ok := jsonTree([]byte(x)); ok {
+			if depth >= maxDepth {
+				return envelope.Mask
 			}
+			if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
+				return red.Redact(string(b))
+			}
+		}
+		if masked, ok := probeBase64(red, x, depth); ok {
+			return masked
 		}
 		return red.Redact(x)
 	}
@@ -202,13 +231,18 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			// name is masked whole, whatever it is (a string of several
 			// words, an array, an object).
 			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
-				return cut(redactLines(red, out))
+				return cut(maskKnown(redactLines(red, out)))
 			}
 		}
 		if lines, ok := jsonLines(red, b); ok {
-			return cut(lines)
+			return cut(maskKnown(lines))
 		}
-		return red.Redact(string(b))
+		// Known formats first, on the whole text: the patterns cut it.
+		text := maskKnown(yamlBlocks(string(b)))
+		if masked, ok := probeBase64(red, text, 0); ok {
+			return cut(masked)
+		}
+		return red.Redact(text)
 	}
 	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
 }

@@ -1,0 +1,79 @@
+package payload
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"relay/internal/envelope"
+)
+
+// corpus reads the payloads of testdata/redaction/dir: each file lists
+// the secrets it holds ("secret: <value>" lines), then "---", then the
+// payload.
+func corpus(t *testing.T, dir string) map[string]struct {
+	secrets []string
+	payload string
+} {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "redaction", dir, "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus in %s: %v", dir, err)
+	}
+	out := map[string]struct {
+		secrets []string
+		payload string
+	}{}
+	for _, f := range files {
+		b, err := os.ReadFile(f) //nolint:gosec // the test's own data
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, ok := strings.Cut(string(b), "---\n")
+		if !ok {
+			t.Fatalf("%s: no --- line", f)
+		}
+		var secrets []string
+		for _, l := range strings.Split(strings.TrimSpace(head), "\n") {
+			if v, ok := strings.CutPrefix(l, "secret: "); ok {
+				secrets = append(secrets, v)
+			}
+		}
+		out[filepath.Base(f)] = struct {
+			secrets []string
+			payload string
+		}{secrets, body}
+	}
+	return out
+}
+
+// Pentest finding: secrets the failure page showed. Every payload of the
+// secret corpus comes out of the page's own rendering (Shown) without any
+// of its secrets, nor the first dozen characters of a long one.
+func TestSecretCorpusComesOutMasked(t *testing.T) {
+	red := envelope.NewRedactor(nil, MaxShown)
+	for name, c := range corpus(t, "secret") {
+		if len(c.secrets) == 0 {
+			t.Errorf("%s lists no secret", name)
+		}
+		out := Shown(red, []byte(c.payload))
+		for _, s := range c.secrets {
+			if strings.Contains(out, s) || (len(s) >= 16 && strings.Contains(out, s[:12])) {
+				t.Errorf("%s: %q shown:\n%s", name, s, out)
+			}
+		}
+	}
+}
+
+// ... and every payload of the ordinary corpus comes out with nothing
+// masked: redaction that masks what holds no secret hides what an
+// operator needs.
+func TestPlainCorpusComesOutUnmasked(t *testing.T) {
+	red := envelope.NewRedactor(nil, MaxShown)
+	for name, c := range corpus(t, "plain") {
+		if out := Shown(red, []byte(c.payload)); strings.Contains(out, envelope.Mask) {
+			t.Errorf("%s: masked where nothing is secret:\n%s", name, out)
+		}
+	}
+}
