@@ -621,6 +621,18 @@ func TestChartRefuses(t *testing.T) {
 			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true,
 				"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{}}, "podSelector": map[string]any{}}}}}
 		}, "defeats the policy"},
+		// Pentest findings: three peers that admitted far more than the
+		// ingress controller.
+		{"a NetworkPolicy open to every pod of the release's namespace", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{"podSelector": map[string]any{}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to every namespace by Exists", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{
+				"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "Exists"}}}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to a /8", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8"}}}}
+		}, "defeats the policy"},
 		{"a NetworkPolicy open to half the addresses", func(v map[string]any) {
 			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::/1"}}}}
 		}, "defeats the policy"},
