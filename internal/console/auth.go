@@ -316,10 +316,13 @@ func checkCSRF(w who, r *http.Request) bool {
 
 // cleanName keeps a name fit for the ledger: printable (no control nor
 // format characters, which could make one name look like another), one
-// line, at most maxActorName characters.
+// line, at most maxActorName characters, and without brackets: the
+// ledger's actor is the name and then, in brackets, how the console
+// identified them ("ann (console, token)"), which only the console writes
+// (a name typed beside the token cannot claim "(console, proxy)").
 func cleanName(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError || unicode.Is(unicode.Ps, r) || unicode.Is(unicode.Pe, r) {
 			return -1
 		}
 		return r

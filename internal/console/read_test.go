@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"relay/internal/config"
@@ -151,6 +152,43 @@ func TestSameSecret(t *testing.T) {
 	}{{"s3cret-token-0123", "s3cret-token-0123", true}, {"s3cret", "s3cret-token-0123", false}, {"", "x", false}, {"s3cret-token-0124", "s3cret-token-0123", false}} {
 		if sameSecret(c.got, c.want) != c.same {
 			t.Errorf("sameSecret(%q, %q) = %v", c.got, c.want, !c.same)
+		}
+	}
+}
+
+// Pentest finding: the live progress quota was keyed on the client, and
+// every user of the authenticating proxy arrives from the proxy: all of
+// them shared four streams. A proxy user has a quota of their own.
+func TestStreamQuotaIsPerProxyUser(t *testing.T) {
+	s := newTestServer(t, nil)
+	as := func(user string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/replays/x/events", nil)
+		r.RemoteAddr = "10.9.9.9:1"
+		r.Header.Set("X-Forwarded-User", user)
+		return withIdentity(r)
+	}
+	alice, bob := s.streamKey(as("alice")), s.streamKey(as("bob"))
+	if alice == bob {
+		t.Fatalf("alice and bob behind one proxy share the stream quota %q", alice)
+	}
+	for range maxStreamsPer {
+		if code, why := s.streams.open(alice); code != 0 {
+			t.Fatalf("alice's streams: %d %s", code, why)
+		}
+	}
+	if code, _ := s.streams.open(bob); code != 0 {
+		t.Fatalf("bob after alice's %d streams: %d, want his own quota", maxStreamsPer, code)
+	}
+}
+
+// Pentest finding: a token holder typed "ceo (console, proxy)" as their
+// name, and the ledger's actor read as the proxy's user ceo. A name has
+// no brackets: the bracketed provenance is the console's alone.
+func TestTypedNameCannotClaimAProvenance(t *testing.T) {
+	for _, typed := range []string{"ceo (console, proxy)", "ceo［console, proxy］", "ceo {console, proxy}", "ceo [console, proxy]"} {
+		got := actor(who{Actor: cleanName(typed), How: "token"})
+		if strings.Count(got, "(") != 1 || !strings.HasSuffix(got, "(console, token)") || strings.ContainsAny(got, "[]{}［］") {
+			t.Errorf("typed %q: the ledger says %q", typed, got)
 		}
 	}
 }
