@@ -31,6 +31,9 @@ type Console struct {
 	// TrustUnsigned believes UserHeader from a range of more than one
 	// address (RELAY_CONSOLE_TRUST_UNSIGNED_HEADER).
 	TrustUnsigned bool
+	// Insecure lets the console beyond loopback take the token over
+	// plain HTTP, and open reads without AllowedHosts.
+	Insecure bool
 	// ReadAuth is RELAY_CONSOLE_READ_AUTH: "open", "signed-in", or ""
 	// (open on loopback only, signed-in elsewhere: see ReadsSignedIn).
 	ReadAuth string
@@ -119,6 +122,7 @@ func (p *parser) readConsole(c *Config) {
 		p.fail(EnvConsoleProxySocket, "set without %s: the proxy on the socket must name the user", EnvConsoleUserHeader)
 	}
 	c.Console.TrustUnsigned = p.enum(EnvConsoleTrustUnsigned, "false", "true") == "true"
+	c.Console.Insecure = p.enum(EnvConsoleInsecure, "false", "true") == "true"
 	for _, pfx := range c.Console.TrustedProxies {
 		switch {
 		case c.Console.UserHeader == "":

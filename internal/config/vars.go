@@ -88,6 +88,7 @@ const (
 	EnvConsoleForwardedBy   = "RELAY_CONSOLE_FORWARDED_BY"
 	EnvConsoleAllowedHosts  = "RELAY_CONSOLE_ALLOWED_HOSTS"
 	EnvConsoleTrustUnsigned = "RELAY_CONSOLE_TRUST_UNSIGNED_HEADER"
+	EnvConsoleInsecure      = "RELAY_CONSOLE_INSECURE"
 
 	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
 	TraceIDPlaceholder = "{traceId}"
@@ -194,6 +195,7 @@ var Vars = []Var{
 	{Name: EnvConsoleToken, Secret: true, Help: "token that authorises the console's actions (discard, replay): an operator signs in with it and their name; at least 16 characters, no word or pattern repeated, no run of consecutive characters, enough variety (`openssl rand -hex 16`); unset (and no trusted proxy): the console is read-only"},
 	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
 	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console: `" + EnvConsoleUserHeader + "` is believed only from them, and their `X-Forwarded-For` and `X-Forwarded-Proto`; a range wider than one address with a user header needs `" + EnvConsoleTrustUnsigned + "`, and a loopback address is refused with one (`kubectl port-forward` and any local process arrive from it: use `" + EnvConsoleProxySocket + "`)"},
+	{Name: EnvConsoleInsecure, Default: "false", Help: "`true` lets the console, beyond loopback, take the console token over plain HTTP (no TLS of its own, no `X-Forwarded-Proto: https` from a proxy it trusts) and open reads (`" + EnvConsoleReadAuth + "=open`) without `" + EnvConsoleAllowedHosts + "`; `false` refuses both: the token would cross the network in clear, and any web page a reader opens could rebind its name to the console and read every failure"},
 	{Name: EnvConsoleTrustUnsigned, Default: "false", Help: "`true` believes `" + EnvConsoleUserHeader + "` from a range of `" + EnvConsoleTrustedProxy + "` wider than one address, where any pod could set it (logged as a warning at start); the safe shape is an oauth2-proxy sidecar on `" + EnvConsoleProxySocket + "` (a loopback address is refused with a user header: `kubectl port-forward` arrives from it)"},
 	{Name: EnvAllowInsecureHTTP, Default: "false", Help: "`true` lets relay send credentials (the hook's token, the registry's password or OAuth token, the token endpoint's client secret) over plain `http://` to a host other than loopback; relay logs a warning at start. Otherwise such a URL is refused"},
 	{Name: EnvConsoleProxySocket, Help: "a Unix socket the console also listens on, for an authenticating proxy in its pod (the chart's oauth2-proxy sidecar): `" + EnvConsoleUserHeader + "` is believed on it, whatever the address; nobody reaching the console's TCP port, through a port-forward included, can set it"},

@@ -65,6 +65,8 @@ type auth struct {
 	forwarders []netip.Prefix // believed for X-Forwarded-For and -Proto only
 	// onLock is told when the console stops taking tokens from anyone.
 	onLock func()
+	// insecure: RELAY_CONSOLE_INSECURE (a token over plain HTTP).
+	insecure bool
 }
 
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix, loopback bool) *auth {
@@ -135,6 +137,9 @@ func (a *auth) identifyNow(r *http.Request) who {
 	// nothing.
 	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost && scriptAction(r.URL.Path) {
 		if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			if a.inClear(r) {
+				return who{How: "in clear"}
+			}
 			if !a.mayTry(r, time.Now()) {
 				return who{How: "throttled"}
 			}
@@ -272,6 +277,16 @@ func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
 		a.all.wrongToken(now)
 	}
 }
+
+// overTLS says whether r came over TLS: the console's own, or the TLS a
+// proxy it trusts ended (X-Forwarded-Proto).
+func (a *auth) overTLS(r *http.Request) bool {
+	return r.TLS != nil || (a.forwarded(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+}
+
+// inClear says whether a token given in r would have crossed the network
+// in clear: beyond loopback, not over TLS, unless RELAY_CONSOLE_INSECURE.
+func (a *auth) inClear(r *http.Request) bool { return !a.loopback && !a.insecure && !a.overTLS(r) }
 
 // secure says whether r's session cookie is Secure (sent over TLS only,
 // with the __Host- prefix): always beyond loopback, and on loopback when

@@ -101,6 +101,7 @@ func New(o Options) (*Server, error) {
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
 		requests: newRequests(maxTracked), streams: newStreams()}
 	s.auth.forwarders = o.Config.Console.ForwardedBy
+	s.auth.insecure = o.Config.Console.Insecure
 	s.auth.onLock = func() {
 		s.log.Error(fmt.Sprintf("the console takes no token from anyone for a while: more than %d wrong tokens a minute from every client together (a guess spread over many addresses?); signed-in sessions and the authenticating proxy's users are not affected", maxWrongInAll))
 	}
@@ -147,7 +148,7 @@ func (s *Server) Handler() http.Handler {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	inner := s.knownHost(s.throttle(secureHeaders(cop.Handler(s.readers(mux)))))
+	inner := s.knownHost(s.throttle(s.secureHeaders(cop.Handler(s.readers(mux)))))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, withIdentity(r)) })
 }
 
@@ -235,9 +236,16 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 	})
 }
 
-func secureHeaders(next http.Handler) http.Handler {
+// inClearMsg refuses a token that came over plain HTTP.
+const inClearMsg = "refused: the console token would have crossed the network in clear; reach the console over TLS (its ingress), or set RELAY_CONSOLE_INSECURE=true to accept that"
+
+func (s *Server) secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if s.auth.overTLS(r) {
+			// Over TLS once, never again in clear (a year).
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		h.Set("Content-Security-Policy", contentSecurity)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -263,6 +271,10 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 		switch u.How {
 		case "refused":
 			s.log.Warn("refused a script's action: not the console token", "client", s.auth.client(r), "remote", r.RemoteAddr, "actor", cleanName(r.Header.Get(ActorHeader)))
+		case "in clear":
+			s.log.Warn("refused a script's action: its token came over plain HTTP (RELAY_CONSOLE_INSECURE)", "client", s.auth.client(r), "remote", r.RemoteAddr)
+			s.fail(w, r, http.StatusForbidden, inClearMsg)
+			return
 		case "throttled":
 			s.log.Warn("refused a script's action: too many wrong tokens", "client", s.auth.client(r), "remote", r.RemoteAddr)
 			s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))

@@ -192,3 +192,36 @@ func TestTypedNameCannotClaimAProvenance(t *testing.T) {
 		}
 	}
 }
+
+// Pentest finding: beyond loopback, a token over plain HTTP was taken
+// with a warning at start. Without RELAY_CONSOLE_INSECURE it is refused
+// (sign-in and a script's bearer token alike) unless the request came
+// over TLS, the console's own or its proxy's (X-Forwarded-Proto); a
+// response over TLS says to stay on it (HSTS).
+func TestTokenInClearIsRefused(t *testing.T) {
+	h := newTestServer(t, map[string]string{config.EnvConsoleInsecure: unset}).Handler()
+	from := func(proto string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.RemoteAddr = "10.0.0.5:4000"
+			r.Header.Set("X-Forwarded-For", "203.0.113.10")
+			if proto != "" {
+				r.Header.Set("X-Forwarded-Proto", proto)
+			}
+		}
+	}
+	if w := post(h, "/login", url.Values{"name": {"ann"}, "token": {testToken}}, from("")); w.Code != http.StatusForbidden {
+		t.Fatalf("sign-in over plain HTTP: %d, want 403", w.Code)
+	}
+	bearer := func(r *http.Request) {
+		from("http")(r)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		r.Header.Set(ActorHeader, "bot")
+	}
+	if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, bearer); w.Code != http.StatusForbidden {
+		t.Fatalf("a bearer token over plain HTTP: %d, want 403", w.Code)
+	}
+	w := post(h, "/login", url.Values{"name": {"ann"}, "token": {testToken}}, from("https"))
+	if w.Code != http.StatusSeeOther || w.Header().Get("Strict-Transport-Security") == "" {
+		t.Fatalf("sign-in over the proxy's TLS: %d, HSTS %q; want signed in, with HSTS", w.Code, w.Header().Get("Strict-Transport-Security"))
+	}
+}

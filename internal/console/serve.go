@@ -35,6 +35,11 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 			o.AllowedHosts = append(o.AllowedHosts, listenHost)
 		}
 	}
+	if !onLoopback && !cfg.Console.Insecure && cfg.Console.ReadAuth == "open" && len(o.AllowedHosts) == 0 {
+		_ = ln.Close()
+		return fmt.Errorf("%s=open beyond loopback without %s: any web page a reader opens could rebind its name to this console and read every failure; name the console's hosts, or set %s=true to accept that",
+			config.EnvConsoleReadAuth, config.EnvConsoleAllowedHosts, config.EnvConsoleInsecure)
+	}
 	srv, err := New(o)
 	if err != nil {
 		_ = ln.Close()
