@@ -633,6 +633,12 @@ func TestChartRefuses(t *testing.T) {
 		{"a NetworkPolicy open to a /8", func(v map[string]any) {
 			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8"}}}}
 		}, "defeats the policy"},
+		{"a NetworkPolicy open to a whole /16 pod network", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.244.0.0/16"}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to every IPv4 address, IPv6-mapped", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::ffff:0:0/96"}}}}
+		}, "defeats the policy"},
 		{"a NetworkPolicy open to half the addresses", func(v map[string]any) {
 			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::/1"}}}}
 		}, "defeats the policy"},

@@ -192,6 +192,8 @@ func longEnough(s string) error {
 		return errors.New("shorter than 16 characters: too easy to guess")
 	case periodic(s):
 		return errors.New("a shorter string repeated: too easy to guess; make one with openssl rand -hex 16")
+	case commonWords(s)*2 >= len(s):
+		return errors.New("made of common words or keyboard walks (password, admin, token, qwerty...) for half its length: too easy to guess; make one with openssl rand -hex 16")
 	case runLength(s) >= len(s)/2:
 		return errors.New("a run of consecutive characters for half its length: too easy to guess; make one with openssl rand -hex 16")
 	}
@@ -221,15 +223,54 @@ func entropyBits(s string) float64 {
 	return h * float64(n)
 }
 
-// periodic says whether s is a shorter string repeated (its last repeat
-// may be cut short).
+// periodic says whether s is, near enough, a shorter string repeated: at
+// some shift, three characters in four equal the one that far before
+// (passwordpassword!, adminadminadmin1).
 func periodic(s string) bool {
 	for p := 1; p <= len(s)/2; p++ {
-		if s[p:] == s[:len(s)-p] {
+		same := 0
+		for i := p; i < len(s); i++ {
+			if s[i] == s[i-p] {
+				same++
+			}
+		}
+		if same*4 >= (len(s)-p)*3 {
 			return true
 		}
 	}
 	return false
+}
+
+// weakWords are words and keyboard walks that people put in tokens.
+var weakWords = []string{"password", "passwd", "pass", "secret", "token", "console", "admin", "welcome", "changeme", "letmein",
+	"default", "master", "login", "relay", "kafka", "test", "qwerty", "uiop", "asdf", "ghjk", "zxcv", "1qaz", "2wsx", "3edc",
+	"4rfv", "5tgb", "iloveyou", "monkey", "dragon", "super"}
+
+// commonWords is how many of s's characters are in weakWords, once
+// lowercased and its digits and symbols read as the letters they stand
+// for (P@ssw0rd is password).
+func commonWords(s string) int {
+	plain := strings.NewReplacer("@", "a", "4", "a", "3", "e", "0", "o", "$", "s", "5", "s", "7", "t", "!", "i").Replace(strings.ToLower(s))
+	covered := make([]bool, len(plain))
+	for _, w := range weakWords {
+		for from := 0; ; {
+			i := strings.Index(plain[from:], w)
+			if i < 0 {
+				break
+			}
+			for k := from + i; k < from+i+len(w); k++ {
+				covered[k] = true
+			}
+			from += i + 1
+		}
+	}
+	n := 0
+	for _, c := range covered {
+		if c {
+			n++
+		}
+	}
+	return n
 }
 
 // runLength is the longest run of s's bytes each one above or below the

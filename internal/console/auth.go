@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // sessionCookie holds a signed-in operator's name and expiry, signed with
@@ -103,6 +105,9 @@ const ActorHeader = "Relay-Actor"
 type identity struct {
 	known bool
 	who   who
+	// reserved is the try at a token taken from everyone's limit,
+	// given back when the token was right.
+	reserved *rate.Reservation
 }
 
 type identityKey struct{}
@@ -263,9 +268,12 @@ func (a *auth) mayTry(r *http.Request, now time.Time) bool {
 		a.all.refused.Inc()
 		return false
 	}
-	ok, started := a.all.mayTry(now)
+	res, ok, started := a.all.reserve(now)
 	if started && a.onLock != nil {
 		a.onLock()
+	}
+	if id, _ := r.Context().Value(identityKey{}).(*identity); id != nil {
+		id.reserved = res
 	}
 	return ok
 }
@@ -273,9 +281,11 @@ func (a *auth) mayTry(r *http.Request, now time.Time) bool {
 // tried notes a token r's client gave, right or wrong.
 func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
 	a.guesses.tried(a.client(r), ok, now)
-	if !ok {
-		a.all.wrongToken(now)
+	var res *rate.Reservation
+	if id, _ := r.Context().Value(identityKey{}).(*identity); id != nil {
+		res, id.reserved = id.reserved, nil
 	}
+	a.all.release(res, ok, now)
 }
 
 // overTLS says whether r came over TLS: the console's own, or the TLS a

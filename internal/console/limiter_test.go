@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -229,5 +230,51 @@ func TestWrongTokensFromEveryoneAreCapped(t *testing.T) {
 	}
 	if w := get(h, "/metrics", via("203.0.113.10")); w.Code != http.StatusNotFound {
 		t.Errorf("/metrics through the ingress: %d, want 404", w.Code)
+	}
+}
+
+// Pentest findings on the cap of tokens from everyone: the lock lasted a
+// second (a token bucket refills), so a guess a second went on, 86,400 a
+// day; and a try was checked before it was counted, so concurrent guesses
+// passed the cap. A try now takes its place at once, a right token gives
+// it back, and when none is left no token is taken for lockFor.
+func TestEveryonesCapLocksAndCountsAtOnce(t *testing.T) {
+	e := newEveryone()
+	now := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	passed := 0
+	for range 4 * maxWrongInAll {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, ok, _ := e.reserve(now); ok {
+				mu.Lock()
+				passed++
+				mu.Unlock()
+				e.release(res, false, now)
+			}
+		}()
+	}
+	wg.Wait()
+	if passed != maxWrongInAll {
+		t.Fatalf("%d concurrent wrong tokens checked, want %d", passed, maxWrongInAll)
+	}
+	for _, after := range []time.Duration{time.Second, wrongInAllWindow, lockFor - time.Second} {
+		if _, ok, _ := e.reserve(now.Add(after)); ok {
+			t.Fatalf("a token taken %s after the lock began; want none for %s", after, lockFor)
+		}
+	}
+	if _, ok, _ := e.reserve(now.Add(lockFor + time.Second)); !ok {
+		t.Fatalf("no token taken once the lock ended")
+	}
+
+	right := newEveryone()
+	for i := range 4 * maxWrongInAll {
+		res, ok, _ := right.reserve(now)
+		if !ok {
+			t.Fatalf("right token %d refused: right tokens must not use up the cap", i)
+		}
+		right.release(res, true, now)
 	}
 }

@@ -10,24 +10,27 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Wrong tokens from every client together: a guess spread over many
-// addresses (an attacker's, or clients the ingress lets pick their own
-// X-Forwarded-For) passes every client's limit; past this one, the console
-// takes no token from anyone for a while. Sessions and the authenticating
-// proxy's users are not affected.
+// Tokens from every client together: a guess spread over many addresses
+// (an attacker's, or clients the ingress lets pick their own
+// X-Forwarded-For) passes every client's limit. Every token tried takes
+// one of maxWrongInAll a minute, given back when it was right; when they
+// run out, the console takes no token from anyone for lockFor. So at most
+// maxWrongInAll guesses pass in lockFor plus a minute, whatever the
+// number of clients. Sessions and the authenticating proxy's users are
+// not affected.
 const (
 	maxWrongInAll    = 60
 	wrongInAllWindow = time.Minute
+	lockFor          = 15 * time.Minute
 )
 
-// everyone is the limit on wrong tokens from all clients together, and
-// what the console's metrics say of tokens.
+// everyone is the limit on tokens from all clients together, and what
+// the console's metrics say of tokens.
 type everyone struct {
 	mu     sync.Mutex
 	lim    *rate.Limiter
+	until  time.Time // no token taken before it
 	locked bool
-	// lockedAt is when the latest lock began (for its one log line).
-	lockedAt time.Time
 
 	reg         *prometheus.Registry
 	wrong       prometheus.Counter
@@ -42,34 +45,47 @@ func newEveryone() *everyone {
 	e.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "relay_console_tokens_refused_total",
 		Help: "Tokens not even checked: their client, or every client together, gave too many wrong ones."})
 	e.lockedGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "relay_console_tokens_locked",
-		Help: "1 while the console takes no token from anyone: more than 60 wrong tokens a minute from every client together."})
+		Help: "1 while the console takes no token from anyone (15 minutes after more than 60 tokens a minute from every client together)."})
 	e.reg.MustRegister(e.wrong, e.refused, e.lockedGauge)
 	return e
 }
 
-// mayTry says whether anyone may give a token now; started says a lock
-// began with this call (to be logged once).
-func (e *everyone) mayTry(now time.Time) (ok, started bool) {
+// reserve takes a try for a token now, or says no; started says a lock
+// began with this call (to be logged once). A try that was right is
+// given back (release).
+func (e *everyone) reserve(now time.Time) (res *rate.Reservation, ok, started bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ok = e.lim.TokensAt(now) >= 1
-	started = !ok && !e.locked
-	if started {
-		e.lockedAt = now
-	}
-	e.locked = !ok
-	e.lockedGauge.Set(map[bool]float64{true: 1, false: 0}[e.locked])
-	if !ok {
+	if now.Before(e.until) {
 		e.refused.Inc()
+		return nil, false, false
 	}
-	return ok, started
+	res = e.lim.ReserveN(now, 1)
+	if !res.OK() || res.DelayFrom(now) > 0 {
+		res.CancelAt(now)
+		e.until = now.Add(lockFor)
+		started = !e.locked
+		e.locked = true
+		e.lockedGauge.Set(1)
+		e.refused.Inc()
+		return nil, false, started
+	}
+	e.locked = false
+	e.lockedGauge.Set(0)
+	return res, true, false
 }
 
-// wrongToken counts a wrong token against everyone's limit.
-func (e *everyone) wrongToken(now time.Time) {
+// release settles a try: a right token's is given back, a wrong one's
+// counted.
+func (e *everyone) release(res *rate.Reservation, right bool, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.lim.AllowN(now, 1)
+	if right {
+		if res != nil {
+			res.CancelAt(now)
+		}
+		return
+	}
 	e.wrong.Inc()
 }
 

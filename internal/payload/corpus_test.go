@@ -77,3 +77,21 @@ func TestPlainCorpusComesOutUnmasked(t *testing.T) {
 		}
 	}
 }
+
+// A secret across the display limit is masked whole, never shown in
+// part: the detector reads a margin past the cut, and the patterns run
+// before it. Text, and a JSON document.
+func TestSecretAcrossTheCutIsMaskedWhole(t *testing.T) {
+	red := envelope.NewRedactor(nil, MaxShown)
+	const tok = "ghp_R8x2Kq7ZtV4mN1pW9sL3cY6bH0fJ5dG2aE8u"
+	for _, at := range []int{MaxShown - 20, MaxShown - 4, MaxShown + 2} {
+		text := strings.Repeat("x ", at/2) + tok + " tail\n"
+		if out := Shown(red, []byte(text)); strings.Contains(out, tok[:12]) {
+			t.Errorf("text, the token at %d: its start is shown", at)
+		}
+		doc := `{"note": "` + strings.Repeat("y", at-12) + " " + tok + `"}`
+		if out := Shown(red, []byte(doc)); strings.Contains(out, tok[:12]) {
+			t.Errorf("JSON, the token at %d: its start is shown", at)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,7 +59,7 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		if err == nil {
 			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
 			if err == nil {
-				return cut(maskKnown(redactLines(red, b))), true, ""
+				return known(redactLines(red, shownLines(b))), true, ""
 			}
 			why = red.Redact(err.Error())
 		} else {
@@ -68,6 +69,56 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		why = "no schema registry configured"
 	}
 	return Shown(red, v), false, why
+}
+
+// shownLines is the lines of an indented JSON document, redacted by its
+// structure already, that the display limit can show (and a margin): the
+// patterns read a line at a time, and what is past the cut is not shown.
+func shownLines(b []byte) []byte {
+	if len(b) <= MaxShown+knownMargin {
+		return b
+	}
+	if i := bytes.IndexByte(b[MaxShown+knownMargin:], '\n'); i >= 0 {
+		return b[:MaxShown+knownMargin+i]
+	}
+	return b
+}
+
+// shownText is the part of a text the display limit can show, with room
+// for what redaction removes (runs of spaces, secrets: four times the
+// limit), cut at a space so that no secret is read in part.
+func shownText(s string) string {
+	const most = 4 * MaxShown
+	if len(s) <= most {
+		return s
+	}
+	end := strings.LastIndexAny(s[:most], " \t\r\n")
+	if end <= 0 {
+		end = most
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+	}
+	return s[:end]
+}
+
+// knownMargin is how far past the display limit the detector of known
+// formats reads: a secret across the cut is in it whole.
+const knownMargin = 4 << 10
+
+// known is s, redacted already, with the secrets of known formats masked
+// in what is shown of it, then cut. The detector reads only that (and a
+// margin): its time grows faster than the text with many findings, and
+// what is past the cut is not shown.
+func known(s string) string {
+	if len(s) > MaxShown+knownMargin {
+		end := MaxShown + knownMargin
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s = s[:end]
+	}
+	return cut(maskKnown(s))
 }
 
 // cut bounds what a page shows of a payload, after its redaction: a
@@ -87,7 +138,10 @@ func cut(s string) string {
 // whose name says it holds a secret is masked whole; a string is
 // redacted; a bytes or fixed field is shown by its redacted text, never as
 // base64 or numbers (which no redaction pattern could read).
-func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red, v, 0) }
+//
+// Its strings are not cut: a string cut by its own redaction would show
+// part of a secret at its end (the page is cut once, after everything).
+func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red.Max(math.MaxInt), v, 0) }
 
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
@@ -95,8 +149,8 @@ const maxDepth = 4
 // pairNames are the keys that name the setting of a name/value pair, and
 // pairValues (lower case) the keys of its value.
 var (
-	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "header", "Header", "field", "Field"}
-	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content"}
+	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName"}
+	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue"}
 )
 
 func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
@@ -125,10 +179,16 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		for i, e := range x {
 			out[i] = sanitizeAt(red, e, depth)
 		}
-		// ["Authorization", "…"]: a header or setting as a pair.
-		if len(x) == 2 {
-			if name, ok := x[0].(string); ok && envelope.SecretName(name) {
-				out[1] = envelope.Mask
+		// ["Authorization", "…"]: a header or setting as a pair; and
+		// ["--password", "…"] anywhere in a list (a command line).
+		for i := 0; i+1 < len(x); i++ {
+			name, ok := x[i].(string)
+			if !ok {
+				continue
+			}
+			flag := strings.TrimLeft(name, "-")
+			if (len(x) == 2 || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
+				out[i+1] = envelope.Mask
 			}
 		}
 		return out
@@ -180,6 +240,7 @@ func jsonTree(b []byte) (any, bool) {
 // line on its own; ok is false unless every line that is not blank is a
 // JSON object or array.
 func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
+	red = red.Max(math.MaxInt) // cut once, after everything (known)
 	var out []string
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -200,6 +261,7 @@ func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 
 // redactLines redacts each line of a JSON document, keeping its layout.
 func redactLines(red *envelope.Redactor, b []byte) string {
+	red = red.Max(math.MaxInt) // cut once, after everything (known)
 	var out bytes.Buffer
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		if i > 0 {
@@ -231,18 +293,17 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			// name is masked whole, whatever it is (a string of several
 			// words, an array, an object).
 			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
-				return cut(maskKnown(redactLines(red, out)))
+				return known(redactLines(red, shownLines(out)))
 			}
 		}
 		if lines, ok := jsonLines(red, b); ok {
-			return cut(maskKnown(lines))
+			return known(lines)
 		}
-		// Known formats first, on the whole text: the patterns cut it.
-		text := maskKnown(yamlBlocks(string(b)))
-		if masked, ok := probeBase64(red, text, 0); ok {
-			return cut(masked)
+		text, wide := shownText(yamlBlocks(string(b))), red.Max(MaxShown+knownMargin)
+		if masked, ok := probeBase64(wide, text, 0); ok {
+			return known(masked)
 		}
-		return red.Redact(text)
+		return known(wide.Redact(text))
 	}
 	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
 }

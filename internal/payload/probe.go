@@ -80,14 +80,15 @@ func isText(b []byte) bool {
 	return len(b) > 0 && !bytes.ContainsFunc(b, func(r rune) bool { return r == 0xfffd || (r < 0x20 && r != '\n' && r != '\r' && r != '\t') })
 }
 
-// yamlBlock is a YAML key whose value is a block scalar (key: | or key: >,
-// with their chomping and indentation indicators).
-var yamlBlock = regexp.MustCompile(`^(\s*)(?:-\s+)?["']?([A-Za-z0-9_.-]+)["']?\s*:\s*[|>][-+0-9]*\s*(?:#.*)?$`)
+// yamlBlock is a YAML key whose value is on the lines below it: a block
+// scalar (key: | or key: >, with their indicators), a list or a map
+// (key: and nothing after it).
+var yamlBlock = regexp.MustCompile(`^(\s*)(?:-\s+)?["']?([A-Za-z0-9_.-]+)["']?\s*:\s*(?:[|>][-+0-9]*)?\s*(?:#.*)?$`)
 
-// yamlBlocks masks the block scalars of secrets' names in YAML text: the
-// lines under such a key, indented deeper than it, become one mask (the
-// patterns see one line at a time, and would take the indicator for the
-// value).
+// yamlBlocks masks the values below secrets' names in YAML text: the
+// lines under such a key, indented deeper than it (a list's items at its
+// own indentation too), become one mask; the patterns see one line at a
+// time, and would take the indicator, or nothing, for the value.
 func yamlBlocks(s string) string {
 	if !strings.Contains(s, "\n") {
 		return s
@@ -102,7 +103,12 @@ func yamlBlocks(s string) string {
 		}
 		indent := len(m[1])
 		j := i + 1
-		for j < len(lines) && (strings.TrimSpace(lines[j]) == "" || len(lines[j])-len(strings.TrimLeft(lines[j], " \t")) > indent) {
+		for j < len(lines) {
+			t := strings.TrimLeft(lines[j], " \t")
+			in := len(lines[j]) - len(t)
+			if t != "" && in < indent || (in == indent && !strings.HasPrefix(t, "- ")) && t != "" {
+				break
+			}
 			j++
 		}
 		if j > i+1 {

@@ -21,7 +21,7 @@ func BenchmarkShownOneMiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	red := envelope.NewRedactor(nil, MaxShown)
-	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB()} {
+	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB()} {
 		b.Run(name, func(b *testing.B) {
 			var with, without time.Duration
 			for b.Loop() {
@@ -65,6 +65,17 @@ func textMiB() []byte {
 	var b strings.Builder
 	for i := 0; b.Len() < 1<<20; i++ {
 		fmt.Fprintf(&b, "2026-12-07T08:00:%02d.%03dZ INFO GET /api/orders?id=%d 200 %dms user-agent=curl/8.5\n", i%60, i%1000, i, i%40)
+	}
+	return []byte(b.String())
+}
+
+// tokensMiB is about 1 MiB of distinct tokens of a known format, the
+// detector's worst case (its time grows faster than the text with many
+// findings): what is shown of it, and only that, is read.
+func tokensMiB() []byte {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "ghp_R8x2Kq7ZtV4mN1pW9sL3cY6bH0f%09d ", i)
 	}
 	return []byte(b.String())
 }
