@@ -260,7 +260,7 @@ func TestEveryonesCapLocksAndCountsAtOnce(t *testing.T) {
 	if passed != maxWrongInAll {
 		t.Fatalf("%d concurrent wrong tokens checked, want %d", passed, maxWrongInAll)
 	}
-	for _, after := range []time.Duration{time.Second, wrongInAllWindow, lockFor - time.Second} {
+	for _, after := range []time.Duration{time.Second, time.Minute, lockFor - time.Second} {
 		if _, ok, _ := e.reserve(now.Add(after)); ok {
 			t.Fatalf("a token taken %s after the lock began; want none for %s", after, lockFor)
 		}
@@ -276,5 +276,33 @@ func TestEveryonesCapLocksAndCountsAtOnce(t *testing.T) {
 			t.Fatalf("right token %d refused: right tokens must not use up the cap", i)
 		}
 		right.release(res, true, now)
+	}
+}
+
+// Repeat pentest finding: one wrong token a second, from 20 addresses in
+// turn, never emptied everyone's tries when they came back one a second,
+// so the lock never began: 960 guesses in 16 minutes. They come back one
+// every 15 s now: such a guesser is locked out within about a minute, and
+// passes about maxWrongInAll in 16 minutes.
+func TestPacedGuessesFromManyClientsLock(t *testing.T) {
+	a := newAuth(func() string { return "k3Vq9-Zt7pLx2Rm8Wc" }, "", nil, false)
+	start := time.Now()
+	passed, firstLock := 0, time.Duration(0)
+	for i := range 16 * 60 {
+		now := start.Add(time.Duration(i) * time.Second)
+		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4000", i%20)
+		r = withIdentity(r)
+		if !a.mayTry(r, now) {
+			if firstLock == 0 {
+				firstLock = time.Duration(i) * time.Second
+			}
+			continue
+		}
+		a.tried(r, false, now)
+		passed++
+	}
+	if firstLock == 0 || firstLock > 2*time.Minute || passed > maxWrongInAll+int(2*time.Minute/(lockFor/maxWrongInAll)) {
+		t.Fatalf("%d wrong tokens checked in 16 minutes, the first lock after %s; want about %d, locked within 2 minutes", passed, firstLock, maxWrongInAll)
 	}
 }

@@ -13,15 +13,16 @@ import (
 // Tokens from every client together: a guess spread over many addresses
 // (an attacker's, or clients the ingress lets pick their own
 // X-Forwarded-For) passes every client's limit. Every token tried takes
-// one of maxWrongInAll a minute, given back when it was right; when they
-// run out, the console takes no token from anyone for lockFor. So at most
-// maxWrongInAll guesses pass in lockFor plus a minute, whatever the
-// number of clients. Sessions and the authenticating proxy's users are
-// not affected.
+// one of maxWrongInAll tries, which come back one every
+// lockFor/maxWrongInAll (15 s), and a right token gives its try back;
+// when none is left, the console takes no token from anyone for lockFor.
+// So wrong tokens pass at most maxWrongInAll in lockFor, at any pace and
+// from any number of clients: 5,760 a day. Sessions and the
+// authenticating proxy's users are not affected.
 const (
 	maxWrongInAll    = 60
-	wrongInAllWindow = time.Minute
 	lockFor          = 15 * time.Minute
+	wrongInAllWindow = lockFor
 )
 
 // everyone is the limit on tokens from all clients together, and what
@@ -45,7 +46,7 @@ func newEveryone() *everyone {
 	e.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "relay_console_tokens_refused_total",
 		Help: "Tokens not even checked: their client, or every client together, gave too many wrong ones."})
 	e.lockedGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "relay_console_tokens_locked",
-		Help: "1 while the console takes no token from anyone (15 minutes after more than 60 tokens a minute from every client together)."})
+		Help: "1 while the console takes no token from anyone (15 minutes, after more than 60 wrong tokens within 15 minutes from every client together)."})
 	e.reg.MustRegister(e.wrong, e.refused, e.lockedGauge)
 	return e
 }

@@ -95,3 +95,22 @@ func TestSecretAcrossTheCutIsMaskedWhole(t *testing.T) {
 		}
 	}
 }
+
+// Repeat pentest finding: a JSON document 10,000 levels deep (20 KB, a
+// header's worth) was indented into hundreds of megabytes before the cut.
+// Past maxNesting it is shown as text; one as deep as maxNesting is
+// still read by its structure.
+func TestDeepJSONIsShownAsText(t *testing.T) {
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	if _, ok := jsonTree([]byte(deep)); ok {
+		t.Fatal("a document 10,000 levels deep was parsed for its structure")
+	}
+	fits := strings.Repeat(`{"a":`, maxNesting-1) + `{"password":"x-deep-9"}` + strings.Repeat("}", maxNesting-1)
+	red := envelope.NewRedactor(nil, MaxShown)
+	if out := Shown(red, []byte(fits)); strings.Contains(out, "x-deep-9") {
+		t.Fatalf("a document %d levels deep: its secret shown", maxNesting)
+	}
+	if n := nesting([]byte(`{"s": "[[[{{{", "a": [[1]]}`)); n != 3 {
+		t.Fatalf("nesting counted brackets in strings: %d, want 3", n)
+	}
+}

@@ -224,7 +224,7 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 // they were written).
 func jsonTree(b []byte) (any, bool) {
 	s := bytes.TrimSpace(b)
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || !json.Valid(s) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || nesting(s) > maxNesting || !json.Valid(s) {
 		return nil, false
 	}
 	d := json.NewDecoder(bytes.NewReader(s))
@@ -234,6 +234,34 @@ func jsonTree(b []byte) (any, bool) {
 		return nil, false
 	}
 	return v, true
+}
+
+// maxNesting bounds the depth of a JSON document shown by its structure:
+// indenting one 10,000 levels deep took a gigabyte (a record's header
+// can be that). A deeper one is shown as text, redacted by pattern.
+const maxNesting = 64
+
+// nesting is the deepest nesting of objects and arrays in the JSON text
+// b, strings skipped.
+func nesting(b []byte) int {
+	depth, most, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return most
 }
 
 // jsonLines redacts JSON Lines (one document a line) by structure, each
