@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"relay/internal/audit"
+	"relay/internal/console"
 	"relay/internal/ledger"
 	"relay/internal/telemetry"
 
@@ -95,10 +97,31 @@ func scrapeRelay() (exposition, error) {
 	}
 	defer func() { _ = f.Close() }()
 	a, err := parseExposition(f)
+	if err != nil {
+		return e, err
+	}
 	for k := range a.samples {
 		e.samples[k] = true
 	}
 	for k, v := range a.types {
+		e.types[k] = v
+	}
+	// relay console's own (its /metrics).
+	var b bytes.Buffer
+	fams, err := console.Metrics().Gather()
+	if err != nil {
+		return e, err
+	}
+	for _, mf := range fams {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			return e, err
+		}
+	}
+	c, err := parseExposition(&b)
+	for k := range c.samples {
+		e.samples[k] = true
+	}
+	for k, v := range c.types {
 		e.types[k] = v
 	}
 	return e, err

@@ -596,6 +596,12 @@ func TestChartRefuses(t *testing.T) {
 		{"an Ingress without a way to sign in", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true, "host": "c.example", "tls": []any{map[string]any{"hosts": []any{"c.example"}, "secretName": "x"}}}}
 		}, "needs a way to sign in"},
+		// Pentest finding: behind an Ingress without ingressProxies every
+		// operator shared the ingress pod's limits.
+		{"an Ingress without ingressProxies", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
+				"tls": []any{map[string]any{"hosts": []any{"c.example"}, "secretName": "x"}}}}
+		}, "needs console.ingressProxies"},
 		{"an Ingress whose TLS does not cover its host", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}, "ingress": map[string]any{"enabled": true, "host": "c.example",
 				"tls": []any{map[string]any{"hosts": []any{"other.example"}, "secretName": "x"}}}}
@@ -614,6 +620,24 @@ func TestChartRefuses(t *testing.T) {
 		{"a NetworkPolicy open to every pod of every namespace", func(v map[string]any) {
 			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true,
 				"from": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{}}, "podSelector": map[string]any{}}}}}
+		}, "defeats the policy"},
+		// Pentest findings: three peers that admitted far more than the
+		// ingress controller.
+		{"a NetworkPolicy open to every pod of the release's namespace", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{"podSelector": map[string]any{}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to every namespace by Exists", func(v map[string]any) {
+			v["console"] = map[string]any{"enabled": true, "networkPolicy": map[string]any{"enabled": true, "from": []any{map[string]any{
+				"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "Exists"}}}}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to a /8", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/8"}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to a whole /16 pod network", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.244.0.0/16"}}}}
+		}, "defeats the policy"},
+		{"a NetworkPolicy open to every IPv4 address, IPv6-mapped", func(v map[string]any) {
+			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::ffff:0:0/96"}}}}
 		}, "defeats the policy"},
 		{"a NetworkPolicy open to half the addresses", func(v map[string]any) {
 			v["networkPolicy"] = map[string]any{"enabled": true, "from": []any{map[string]any{"ipBlock": map[string]any{"cidr": "::/1"}}}}

@@ -114,3 +114,52 @@ func TestChartRefusesARollingChangeOfSharedSettings(t *testing.T) {
 		t.Fatalf("the change at 0 replicas: %v", err)
 	}
 }
+
+// Pentest finding: the oauth2-proxy guard read the sidecar's args only;
+// its Secret (envFrom) could set OAUTH2_PROXY_SKIP_AUTH_ROUTES or
+// OAUTH2_PROXY_TRUSTED_IPS and let requests past the sign-in. Against a
+// real kube-apiserver, a Secret setting one is refused, naming it; the
+// Secret of the documented three keys passes.
+func TestChartRefusesAProxySecretThatSkipsTheSignIn(t *testing.T) {
+	bin := os.Getenv("RELAY_KUBE_APISERVER")
+	if bin == "" {
+		t.Skip("RELAY_KUBE_APISERVER is not set: `make test` builds kube-apiserver (scripts/tools/kube-apiserver.sh) and names it")
+	}
+	s := startAPIServer(t, bin)
+	const ns = "kafka"
+	if code, body, _ := s.do(t, "POST", "/api/v1/namespaces", "", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}); code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	cfg := &rest.Config{Host: s.url, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	secret := func(name string, keys ...string) {
+		data := map[string]any{}
+		for _, k := range keys {
+			data[k] = "eA==" // "x"
+		}
+		if code, body, _ := s.do(t, "POST", "/api/v1/namespaces/"+ns+"/secrets", "", map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": name}, "data": data}); code != http.StatusCreated {
+			t.Fatalf("create secret %s: %d %s", name, code, body)
+		}
+	}
+	documented := []string{"OAUTH2_PROXY_CLIENT_ID", "OAUTH2_PROXY_CLIENT_SECRET", "OAUTH2_PROXY_COOKIE_SECRET"}
+	secret("good", documented...)
+	secret("skips", append(documented, "OAUTH2_PROXY_SKIP_AUTH_ROUTES")...)
+	secret("trusts", append(documented, "OAUTH2_PROXY_TRUSTED_IPS")...)
+	for name, refused := range map[string]string{"good": "", "skips": "OAUTH2_PROXY_SKIP_AUTH_ROUTES", "trusts": "OAUTH2_PROXY_TRUSTED_IPS"} {
+		v := valuesFile(t, "minimal.yaml")
+		v["console"] = map[string]any{"enabled": true, "oauth2Proxy": map[string]any{"enabled": true, "secretName": name,
+			"image": map[string]any{"repository": "r", "tag": "t"}, "args": []any{"--provider=oidc"}}}
+		c := loadChart(t)
+		values, err := chartutil.ToRenderValues(c, v, chartutil.ReleaseOptions{Name: "relay", Namespace: ns, IsInstall: true}, chartutil.DefaultCapabilities.Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = engine.New(cfg).Render(c, values)
+		switch {
+		case refused == "" && err != nil:
+			t.Errorf("Secret %s (the documented keys): %v", name, err)
+		case refused != "" && (err == nil || !strings.Contains(err.Error(), refused)):
+			t.Errorf("Secret %s: %v; want a refusal naming %s", name, err, refused)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -29,6 +31,9 @@ type Console struct {
 	// TrustUnsigned believes UserHeader from a range of more than one
 	// address (RELAY_CONSOLE_TRUST_UNSIGNED_HEADER).
 	TrustUnsigned bool
+	// Insecure lets the console beyond loopback take the token over
+	// plain HTTP, and open reads without AllowedHosts.
+	Insecure bool
 	// ReadAuth is RELAY_CONSOLE_READ_AUTH: "open", "signed-in", or ""
 	// (open on loopback only, signed-in elsewhere: see ReadsSignedIn).
 	ReadAuth string
@@ -117,12 +122,19 @@ func (p *parser) readConsole(c *Config) {
 		p.fail(EnvConsoleProxySocket, "set without %s: the proxy on the socket must name the user", EnvConsoleUserHeader)
 	}
 	c.Console.TrustUnsigned = p.enum(EnvConsoleTrustUnsigned, "false", "true") == "true"
-	if c.Console.UserHeader != "" && !c.Console.TrustUnsigned {
-		for _, pfx := range c.Console.TrustedProxies {
-			if pfx.Bits() < pfx.Addr().BitLen() {
-				p.fail(EnvConsoleTrustedProxy, "%s is a range: any pod in it could set %s and act as anyone. Trust one address (an oauth2-proxy sidecar at 127.0.0.1), or set %s=true to accept that",
-					pfx, c.Console.UserHeader, EnvConsoleTrustUnsigned)
-			}
+	c.Console.Insecure = p.enum(EnvConsoleInsecure, "false", "true") == "true"
+	for _, pfx := range c.Console.TrustedProxies {
+		switch {
+		case c.Console.UserHeader == "":
+		case pfx.Contains(netip.MustParseAddr("127.0.0.1")) || pfx.Contains(netip.IPv6Loopback()) || pfx.Addr().IsLoopback():
+			// Whatever TRUST_UNSIGNED says: a loopback address is no
+			// proxy's own. kubectl port-forward delivers from it, and so
+			// does any process on the host or in the pod.
+			p.fail(EnvConsoleTrustedProxy, "%s is a loopback address: kubectl port-forward and any process on this host or in this pod arrive from it, and could set %s and act as anyone. Put the authenticating proxy on %s (a Unix socket in the pod, as the chart's oauth2-proxy sidecar does)",
+				pfx, c.Console.UserHeader, EnvConsoleProxySocket)
+		case pfx.Bits() < pfx.Addr().BitLen() && !c.Console.TrustUnsigned:
+			p.fail(EnvConsoleTrustedProxy, "%s is a range: any pod in it could set %s and act as anyone. Put the authenticating proxy on %s, trust the one address of a proxy outside the pod, or set %s=true to accept that",
+				pfx, c.Console.UserHeader, EnvConsoleProxySocket, EnvConsoleTrustUnsigned)
 		}
 	}
 	switch v := p.raw(EnvConsoleReadAuth); v {
@@ -167,12 +179,117 @@ func (p *parser) prefixes(name string) []netip.Prefix {
 	return out
 }
 
-// longEnough is the console token's minimum.
+// longEnough is the console token's minimum: 16 characters, no word or
+// pattern repeated to length (passwordpassword), no run of consecutive
+// characters for half its length (0123456789abcdef), and enough variety
+// in its characters (their Shannon entropy times its length at least
+// minTokenBits: aaaaaaaabbbbbbbb has 16). An estimate from the token
+// alone: it refuses the tokens people type, and one random 16-digit hex
+// token in about 3,000 (make another; a longer one is never refused).
 func longEnough(s string) error {
-	if len(s) < 16 {
+	switch {
+	case len(s) < 16:
 		return errors.New("shorter than 16 characters: too easy to guess")
+	case periodic(s):
+		return errors.New("a shorter string repeated: too easy to guess; make one with openssl rand -hex 16")
+	case commonWords(s)*2 >= len(s):
+		return errors.New("made of common words or keyboard walks (password, admin, token, qwerty...) for half its length: too easy to guess; make one with openssl rand -hex 16")
+	case runLength(s) >= len(s)/2:
+		return errors.New("a run of consecutive characters for half its length: too easy to guess; make one with openssl rand -hex 16")
+	}
+	if bits := entropyBits(s); bits < minTokenBits {
+		return fmt.Errorf("too little variety in its characters (about %.0f bits, fewer than %d): too easy to guess; make one with openssl rand -hex 16", bits, minTokenBits)
 	}
 	return nil
+}
+
+// minTokenBits is the least entropyBits a console token has.
+const minTokenBits = 38
+
+// entropyBits estimates s's entropy: the Shannon entropy of its
+// characters' frequencies, times its length.
+func entropyBits(s string) float64 {
+	n := 0
+	count := map[rune]int{}
+	for _, r := range s {
+		count[r]++
+		n++
+	}
+	var h float64
+	for _, c := range count {
+		p := float64(c) / float64(n)
+		h -= p * math.Log2(p)
+	}
+	return h * float64(n)
+}
+
+// periodic says whether s is, near enough, a shorter string repeated: at
+// some shift, three characters in four equal the one that far before
+// (passwordpassword!, adminadminadmin1).
+func periodic(s string) bool {
+	for p := 1; p <= len(s)/2; p++ {
+		same := 0
+		for i := p; i < len(s); i++ {
+			if s[i] == s[i-p] {
+				same++
+			}
+		}
+		if same*4 >= (len(s)-p)*3 {
+			return true
+		}
+	}
+	return false
+}
+
+// weakWords are words and keyboard walks that people put in tokens.
+var weakWords = []string{"password", "passwd", "pass", "secret", "token", "console", "admin", "welcome", "changeme", "letmein",
+	"default", "master", "login", "relay", "kafka", "test", "qwerty", "uiop", "asdf", "ghjk", "zxcv", "1qaz", "2wsx", "3edc",
+	"4rfv", "5tgb", "iloveyou", "monkey", "dragon", "super"}
+
+// commonWords is how many of s's characters are in weakWords, once
+// lowercased and its digits and symbols read as the letters they stand
+// for (P@ssw0rd is password).
+func commonWords(s string) int {
+	plain := strings.NewReplacer("@", "a", "4", "a", "3", "e", "0", "o", "$", "s", "5", "s", "7", "t", "!", "i").Replace(strings.ToLower(s))
+	covered := make([]bool, len(plain))
+	for _, w := range weakWords {
+		for from := 0; ; {
+			i := strings.Index(plain[from:], w)
+			if i < 0 {
+				break
+			}
+			for k := from + i; k < from+i+len(w); k++ {
+				covered[k] = true
+			}
+			from += i + 1
+		}
+	}
+	n := 0
+	for _, c := range covered {
+		if c {
+			n++
+		}
+	}
+	return n
+}
+
+// runLength is the longest run of s's bytes each one above or below the
+// one before it.
+func runLength(s string) int {
+	best, run, step := 1, 1, 0
+	for i := 1; i < len(s); i++ {
+		d := int(s[i]) - int(s[i-1])
+		switch {
+		case (d == 1 || d == -1) && d == step:
+			run++
+		case d == 1 || d == -1:
+			run, step = 2, d
+		default:
+			run, step = 1, 0
+		}
+		best = max(best, run)
+	}
+	return best
 }
 
 // perSource reads "value" (every source) or "topic=value,…" (one per

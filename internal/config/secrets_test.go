@@ -134,7 +134,7 @@ func TestConsoleTokenFromAFileIsLongEnough(t *testing.T) {
 
 // A user header believed from a range of addresses is one any pod there
 // can set: refused unless RELAY_CONSOLE_TRUST_UNSIGNED_HEADER says so; one
-// address (an oauth2-proxy sidecar) is fine, and trusted proxies without a
+// address outside the pod is fine, loopback never, and trusted proxies without a
 // user header (an ingress whose forwarded client address the limiter
 // keys on) too. Reading needs sign-in by default beyond loopback.
 func TestConsoleTrustAndReading(t *testing.T) {
@@ -144,8 +144,16 @@ func TestConsoleTrustAndReading(t *testing.T) {
 	}{
 		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8"}, EnvConsoleTrustedProxy + ": 10.0.0.0/8 is a range"},
 		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.0.0.0/8", EnvConsoleTrustUnsigned: "true"}, ""},
-		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.1"}, ""},
-		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "::1/128"}, ""},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "10.1.2.3"}, ""},
+		// Pentest finding: loopback is where kubectl port-forward and any
+		// local process arrive from; refused with a user header, even
+		// with TRUST_UNSIGNED; the socket is the proxy's place.
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.1"}, EnvConsoleTrustedProxy + ": 127.0.0.1/32 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "127.0.0.2", EnvConsoleTrustUnsigned: "true"}, "is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "::1/128"}, "::1/128 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleTrustedProxy: "0.0.0.0/0", EnvConsoleTrustUnsigned: "true"}, "0.0.0.0/0 is a loopback address"},
+		{map[string]string{EnvConsoleUserHeader: "X-User", EnvConsoleProxySocket: "/run/relay/console.sock"}, ""},
+		{map[string]string{EnvConsoleTrustedProxy: "127.0.0.1"}, ""},
 		{map[string]string{EnvConsoleTrustedProxy: "10.0.0.0/8"}, ""},
 		{map[string]string{EnvConsoleUserHeader: "X-User"}, EnvConsoleUserHeader + ": set without"},
 		{map[string]string{EnvConsoleReadAuth: "maybe"}, EnvConsoleReadAuth + `: "maybe" is not open or signed-in`},
@@ -232,5 +240,42 @@ func TestSASLCredentials(t *testing.T) {
 	}
 	if _, _, of := c.SASLCredentials(c.HookToken); of {
 		t.Fatal("the hook token counted as a SASL credential")
+	}
+}
+
+// Pentest finding: a console token of 16 characters was enough, whatever
+// they were. A word or pattern repeated, a run of consecutive characters,
+// or too little variety is refused at start (and at every reload, as the
+// length is); random tokens and passphrases pass.
+func TestConsoleTokenIsHardToGuess(t *testing.T) {
+	for token, want := range map[string]string{
+		"passwordpassword":     "a shorter string repeated",
+		"abcabcabcabcabcab":    "a shorter string repeated",
+		"aaaaaaaaaaaaaaaaaaaa": "a shorter string repeated",
+		"0123456789abcdef":     "a run of consecutive characters",
+		"zyxwvutsrqponmlk-x7":  "a run of consecutive characters",
+		"aaaaaaaabbbbbbbbc":    "a shorter string repeated",
+		"aabbaabbccddccdd":     "too little variety",
+		// Pentest: one character more no longer passes, nor do words.
+		"passwordpassword!":            "a shorter string repeated",
+		"adminadminadmin1":             "a shorter string repeated",
+		"P@ssw0rdP@ssw0rd1":            "a shorter string repeated",
+		"Password1234567!":             "made of common words",
+		"qwertyuiopasdfgh":             "made of common words",
+		"1qaz2wsx3edc4rfv":             "made of common words",
+		"superSecretToken":             "made of common words",
+		"consoletoken2024":             "made of common words",
+		"Welcome2024!Welcome":          "made of common words",
+		"3f9c1a7e5b2d8046":             "",
+		"correct-horse-battery-staple": "",
+		"0123456789abcdef-console":     "",
+	} {
+		_, err := load(t, with(map[string]string{EnvConsoleToken: token}))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%q refused: %v", token, err)
+		case want != "" && (err == nil || !strings.Contains(problems(err), EnvConsoleToken+": "+want)):
+			t.Errorf("%q: %v; want %q", token, err, want)
+		}
 	}
 }

@@ -29,6 +29,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
+	if s.auth.inClear(r) {
+		s.log.Warn("console sign-in refused: the token came over plain HTTP (RELAY_CONSOLE_INSECURE)", "client", s.auth.client(r), "remote", r.RemoteAddr)
+		s.fail(w, r, http.StatusForbidden, inClearMsg)
+		return
+	}
 	if !s.auth.mayTry(r, now) {
 		s.log.Warn("console sign-in refused: too many wrong tokens", "client", s.auth.client(r), "remote", r.RemoteAddr)
 		s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -15,6 +16,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // sessionCookie holds a signed-in operator's name and expiry, signed with
@@ -47,8 +50,10 @@ func (w who) CanAct() bool { return w.Actor != "" }
 func (w who) CSRF() string { return w.csrf }
 
 type auth struct {
-	// guesses slows the guessing of the token, per client.
+	// guesses slows the guessing of the token, per client; all, from
+	// every client together.
 	guesses *guesses
+	all     *everyone
 
 	// mu guards key and revoked: a signed-out session is refused until
 	// it expires (one replica's memory: another replica would take it).
@@ -60,12 +65,16 @@ type auth struct {
 	userHeader string
 	proxies    []netip.Prefix
 	forwarders []netip.Prefix // believed for X-Forwarded-For and -Proto only
+	// onLock is told when the console stops taking tokens from anyone.
+	onLock func()
+	// insecure: RELAY_CONSOLE_INSECURE (a token over plain HTTP).
+	insecure bool
 }
 
 func newAuth(token func() string, userHeader string, proxies []netip.Prefix, loopback bool) *auth {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked), revoked: map[string]int64{}, loopback: loopback}
+	return &auth{key: key, token: token, userHeader: userHeader, proxies: proxies, guesses: newGuesses(maxTracked), all: newEveryone(), revoked: map[string]int64{}, loopback: loopback}
 }
 
 func (a *auth) mac(parts ...string) string {
@@ -89,20 +98,57 @@ func (a *auth) tokenTag() string {
 // its Authorization header (a script's, not a browser's).
 const ActorHeader = "Relay-Actor"
 
-// identify says who r comes from.
+// identity holds, in a request's context, who the request comes from,
+// once identify has said it: a request is identified once (a wrong
+// bearer token counts one guess, whoever asks again, the error page
+// included).
+type identity struct {
+	known bool
+	who   who
+	// reserved is the try at a token taken from everyone's limit,
+	// given back when the token was right.
+	reserved *rate.Reservation
+}
+
+type identityKey struct{}
+
+// withIdentity gives r a place for its identity (Handler's outermost
+// step).
+func withIdentity(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), identityKey{}, &identity{}))
+}
+
+// identify says who r comes from, the first time it is asked for r.
 func (a *auth) identify(r *http.Request) who {
+	id, _ := r.Context().Value(identityKey{}).(*identity)
+	if id == nil {
+		return a.identifyNow(r)
+	}
+	if !id.known {
+		id.who, id.known = a.identifyNow(r), true
+	}
+	return id.who
+}
+
+// identifyNow says who r comes from.
+func (a *auth) identifyNow(r *http.Request) who {
 	// A script: the token as a bearer token, and a name. A browser never
 	// sends these headers across sites without the console's consent (it
 	// answers no CORS preflight), so it needs no CSRF token. A bearer
 	// token without Relay-Actor is someone else's (a proxy's JWT passed
 	// upstream): the other ways are tried.
-	// Only on actions (POST): a page read is no place to try tokens.
-	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost {
+	// Only on a script's actions (POST): a page read, /replay/choose's
+	// included, is no place to try tokens, and a bearer token reads
+	// nothing.
+	if name := cleanName(r.Header.Get(ActorHeader)); name != "" && a.token() != "" && r.Method == http.MethodPost && scriptAction(r.URL.Path) {
 		if scheme, bearer, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			if a.inClear(r) {
+				return who{How: "in clear"}
+			}
 			if !a.mayTry(r, time.Now()) {
 				return who{How: "throttled"}
 			}
-			right := subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(a.token())) == 1
+			right := sameSecret(strings.TrimSpace(bearer), a.token())
 			a.tried(r, right, time.Now())
 			if right {
 				return who{Actor: name, How: "bearer"}
@@ -111,8 +157,13 @@ func (a *auth) identify(r *http.Request) who {
 		}
 	}
 	if a.userHeader != "" && (viaSocket(r) || a.fromProxy(r)) {
-		if u := cleanName(r.Header.Get(a.userHeader)); u != "" {
-			return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
+		// One value only: a proxy that appends to the client's header
+		// instead of replacing it would pass the client's first (as a
+		// second header line, or after a comma in one).
+		if vs := r.Header.Values(a.userHeader); len(vs) == 1 && !strings.Contains(vs[0], ",") {
+			if u := cleanName(vs[0]); u != "" {
+				return who{Actor: u, How: "proxy", csrf: a.mac("csrf", "proxy", u)}
+			}
 		}
 	}
 	name, _, sig, ok := a.session(r)
@@ -212,10 +263,40 @@ func (a *auth) fromProxy(r *http.Request) bool {
 }
 
 // mayTry says whether r's client may give a token now.
-func (a *auth) mayTry(r *http.Request, now time.Time) bool { return a.guesses.mayTry(a.client(r), now) }
+func (a *auth) mayTry(r *http.Request, now time.Time) bool {
+	if !a.guesses.mayTry(a.client(r), now) {
+		a.all.refused.Inc()
+		return false
+	}
+	res, ok, started := a.all.reserve(now)
+	if started && a.onLock != nil {
+		a.onLock()
+	}
+	if id, _ := r.Context().Value(identityKey{}).(*identity); id != nil {
+		id.reserved = res
+	}
+	return ok
+}
 
 // tried notes a token r's client gave, right or wrong.
-func (a *auth) tried(r *http.Request, ok bool, now time.Time) { a.guesses.tried(a.client(r), ok, now) }
+func (a *auth) tried(r *http.Request, ok bool, now time.Time) {
+	a.guesses.tried(a.client(r), ok, now)
+	var res *rate.Reservation
+	if id, _ := r.Context().Value(identityKey{}).(*identity); id != nil {
+		res, id.reserved = id.reserved, nil
+	}
+	a.all.release(res, ok, now)
+}
+
+// overTLS says whether r came over TLS: the console's own, or the TLS a
+// proxy it trusts ended (X-Forwarded-Proto).
+func (a *auth) overTLS(r *http.Request) bool {
+	return r.TLS != nil || (a.forwarded(r) && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https"))
+}
+
+// inClear says whether a token given in r would have crossed the network
+// in clear: beyond loopback, not over TLS, unless RELAY_CONSOLE_INSECURE.
+func (a *auth) inClear(r *http.Request) bool { return !a.loopback && !a.insecure && !a.overTLS(r) }
 
 // secure says whether r's session cookie is Secure (sent over TLS only,
 // with the __Host- prefix): always beyond loopback, and on loopback when
@@ -228,7 +309,7 @@ func (a *auth) secure(r *http.Request) bool {
 // signIn checks the token and makes the session cookie of name.
 func (a *auth) signIn(name, token string, r *http.Request) (*http.Cookie, bool) {
 	want := a.token()
-	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+	if want == "" || !sameSecret(token, want) {
 		return nil, false
 	}
 	exp := strconv.FormatInt(time.Now().Add(sessionLife).Unix(), 10)
@@ -238,6 +319,14 @@ func (a *auth) signIn(name, token string, r *http.Request) (*http.Cookie, bool) 
 	v := name + "\x00" + exp + "\x00" + nonce + "\x00" + a.mac("session", name, exp, nonce, a.tokenTag())
 	return &http.Cookie{Name: a.cookieName(r), Value: base64.RawURLEncoding.EncodeToString([]byte(v)), Path: "/",
 		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLife.Seconds())}, true
+}
+
+// sameSecret compares two secrets in a time that says nothing of either,
+// their lengths included: ConstantTimeCompare returns at once on a length
+// mismatch, so it compares their digests.
+func sameSecret(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
 // checkCSRF says whether the form's token is the requester's (a script
@@ -252,10 +341,13 @@ func checkCSRF(w who, r *http.Request) bool {
 
 // cleanName keeps a name fit for the ledger: printable (no control nor
 // format characters, which could make one name look like another), one
-// line, at most maxActorName characters.
+// line, at most maxActorName characters, and without brackets: the
+// ledger's actor is the name and then, in brackets, how the console
+// identified them ("ann (console, token)"), which only the console writes
+// (a name typed beside the token cannot claim "(console, proxy)").
 func cleanName(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError || unicode.Is(unicode.Ps, r) || unicode.Is(unicode.Pe, r) {
 			return -1
 		}
 		return r

@@ -101,6 +101,10 @@ func New(o Options) (*Server, error) {
 		replays: newReplays(), dryRuns: make(chan struct{}, 1), reads: make(chan struct{}, 4),
 		requests: newRequests(maxTracked), streams: newStreams()}
 	s.auth.forwarders = o.Config.Console.ForwardedBy
+	s.auth.insecure = o.Config.Console.Insecure
+	s.auth.onLock = func() {
+		s.log.Error(fmt.Sprintf("the console takes no token from anyone for %s: more than %d tokens a minute from every client together (a guess spread over many addresses?); signed-in sessions and the authenticating proxy's users are not affected", lockFor, maxWrongInAll))
+	}
 	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	pages, err := parsePages()
 	if err != nil {
@@ -138,12 +142,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /replay/start", s.act(s.startReplay))
 	mux.HandleFunc("POST /replays/{id}/stop", s.act(s.stopReplay))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", s.metrics())
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("refused a cross-origin request", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"))
 		s.fail(w, r, http.StatusForbidden, "refused: this request came from another site (cross-site request forgery protection)")
 	}))
-	return s.knownHost(s.throttle(secureHeaders(cop.Handler(s.readers(mux)))))
+	inner := s.knownHost(s.throttle(s.secureHeaders(cop.Handler(s.readers(mux)))))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, withIdentity(r)) })
 }
 
 // throttle bounds each client's requests (requestRate a second, in
@@ -183,7 +189,7 @@ func (s *Server) readers(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/healthz", p == "/login", p == "/logout", strings.HasPrefix(p, "/static/"),
+		case p == "/healthz", p == "/metrics", p == "/login", p == "/logout", strings.HasPrefix(p, "/static/"),
 			// A script's actions: act() checks their bearer token itself.
 			r.Method == http.MethodPost && r.Header.Get("Authorization") != "" && scriptAction(p):
 			next.ServeHTTP(w, r)
@@ -210,7 +216,7 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 		// The kubelet's probes name the pod's address; and a trusted
 		// reverse proxy on this host passes its own Host on, unless the
 		// hosts were named (RELAY_CONSOLE_ALLOWED_HOSTS: every listener).
-		if r.URL.Path == "/healthz" || (s.auth.fromProxy(r) && len(s.cfg.Console.AllowedHosts) == 0) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || (s.auth.fromProxy(r) && len(s.cfg.Console.AllowedHosts) == 0) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -230,9 +236,16 @@ func (s *Server) knownHost(next http.Handler) http.Handler {
 	})
 }
 
-func secureHeaders(next http.Handler) http.Handler {
+// inClearMsg refuses a token that came over plain HTTP.
+const inClearMsg = "refused: the console token would have crossed the network in clear; reach the console over TLS (its ingress), or set RELAY_CONSOLE_INSECURE=true to accept that"
+
+func (s *Server) secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if s.auth.overTLS(r) {
+			// Over TLS once, never again in clear (a year).
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		h.Set("Content-Security-Policy", contentSecurity)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -258,6 +271,10 @@ func (s *Server) act(h func(http.ResponseWriter, *http.Request, who)) http.Handl
 		switch u.How {
 		case "refused":
 			s.log.Warn("refused a script's action: not the console token", "client", s.auth.client(r), "remote", r.RemoteAddr, "actor", cleanName(r.Header.Get(ActorHeader)))
+		case "in clear":
+			s.log.Warn("refused a script's action: its token came over plain HTTP (RELAY_CONSOLE_INSECURE)", "client", s.auth.client(r), "remote", r.RemoteAddr)
+			s.fail(w, r, http.StatusForbidden, inClearMsg)
+			return
 		case "throttled":
 			s.log.Warn("refused a script's action: too many wrong tokens", "client", s.auth.client(r), "remote", r.RemoteAddr)
 			s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("refused: %d wrong tokens from your address; try again in a minute", maxFailures))

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -191,5 +192,117 @@ func TestStreamsAreBounded(t *testing.T) {
 	}
 	if code, _ := s.open("b"); code != http.StatusServiceUnavailable {
 		t.Errorf("past the overall bound: %d", code)
+	}
+}
+
+// Pentest finding: an ingress that passes the client's own
+// X-Forwarded-For lets a guesser pick a new key per guess, and every
+// client's limit passes. Past maxWrongInAll wrong tokens from everyone
+// together the console takes no token from anyone, the right one
+// included, says so in its metrics, and a signed-in session reads on.
+func TestWrongTokensFromEveryoneAreCapped(t *testing.T) {
+	s := newTestServer(t, nil)
+	h := s.Handler()
+	via := func(xff string) func(*http.Request) {
+		return func(r *http.Request) { r.RemoteAddr = "10.0.0.5:4000"; r.Header.Set("X-Forwarded-For", xff) }
+	}
+	w := post(h, "/login", url.Values{"name": {"alice"}, "token": {testToken}}, via("203.0.113.10"))
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("alice's sign-in: %d", w.Code)
+	}
+	session := w.Result().Cookies()[0]
+	for i := range maxWrongInAll {
+		if w := post(h, "/login", url.Values{"name": {"eve"}, "token": {"guess-guess-guess"}}, via(fmt.Sprintf("198.51.%d.%d", i/200, i%200))); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d from its own client: %d, want 401", i+1, w.Code)
+		}
+	}
+	if w := post(h, "/login", url.Values{"name": {"bob"}, "token": {testToken}}, via("203.0.113.20")); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("the right token after %d wrong ones from everywhere: %d, want 429", maxWrongInAll, w.Code)
+	}
+	if w := get(h, "/nope", func(r *http.Request) { via("203.0.113.10")(r); r.AddCookie(session) }); w.Code != http.StatusNotFound {
+		t.Fatalf("alice's session during the lock: %d, want through to the page (404)", w.Code)
+	}
+	m := get(h, "/metrics", func(r *http.Request) { r.RemoteAddr = "192.0.2.77:9000" }).Body.String()
+	for _, want := range []string{fmt.Sprintf("relay_console_wrong_tokens_total %d", maxWrongInAll), "relay_console_tokens_locked 1", "relay_console_tokens_refused_total 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	if w := get(h, "/metrics", via("203.0.113.10")); w.Code != http.StatusNotFound {
+		t.Errorf("/metrics through the ingress: %d, want 404", w.Code)
+	}
+}
+
+// Pentest findings on the cap of tokens from everyone: the lock lasted a
+// second (a token bucket refills), so a guess a second went on, 86,400 a
+// day; and a try was checked before it was counted, so concurrent guesses
+// passed the cap. A try now takes its place at once, a right token gives
+// it back, and when none is left no token is taken for lockFor.
+func TestEveryonesCapLocksAndCountsAtOnce(t *testing.T) {
+	e := newEveryone()
+	now := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	passed := 0
+	for range 4 * maxWrongInAll {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, ok, _ := e.reserve(now); ok {
+				mu.Lock()
+				passed++
+				mu.Unlock()
+				e.release(res, false, now)
+			}
+		}()
+	}
+	wg.Wait()
+	if passed != maxWrongInAll {
+		t.Fatalf("%d concurrent wrong tokens checked, want %d", passed, maxWrongInAll)
+	}
+	for _, after := range []time.Duration{time.Second, time.Minute, lockFor - time.Second} {
+		if _, ok, _ := e.reserve(now.Add(after)); ok {
+			t.Fatalf("a token taken %s after the lock began; want none for %s", after, lockFor)
+		}
+	}
+	if _, ok, _ := e.reserve(now.Add(lockFor + time.Second)); !ok {
+		t.Fatalf("no token taken once the lock ended")
+	}
+
+	right := newEveryone()
+	for i := range 4 * maxWrongInAll {
+		res, ok, _ := right.reserve(now)
+		if !ok {
+			t.Fatalf("right token %d refused: right tokens must not use up the cap", i)
+		}
+		right.release(res, true, now)
+	}
+}
+
+// Repeat pentest finding: one wrong token a second, from 20 addresses in
+// turn, never emptied everyone's tries when they came back one a second,
+// so the lock never began: 960 guesses in 16 minutes. They come back one
+// every 15 s now: such a guesser is locked out within about a minute, and
+// passes about maxWrongInAll in 16 minutes.
+func TestPacedGuessesFromManyClientsLock(t *testing.T) {
+	a := newAuth(func() string { return "k3Vq9-Zt7pLx2Rm8Wc" }, "", nil, false)
+	start := time.Now()
+	passed, firstLock := 0, time.Duration(0)
+	for i := range 16 * 60 {
+		now := start.Add(time.Duration(i) * time.Second)
+		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4000", i%20)
+		r = withIdentity(r)
+		if !a.mayTry(r, now) {
+			if firstLock == 0 {
+				firstLock = time.Duration(i) * time.Second
+			}
+			continue
+		}
+		a.tried(r, false, now)
+		passed++
+	}
+	if firstLock == 0 || firstLock > 2*time.Minute || passed > maxWrongInAll+int(2*time.Minute/(lockFor/maxWrongInAll)) {
+		t.Fatalf("%d wrong tokens checked in 16 minutes, the first lock after %s; want about %d, locked within 2 minutes", passed, firstLock, maxWrongInAll)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"relay/internal/config"
@@ -92,5 +93,135 @@ func TestAllowedHostsOnEveryListener(t *testing.T) {
 		if w := get(h, c.path, func(r *http.Request) { r.Host = c.host; r.RemoteAddr = c.peer }); w.Code != c.want {
 			t.Errorf("Host %s from %s, %s: %d, want %d", c.host, c.peer, c.path, w.Code, c.want)
 		}
+	}
+}
+
+// Pentest findings: a request is identified once, so a wrong bearer
+// token spends one guess (the error page asked again, and counted a
+// second); and a bearer token is no way to read, a POST /replay/choose
+// included (the form it renders shows failures).
+func TestIdentifiedOncePerRequest(t *testing.T) {
+	h := newTestServer(t, nil).Handler()
+	script := func(token string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.RemoteAddr = "192.0.2.9:4000"
+			r.Header.Set("Authorization", "Bearer "+token)
+			r.Header.Set(ActorHeader, "bot")
+		}
+	}
+	for i := range maxFailures {
+		if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, script("wrong-token-wrong-token")); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d of %d: %d, want 401 (a wrong token spends one guess, not two)", i+1, maxFailures, w.Code)
+		}
+	}
+	if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, script("wrong-token-wrong-token")); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("after %d wrong tokens: %d, want 429", maxFailures, w.Code)
+	}
+	h = newTestServer(t, nil).Handler()
+	if w := post(h, "/replay/choose", url.Values{"ids": {"orders/0/42"}}, script(testToken)); w.Code != http.StatusUnauthorized {
+		t.Fatalf("POST /replay/choose with the right bearer token: %d, want 401 (a bearer token reads nothing)", w.Code)
+	}
+}
+
+// Pentest finding: behind a proxy that appends to the user header rather
+// than replacing it, the client's own value came first and was believed.
+// More than one value, as header lines or after a comma, names nobody.
+func TestUserHeaderWithMoreThanOneValueNamesNobody(t *testing.T) {
+	s := newTestServer(t, nil)
+	for name, set := range map[string]func(http.Header){
+		"one":       func(h http.Header) { h.Set("X-Forwarded-User", "alice") },
+		"two lines": func(h http.Header) { h.Add("X-Forwarded-User", "ceo@corp"); h.Add("X-Forwarded-User", "alice") },
+		"a comma":   func(h http.Header) { h.Set("X-Forwarded-User", "ceo@corp, alice") },
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "10.9.9.9:1"
+		set(r.Header)
+		u := s.auth.identify(r)
+		if want := map[bool]string{true: "alice", false: ""}[name == "one"]; u.Actor != want {
+			t.Errorf("%s: actor %q, want %q", name, u.Actor, want)
+		}
+	}
+}
+
+// Pentest finding: secrets are compared by their digests, whose length is
+// fixed, so that a wrong guess's time says nothing of the token's length.
+func TestSameSecret(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+		same      bool
+	}{{"s3cret-token-0123", "s3cret-token-0123", true}, {"s3cret", "s3cret-token-0123", false}, {"", "x", false}, {"s3cret-token-0124", "s3cret-token-0123", false}} {
+		if sameSecret(c.got, c.want) != c.same {
+			t.Errorf("sameSecret(%q, %q) = %v", c.got, c.want, !c.same)
+		}
+	}
+}
+
+// Pentest finding: the live progress quota was keyed on the client, and
+// every user of the authenticating proxy arrives from the proxy: all of
+// them shared four streams. A proxy user has a quota of their own.
+func TestStreamQuotaIsPerProxyUser(t *testing.T) {
+	s := newTestServer(t, nil)
+	as := func(user string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/replays/x/events", nil)
+		r.RemoteAddr = "10.9.9.9:1"
+		r.Header.Set("X-Forwarded-User", user)
+		return withIdentity(r)
+	}
+	alice, bob := s.streamKey(as("alice")), s.streamKey(as("bob"))
+	if alice == bob {
+		t.Fatalf("alice and bob behind one proxy share the stream quota %q", alice)
+	}
+	for range maxStreamsPer {
+		if code, why := s.streams.open(alice); code != 0 {
+			t.Fatalf("alice's streams: %d %s", code, why)
+		}
+	}
+	if code, _ := s.streams.open(bob); code != 0 {
+		t.Fatalf("bob after alice's %d streams: %d, want his own quota", maxStreamsPer, code)
+	}
+}
+
+// Pentest finding: a token holder typed "ceo (console, proxy)" as their
+// name, and the ledger's actor read as the proxy's user ceo. A name has
+// no brackets: the bracketed provenance is the console's alone.
+func TestTypedNameCannotClaimAProvenance(t *testing.T) {
+	for _, typed := range []string{"ceo (console, proxy)", "ceo［console, proxy］", "ceo {console, proxy}", "ceo [console, proxy]"} {
+		got := actor(who{Actor: cleanName(typed), How: "token"})
+		if strings.Count(got, "(") != 1 || !strings.HasSuffix(got, "(console, token)") || strings.ContainsAny(got, "[]{}［］") {
+			t.Errorf("typed %q: the ledger says %q", typed, got)
+		}
+	}
+}
+
+// Pentest finding: beyond loopback, a token over plain HTTP was taken
+// with a warning at start. Without RELAY_CONSOLE_INSECURE it is refused
+// (sign-in and a script's bearer token alike) unless the request came
+// over TLS, the console's own or its proxy's (X-Forwarded-Proto); a
+// response over TLS says to stay on it (HSTS).
+func TestTokenInClearIsRefused(t *testing.T) {
+	h := newTestServer(t, map[string]string{config.EnvConsoleInsecure: unset}).Handler()
+	from := func(proto string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.RemoteAddr = "10.0.0.5:4000"
+			r.Header.Set("X-Forwarded-For", "203.0.113.10")
+			if proto != "" {
+				r.Header.Set("X-Forwarded-Proto", proto)
+			}
+		}
+	}
+	if w := post(h, "/login", url.Values{"name": {"ann"}, "token": {testToken}}, from("")); w.Code != http.StatusForbidden {
+		t.Fatalf("sign-in over plain HTTP: %d, want 403", w.Code)
+	}
+	bearer := func(r *http.Request) {
+		from("http")(r)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		r.Header.Set(ActorHeader, "bot")
+	}
+	if w := post(h, "/discard", url.Values{"ids": {"orders/0/1"}, "reason": {"x"}}, bearer); w.Code != http.StatusForbidden {
+		t.Fatalf("a bearer token over plain HTTP: %d, want 403", w.Code)
+	}
+	w := post(h, "/login", url.Values{"name": {"ann"}, "token": {testToken}}, from("https"))
+	if w.Code != http.StatusSeeOther || w.Header().Get("Strict-Transport-Security") == "" {
+		t.Fatalf("sign-in over the proxy's TLS: %d, HSTS %q; want signed in, with HSTS", w.Code, w.Header().Get("Strict-Transport-Security"))
 	}
 }

@@ -283,10 +283,7 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	who := s.auth.client(r)
-	if u := s.auth.identify(r); u.session != "" {
-		who = u.session
-	}
+	who := s.streamKey(r)
 	if code, why := s.streams.open(who); code != 0 {
 		http.Error(w, why, code)
 		return
@@ -324,7 +321,22 @@ func (s *Server) replayEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Live progress streams held open at once: a few per session (or client),
+// streamKey is whose live progress streams r's counts among: a signed-in
+// session's, a user's of the authenticating proxy (every user reaches the
+// console from the proxy's address: keyed on it, they shared one quota),
+// else its client's.
+func (s *Server) streamKey(r *http.Request) string {
+	switch u := s.auth.identify(r); {
+	case u.session != "":
+		return "session " + u.session
+	case u.How == "proxy":
+		return "user " + u.Actor
+	}
+	return "client " + s.auth.client(r)
+}
+
+// Live progress streams held open at once: a few per session (or user,
+// or client),
 // a bound overall, so that readers cannot tie up the console's
 // connections.
 const (

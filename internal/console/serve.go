@@ -35,6 +35,11 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 			o.AllowedHosts = append(o.AllowedHosts, listenHost)
 		}
 	}
+	if !onLoopback && !cfg.Console.Insecure && cfg.Console.ReadAuth == "open" && len(o.AllowedHosts) == 0 {
+		_ = ln.Close()
+		return fmt.Errorf("%s=open beyond loopback without %s: any web page a reader opens could rebind its name to this console and read every failure; name the console's hosts, or set %s=true to accept that",
+			config.EnvConsoleReadAuth, config.EnvConsoleAllowedHosts, config.EnvConsoleInsecure)
+	}
 	srv, err := New(o)
 	if err != nil {
 		_ = ln.Close()
@@ -42,10 +47,11 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	}
 	defer srv.Close() // on every way out; a second Close returns at once
 	watchSecrets(ctx, o)
-	for _, p := range cfg.Console.TrustedProxies {
-		if cfg.Console.UserHeader != "" && !onLoopback && (p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback())) {
-			log.Info("the user header is believed from loopback: only the containers of this pod (an oauth2-proxy sidecar) can set it; on a shared host, any local process could")
-		}
+	if cfg.Console.UserHeader != "" && len(cfg.Console.TrustedProxies) > 0 {
+		// Loopback is refused by the configuration; any other address
+		// still arrives by means the console cannot see.
+		log.Warn("the user header is believed from the addresses of RELAY_CONSOLE_TRUSTED_PROXIES: anyone whose requests arrive from them acts as whom the header names (a kubectl port-forward to that proxy, a process on its host); an authenticating proxy in this pod belongs on RELAY_CONSOLE_PROXY_SOCKET",
+			"trusted", fmt.Sprint(cfg.Console.TrustedProxies))
 	}
 	if len(o.AllowedHosts) == 0 {
 		log.Warn("the console answers to any Host name: set RELAY_CONSOLE_ALLOWED_HOSTS to its own (DNS rebinding)")

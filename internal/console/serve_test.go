@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,5 +118,26 @@ func TestTheUserHeaderOnlyOnTheProxySocket(t *testing.T) {
 	r.Header.Set("X-Forwarded-For", "203.0.113.9, 10.244.3.7")
 	if got := s.auth.client(r); got != "203.0.113.9" {
 		t.Errorf("the client behind the ingress and the sidecar: %s, want 203.0.113.9", got)
+	}
+}
+
+// Pentest finding: open reads beyond loopback with no allowed hosts were
+// a warning; any page a reader opened could rebind its name to the
+// console and read every failure. Refused at start unless
+// RELAY_CONSOLE_INSECURE says otherwise.
+func TestOpenReadsBeyondLoopbackNeedTheirHosts(t *testing.T) {
+	for insecure, refused := range map[string]bool{unset: true, "true": false} {
+		s := newTestServer(t, map[string]string{config.EnvConsoleReadAuth: "open", config.EnvConsoleInsecure: insecure})
+		ln, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		err = Serve(ctx, ln, Options{Config: s.cfg, Log: slog.New(slog.DiscardHandler)}, "")
+		cancel()
+		_ = ln.Close()
+		if got := err != nil && strings.Contains(err.Error(), config.EnvConsoleAllowedHosts); got != refused {
+			t.Errorf("%s=%s: Serve = %v; refused %v, want %v", config.EnvConsoleInsecure, insecure, err, got, refused)
+		}
 	}
 }

@@ -9,9 +9,24 @@ import (
 // Mask replaces whatever redaction removes.
 const Mask = "***"
 
+// Names that hold secrets, as patterns: a name holding a stem anywhere,
+// ending in key or keys, or made of a word of its own (a separator, or
+// nothing, on each side of it).
+const (
+	// pass, auth and cred only where they are not passengers, compass,
+	// authors or credits.
+	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code`
+	secretWords = `pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
+	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*[_.-])?(?:` + secretWords + `)(?:[_.-]?code)?`
+	// sepRE is what stands between a name and its value: = : => and
+	// their percent-encoded forms, after the name's closing quote.
+	sepRE = `(\\?["']?\s*(?:=>|[=:]|%3[da])\s*)`
+)
+
 // builtin are the patterns redacted from every error message: what a
 // dependency's error text is known to echo back. Order matters: URL
-// credentials before e-mail addresses (user:pass@host looks like one).
+// credentials before e-mail addresses (user:pass@host looks like one),
+// the Authorization header before names and values.
 var builtin = []struct {
 	re   *regexp.Regexp
 	repl string
@@ -21,27 +36,119 @@ var builtin = []struct {
 	{regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----(?:[\s\S]*?-----END [A-Z0-9 ]+-----|[\s\S]*$)`), Mask},
 	// A JSON Web Token: three base64url parts, the first a JSON header.
 	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]+\s*\.\s*[A-Za-z0-9_-]*`), Mask},
-	// scheme://user:password@host → scheme://***@host
-	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+(:[^/\s@]*)?@`), "${1}" + Mask + "@"},
-	// Authorization: Bearer <token>, Basic <creds>
+	// scheme://user:password@host → scheme://***@host, up to the last @
+	// before the host: a password may hold one (p@ss).
+	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s?#]*@`), "${1}" + Mask + "@"},
+	// <password>…</password> (XML, SOAP, HTML forms): the element's text,
+	// CDATA included.
+	{regexp.MustCompile(`(?i)(<(?:[a-z0-9_.-]*:)?(?:` + nameRE + `)(?:\s[^>]*)?>)(?:<!\[CDATA\[[\s\S]*?\]\]>|[^<]*)`), "${1}" + Mask},
+	// <property name="db.password">…</property>, <entry key="password">
+	{regexp.MustCompile(`(?i)(<[a-z0-9_:.-]+\s[^>]*\b(?:name|key)\s*=\s*["'](?:` + nameRE + `)["'][^>]*>)(?:<!\[CDATA\[[\s\S]*?\]\]>|[^<]*)`), "${1}" + Mask},
+	// ... and its value="…" attribute
+	{regexp.MustCompile(`(?i)(\b(?:name|key)\s*=\s*["'](?:` + nameRE + `)["']\s+value\s*=\s*)(["'])[^"']*(["'])`), "${1}${2}" + Mask + "${3}"},
+	// Authorization: <scheme> <credentials>, whatever the scheme (Token,
+	// ApiKey, SSWS, Digest...): quoted, the whole quoted value; else the
+	// scheme and the credential after it.
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?["']?\s*[:=]\s*)(\\?["'])(?:[^"'\\]|\\[^"'])*(\\?["'])`), "${1}${2}" + Mask + "${3}"},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:[a-z][a-z0-9-]*\s+)?[^\s"',;]+`), "${1}" + Mask},
+	// A name/value pair whose name is a secret's, written out: a Go
+	// struct ({Name:DB_PASSWORD Value:…}), YAML once its lines are
+	// joined (- name: DB_PASSWORD value: …), CloudFormation
+	// (ParameterKey: DbPassword ParameterValue: …).
+	{regexp.MustCompile(`(?i)\b((?:name|key|parameterkey|optionname)["']?\s*[:=]\s*["']?(?:` + nameRE + `)["']?\s*[,;]?\s*["']?(?:value|val|parametervalue|optionvalue)["']?\s*[:=]\s*)(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\s"',;}\]]+)`), "${1}" + Mask},
+	// Bearer <token>, Basic <creds>, anywhere
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`), "${1} " + Mask},
-	// key=value and key: value for names that hold secrets
-	{regexp.MustCompile(`(?i)\b([a-z0-9_.-]*(?:api[_.-]?key|apikey|token|secret|pass|pwd|auth|cred|private|session|cookie|bearer)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|pw|pin)(\\?["']?\s*[=:]\s*\\?["']?)[^\s"'&,;\\]+`), "${1}${2}" + Mask},
+	// name=value, name: value, name => value (Ruby) and name%3Dvalue
+	// (form-encoded, percent-encoded again) for names that hold secrets:
+	// a quoted value whole (spaces and all), a [list] or {map} whole,
+	// else up to a space or a quote.
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(\\")(?:[^"\\]|\\[^"])*(\\")`), "${1}${2}${3}" + Mask + "${4}"},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:"""[\s\S]*?"""|'''[\s\S]*?''')`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(")(?:[^"\\]|\\.)*(")`), "${1}${2}${3}" + Mask + "${4}"},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
+	// Password=a b c; in a connection string: to the semicolon.
+	{regexp.MustCompile(`(?i)\b((?:password|pwd)\s*=)[^;"'\n]*;`), "${1}" + Mask + ";"},
+	// SQL: IDENTIFIED BY '…', [WITH] PASSWORD '…'; mysql -p…
+	{regexp.MustCompile(`(?i)\b(identified\s+by|password)(\s+)'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
+	{regexp.MustCompile(`(?i)(\bmysql(?:dump|admin)?\b[^\n]*?\s-p)[^\s'"]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:\[[^\]]*\]|\{[^}]*\})`), "${1}${2}" + Mask},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[^\s"'\\<\[{]+`), "${1}${2}" + Mask},
 	// e-mail addresses
 	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
 	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes
 	{regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), Mask},
 }
 
+// Before lines are joined, a line's end is known: an Authorization or a
+// Cookie header on a line of its own (a header dump), and a secret's name
+// with an unquoted value (YAML, .properties, env files: a passphrase of
+// several words) are masked to the end of their line.
+var (
+	// pairLines: a name/value pair written on two lines (YAML: - name:
+	// DB_PASSWORD, then value: …).
+	pairLines  = regexp.MustCompile(`(?i)\b((?:name|key|parameterkey|optionname)["']?\s*[:=]\s*["']?(?:` + nameRE + `)["']?\s*[,;]?\s*["']?(?:value|val|parametervalue|optionvalue)["']?\s*[:=][ \t]*)(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\n]+)`)
+	authLine   = regexp.MustCompile(`(?im)^(\s*(?:proxy-)?authorization\s*:\s*)\S.*$`)
+	cookieLine = regexp.MustCompile(`(?im)^(\s*(?:set-)?cookie\s*:\s*)\S.*$`)
+	valueLine  = regexp.MustCompile(`(?im)^(\s*(?:export\s+)?(?:-\s+)?["']?(?:` + nameRE + `)["']?\s*[=:]\s*)[^"'\s\[{|>].*$`)
+)
+
 // secretName matches the names of fields and headers that hold secrets:
 // any name with pass, secret, token, private, session, cred, auth,
-// cookie, pwd or bearer in it, any name that ends in key or keys (apiKey,
-// privateKey, signing_keys), and pw and pin (alone or after a separator).
-var secretName = regexp.MustCompile(`(?i)(?:pass|secret|token|private|session|cred|auth|cookie|pwd|bearer|keys?$|(?:^|[_.-])(?:pw|pin)$)`)
+// cookie, pwd, bearer, signature, hmac, access key or security code in
+// it, any name that ends in key or keys (apiKey, privateKey,
+// signing_keys), and pw, pin, sig, otp, totp, hotp, ssn, cvv, cvc, iban
+// and salt as a word of their own (alone, after a separator, or a
+// capital: userPin, userPIN, PIN_CODE, otp_secret, cvv2).
+var (
+	secretName = regexp.MustCompile(`(?i)(?:` + secretStems + `|keys?$|(?:^|[_.-])(?:` + secretWords + `)(?:[_.-]?code)?(?:$|[_.-]))`)
+	secretWord = regexp.MustCompile(`(?:^|[a-z0-9])(?:Pw|PW|Pin|PIN|Sig|SIG|Otp|OTP|Totp|TOTP|Hotp|HOTP|Ssn|SSN|Cvv2?|CVV2?|Cvc2?|CVC2?|Iban|IBAN|Salt|SALT)(?:$|[A-Z0-9_.-])|^(?:pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt)[A-Z0-9]`)
+)
+
+// replaceNamed is re.ReplaceAllString(s, repl), but a match whose first
+// group is a name notSecret knows stays as it is (partitionKey=…,
+// bypass_cache=…).
+func replaceNamed(re *regexp.Regexp, s, repl string) string {
+	if re.NumSubexp() == 0 {
+		return re.ReplaceAllString(s, repl)
+	}
+	var b []byte
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		b = append(b, s[last:m[0]]...)
+		if m[2] >= 0 && notSecret.MatchString(lastName(s[m[2]:m[3]])) {
+			b = append(b, s[m[0]:m[1]]...)
+		} else {
+			b = re.ExpandString(b, repl, s, m)
+		}
+		last = m[1]
+	}
+	if last == 0 {
+		return s
+	}
+	return string(append(b, s[last:]...))
+}
+
+// lastName is the name a group ends with: the word before its separator
+// (`  - "partitionKey": ` is partitionKey).
+func lastName(g string) string {
+	g = strings.TrimRight(g, " \t\"'=:>")
+	g = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(g, "%3D"), "%3d"), "%3A")
+	if i := strings.LastIndexAny(g, " \t\"'<{,;(-"); i >= 0 && i < len(g)-1 {
+		g = g[i+1:]
+	}
+	return g
+}
+
+// notSecret are names the rules above would take for secrets that hold
+// none: keys that address data (partitionKey, routingKey, an S3
+// objectKey...), and words with pass, auth or cred in them.
+var notSecret = regexp.MustCompile(`(?i)(?:^|[_.-])?(?:partition|routing|sort|primary|foreign|idempotency|message|cache|object|record|lookup|group|dedup|shard|hash|row|range|event|correlation)[_.-]?keys?$|passenger|bypass|compass|author(?:$|s$|s[_.-]|[_.-]|id|name)|credit`)
 
 // SecretName says whether a field or header called name holds a secret:
 // what shows it masks its whole value.
-func SecretName(name string) bool { return secretName.MatchString(name) }
+func SecretName(name string) bool {
+	return (secretName.MatchString(name) || secretWord.MatchString(name)) && !notSecret.MatchString(name)
+}
 
 // Redactor removes secrets and personal data from error messages and bounds
 // their length. The zero value is not usable: use NewRedactor.
@@ -56,12 +163,19 @@ func NewRedactor(extra *regexp.Regexp, max int) *Redactor {
 	return &Redactor{extra: extra, max: max}
 }
 
+// Max is r cutting at n bytes instead.
+func (r *Redactor) Max(n int) *Redactor { return &Redactor{extra: r.extra, max: n} }
+
 // Redact returns msg without secrets, on one line, at most max bytes.
 func (r *Redactor) Redact(msg string) string {
 	msg = strings.ToValidUTF8(msg, "?")
+	msg = replaceNamed(pairLines, msg, "${1}"+Mask)
+	for _, re := range []*regexp.Regexp{authLine, cookieLine, valueLine} {
+		msg = replaceNamed(re, msg, "${1}"+Mask)
+	}
 	msg = strings.Join(strings.Fields(msg), " ") // no newlines, no stack traces
 	for _, b := range builtin {
-		msg = b.re.ReplaceAllString(msg, b.repl)
+		msg = replaceNamed(b.re, msg, b.repl)
 	}
 	if r.extra != nil {
 		msg = r.extra.ReplaceAllString(msg, Mask)

@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,7 +45,8 @@ func ForConfig(cfg *config.Config) func(ctx context.Context, v []byte) (string, 
 // Render is a record's value as an operator may see it: decoded through
 // the registry (Avro, Protobuf or JSON Schema, by its writer schema) when
 // it can be, raw otherwise (text, or the first bytes of binary), always
-// redacted by red, and cut at MaxShown after the redaction. why says why
+// redacted by red and by the detector of known secret formats (detect.go),
+// and cut at MaxShown after the redaction. why says why
 // it is shown raw.
 func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v []byte) (text string, decoded bool, why string) {
 	if v == nil {
@@ -56,7 +59,7 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		if err == nil {
 			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
 			if err == nil {
-				return cut(redactLines(red, b)), true, ""
+				return known(redactLines(red, shownLines(b))), true, ""
 			}
 			why = red.Redact(err.Error())
 		} else {
@@ -66,6 +69,56 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		why = "no schema registry configured"
 	}
 	return Shown(red, v), false, why
+}
+
+// shownLines is the lines of an indented JSON document, redacted by its
+// structure already, that the display limit can show (and a margin): the
+// patterns read a line at a time, and what is past the cut is not shown.
+func shownLines(b []byte) []byte {
+	if len(b) <= MaxShown+knownMargin {
+		return b
+	}
+	if i := bytes.IndexByte(b[MaxShown+knownMargin:], '\n'); i >= 0 {
+		return b[:MaxShown+knownMargin+i]
+	}
+	return b
+}
+
+// shownText is the part of a text the display limit can show, with room
+// for what redaction removes (runs of spaces, secrets: four times the
+// limit), cut at a space so that no secret is read in part.
+func shownText(s string) string {
+	const most = 4 * MaxShown
+	if len(s) <= most {
+		return s
+	}
+	end := strings.LastIndexAny(s[:most], " \t\r\n")
+	if end <= 0 {
+		end = most
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+	}
+	return s[:end]
+}
+
+// knownMargin is how far past the display limit the detector of known
+// formats reads: a secret across the cut is in it whole.
+const knownMargin = 4 << 10
+
+// known is s, redacted already, with the secrets of known formats masked
+// in what is shown of it, then cut. The detector reads only that (and a
+// margin): its time grows faster than the text with many findings, and
+// what is past the cut is not shown.
+func known(s string) string {
+	if len(s) > MaxShown+knownMargin {
+		end := MaxShown + knownMargin
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s = s[:end]
+	}
+	return cut(maskKnown(s))
 }
 
 // cut bounds what a page shows of a payload, after its redaction: a
@@ -85,17 +138,36 @@ func cut(s string) string {
 // whose name says it holds a secret is masked whole; a string is
 // redacted; a bytes or fixed field is shown by its redacted text, never as
 // base64 or numbers (which no redaction pattern could read).
-func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red, v, 0) }
+//
+// Its strings are not cut: a string cut by its own redaction would show
+// part of a secret at its end (the page is cut once, after everything).
+func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red.Max(math.MaxInt), v, 0) }
 
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
 
+// pairNames are the keys that name the setting of a name/value pair, and
+// pairValues (lower case) the keys of its value.
+var (
+	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName"}
+	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue"}
+)
+
 func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// A name/value pair ({"name": "DB_PASSWORD", "value": "…"}: a
+		// Kubernetes env list, a Connect config, a header list): the
+		// value of a secret's name is masked whole.
+		pairSecret := false
+		for _, k := range pairNames {
+			if n, ok := x[k].(string); ok && envelope.SecretName(n) {
+				pairSecret = true
+			}
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if envelope.SecretName(k) {
+			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) {
 				out[k] = envelope.Mask
 				continue
 			}
@@ -107,18 +179,35 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		for i, e := range x {
 			out[i] = sanitizeAt(red, e, depth)
 		}
+		// ["Authorization", "…"]: a header or setting as a pair; and
+		// ["--password", "…"] anywhere in a list (a command line).
+		for i := 0; i+1 < len(x); i++ {
+			name, ok := x[i].(string)
+			if !ok {
+				continue
+			}
+			flag := strings.TrimLeft(name, "-")
+			if (len(x) == 2 || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
+				out[i+1] = envelope.Mask
+			}
+		}
 		return out
 	case []byte:
 		return Shown(red, x)
 	case string:
 		// JSON inside a string (a payload that carries a document as
-		// text) is redacted by its structure too.
-		if depth < maxDepth {
-			if tree, ok := jsonTree([]byte(x)); ok {
-				if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
-					return red.Redact(string(b))
-				}
+		// text) is redacted by its structure too; past maxDepth such a
+		// string is masked whole, its structure unread.
+		if tree, ok := jsonTree([]byte(x)); ok {
+			if depth >= maxDepth {
+				return envelope.Mask
 			}
+			if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
+				return red.Redact(string(b))
+			}
+		}
+		if masked, ok := probeBase64(red, x, depth); ok {
+			return masked
 		}
 		return red.Redact(x)
 	}
@@ -135,7 +224,7 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 // they were written).
 func jsonTree(b []byte) (any, bool) {
 	s := bytes.TrimSpace(b)
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || !json.Valid(s) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || nesting(s) > maxNesting || !json.Valid(s) {
 		return nil, false
 	}
 	d := json.NewDecoder(bytes.NewReader(s))
@@ -147,10 +236,39 @@ func jsonTree(b []byte) (any, bool) {
 	return v, true
 }
 
+// maxNesting bounds the depth of a JSON document shown by its structure:
+// indenting one 10,000 levels deep took a gigabyte (a record's header
+// can be that). A deeper one is shown as text, redacted by pattern.
+const maxNesting = 64
+
+// nesting is the deepest nesting of objects and arrays in the JSON text
+// b, strings skipped.
+func nesting(b []byte) int {
+	depth, most, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return most
+}
+
 // jsonLines redacts JSON Lines (one document a line) by structure, each
 // line on its own; ok is false unless every line that is not blank is a
 // JSON object or array.
 func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
+	red = red.Max(math.MaxInt) // cut once, after everything (known)
 	var out []string
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -171,6 +289,7 @@ func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 
 // redactLines redacts each line of a JSON document, keeping its layout.
 func redactLines(red *envelope.Redactor, b []byte) string {
+	red = red.Max(math.MaxInt) // cut once, after everything (known)
 	var out bytes.Buffer
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		if i > 0 {
@@ -202,13 +321,17 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			// name is masked whole, whatever it is (a string of several
 			// words, an array, an object).
 			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
-				return cut(redactLines(red, out))
+				return known(redactLines(red, shownLines(out)))
 			}
 		}
 		if lines, ok := jsonLines(red, b); ok {
-			return cut(lines)
+			return known(lines)
 		}
-		return red.Redact(string(b))
+		text, wide := shownText(yamlBlocks(string(b))), red.Max(MaxShown+knownMargin)
+		if masked, ok := probeBase64(wide, text, 0); ok {
+			return known(masked)
+		}
+		return known(wide.Redact(text))
 	}
 	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
 }

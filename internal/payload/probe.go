@@ -1,0 +1,138 @@
+package payload
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"relay/internal/envelope"
+)
+
+// A secret sent base64-encoded is out of reach of every pattern: a
+// document (a Kubernetes Secret's data, a token's JSON claims, a config
+// blob) or a key in DER. Each long base64 run is decoded and looked at:
+// JSON is redacted by its structure, and the run is masked whole when
+// anything in it was; DER (an ASN.1 SEQUENCE, the shape of every key and
+// certificate) is masked whole.
+
+// base64Run is a run of base64 (standard or URL alphabet) long enough to
+// hold a secret worth encoding.
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{24,}={0,2}`)
+
+// decode64 decodes s in any of base64's four forms.
+func decode64(s string) ([]byte, bool) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// secretIn64 says whether the base64 run s decodes to something that
+// holds a secret: JSON whose redaction masks something, text the
+// patterns redact, or DER.
+func secretIn64(red *envelope.Redactor, s string, depth int) bool {
+	b, ok := decode64(s)
+	if !ok || len(b) < 16 {
+		return false
+	}
+	if isDER(b) {
+		return true // a key or a certificate
+	}
+	if tree, ok := jsonTree(b); ok {
+		if depth >= maxDepth {
+			return true
+		}
+		clean, err := json.Marshal(sanitizeAt(red, tree, depth+1))
+		raw, err2 := json.Marshal(tree)
+		return err != nil || err2 != nil || !bytes.Equal(clean, raw)
+	}
+	if isText(b) {
+		t := strings.Join(strings.Fields(string(b)), " ")
+		return red.Redact(t) != t
+	}
+	return false
+}
+
+// probeBase64 masks every base64 run of s that holds a secret; ok says
+// one did (then the rest of s is redacted too).
+func probeBase64(red *envelope.Redactor, s string, depth int) (string, bool) {
+	found := false
+	out := base64Run.ReplaceAllStringFunc(s, func(run string) string {
+		if secretIn64(red, run, depth) {
+			found = true
+			return envelope.Mask
+		}
+		return run
+	})
+	if !found {
+		return s, false
+	}
+	return red.Redact(out), true
+}
+
+// isText says whether b is text: UTF-8 without control characters but
+// line breaks and tabs.
+func isText(b []byte) bool {
+	return len(b) > 0 && !bytes.ContainsFunc(b, func(r rune) bool { return r == 0xfffd || (r < 0x20 && r != '\n' && r != '\r' && r != '\t') })
+}
+
+// yamlBlock is a YAML key whose value is on the lines below it: a block
+// scalar (key: | or key: >, with their indicators), a list or a map
+// (key: and nothing after it).
+var yamlBlock = regexp.MustCompile(`^(\s*)(?:-\s+)?["']?([A-Za-z0-9_.-]+)["']?\s*:\s*(?:[|>][-+0-9]*)?\s*(?:#.*)?$`)
+
+// yamlBlocks masks the values below secrets' names in YAML text: the
+// lines under such a key, indented deeper than it (a list's items at its
+// own indentation too), become one mask; the patterns see one line at a
+// time, and would take the indicator, or nothing, for the value.
+func yamlBlocks(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	out := lines[:0:0]
+	for i := 0; i < len(lines); i++ {
+		out = append(out, lines[i])
+		m := yamlBlock.FindStringSubmatch(lines[i])
+		if m == nil || !envelope.SecretName(m[2]) {
+			continue
+		}
+		indent := len(m[1])
+		j := i + 1
+		for j < len(lines) {
+			t := strings.TrimLeft(lines[j], " \t")
+			in := len(lines[j]) - len(t)
+			if t != "" && in < indent || (in == indent && !strings.HasPrefix(t, "- ")) && t != "" {
+				break
+			}
+			j++
+		}
+		if j > i+1 {
+			out = append(out, strings.Repeat(" ", indent+2)+envelope.Mask)
+		}
+		i = j - 1
+	}
+	return strings.Join(out, "\n")
+}
+
+// isDER says whether b is one ASN.1 SEQUENCE whose length is b's: the
+// shape of every DER key and certificate (PKCS#1, PKCS#8, SEC 1, X.509),
+// which random bytes have about once in 65,000 tries.
+func isDER(b []byte) bool {
+	if len(b) < 32 || b[0] != 0x30 {
+		return false
+	}
+	switch n := b[1]; {
+	case n < 0x80:
+		return int(n)+2 == len(b)
+	case n == 0x81:
+		return int(b[2])+3 == len(b)
+	case n == 0x82:
+		return int(b[2])<<8|int(b[3])+4 == len(b)
+	}
+	return false
+}

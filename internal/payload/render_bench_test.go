@@ -1,0 +1,81 @@
+package payload
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"relay/internal/envelope"
+)
+
+// BenchmarkShownOneMiB times the failure page's rendering of a 1 MiB
+// payload (JSON, and plain text) with the detector of known secret
+// formats, against the same rendering without it, in one run, and
+// reports the ratio:
+//
+//	go test ./internal/payload -run '^$' -bench ShownOneMiB -benchtime 5x
+func BenchmarkShownOneMiB(b *testing.B) {
+	if _, err := leaks(); err != nil {
+		b.Fatal(err)
+	}
+	red := envelope.NewRedactor(nil, MaxShown)
+	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB()} {
+		b.Run(name, func(b *testing.B) {
+			var with, without time.Duration
+			for b.Loop() {
+				detectKnown = false
+				start := time.Now()
+				Shown(red, payload)
+				without += time.Since(start)
+				detectKnown = true
+				start = time.Now()
+				Shown(red, payload)
+				with += time.Since(start)
+			}
+			b.ReportMetric(float64(with.Milliseconds())/float64(b.N), "ms/render")
+			b.ReportMetric(float64(without.Milliseconds())/float64(b.N), "ms/render-without")
+			b.ReportMetric(with.Seconds()/without.Seconds(), "ratio")
+		})
+	}
+}
+
+// jsonMiB is a JSON array of orders, about 1 MiB, one of them with a
+// token of a known format in a note.
+func jsonMiB() []byte {
+	var orders []map[string]any
+	for i := 0; ; i++ {
+		o := map[string]any{"orderId": fmt.Sprintf("o-%d", i), "customer": map[string]any{"id": fmt.Sprintf("c-%d", i%97), "country": "DE"},
+			"lines": []any{map[string]any{"sku": "SKU-123", "qty": 2, "price": "19.90"}}, "note": "leave at the door"}
+		if i == 500 {
+			o["note"] = "pushed with ghp_R8x2Kq7ZtV4mN1pW9sL3cY6bH0fJ5dG2aE8u"
+		}
+		orders = append(orders, o)
+		if i%100 == 0 {
+			if b, _ := json.Marshal(orders); len(b) >= 1<<20 {
+				return b
+			}
+		}
+	}
+}
+
+// textMiB is about 1 MiB of log lines.
+func textMiB() []byte {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "2026-12-07T08:00:%02d.%03dZ INFO GET /api/orders?id=%d 200 %dms user-agent=curl/8.5\n", i%60, i%1000, i, i%40)
+	}
+	return []byte(b.String())
+}
+
+// tokensMiB is about 1 MiB of distinct tokens of a known format, the
+// detector's worst case (its time grows faster than the text with many
+// findings): what is shown of it, and only that, is read.
+func tokensMiB() []byte {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "ghp_R8x2Kq7ZtV4mN1pW9sL3cY6bH0f%09d ", i)
+	}
+	return []byte(b.String())
+}
