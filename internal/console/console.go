@@ -103,7 +103,7 @@ func New(o Options) (*Server, error) {
 	s.auth.forwarders = o.Config.Console.ForwardedBy
 	s.auth.insecure = o.Config.Console.Insecure
 	s.auth.onLock = func() {
-		s.log.Error(fmt.Sprintf("the console takes no token from anyone for %s: more than %d tokens a minute from every client together (a guess spread over many addresses?); signed-in sessions and the authenticating proxy's users are not affected", lockFor, maxWrongInAll))
+		s.log.Error(fmt.Sprintf("the console takes no token from anyone for %s: more than %d wrong tokens within 15 minutes from every client together (a guess spread over many addresses?); signed-in sessions and the authenticating proxy's users are not affected", lockFor, maxWrongInAll))
 	}
 	s.bgCtx, s.bgStop = context.WithCancel(context.Background())
 	pages, err := parsePages()

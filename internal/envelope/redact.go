@@ -76,7 +76,10 @@ var builtin = []struct {
 	// e-mail addresses
 	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), Mask},
 	// card-like numbers: 13 to 19 digits, optionally grouped by spaces or dashes
-	{regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`), Mask},
+	// (not inside a token: xoxb-123456789012-…, whose detector needs it)
+	{regexp.MustCompile(`(^|[^A-Za-z0-9_-])(?:\d[ -]?){12,18}\d\b`), "${1}" + Mask},
+	// Oracle: user/password@host (EZConnect, sqlplus)
+	{regexp.MustCompile(`(?i)((?:jdbc:oracle:[a-z]+:|\bsqlplus\s+)[^/\s@]+/)[^@\s]+@`), "${1}" + Mask + "@"},
 }
 
 // Before lines are joined, a line's end is known: an Authorization or a
@@ -115,7 +118,7 @@ func replaceNamed(re *regexp.Regexp, s, repl string) string {
 	last := 0
 	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
 		b = append(b, s[last:m[0]]...)
-		if m[2] >= 0 && notSecret.MatchString(lastName(s[m[2]:m[3]])) {
+		if m[2] >= 0 && benign(lastName(s[m[2]:m[3]])) {
 			b = append(b, s[m[0]:m[1]]...)
 		} else {
 			b = re.ExpandString(b, repl, s, m)
@@ -139,15 +142,22 @@ func lastName(g string) string {
 	return g
 }
 
-// notSecret are names the rules above would take for secrets that hold
-// none: keys that address data (partitionKey, routingKey, an S3
-// objectKey...), and words with pass, auth or cred in them.
-var notSecret = regexp.MustCompile(`(?i)(?:^|[_.-])?(?:partition|routing|sort|primary|foreign|idempotency|message|cache|object|record|lookup|group|dedup|shard|hash|row|range|event|correlation)[_.-]?keys?$|passenger|bypass|compass|author(?:$|s$|s[_.-]|[_.-]|id|name)|credit`)
+// notSecret are the parts of names that the rules above would take for
+// secrets and that hold none: keys that address data (partitionKey,
+// routingKey, an S3 objectKey...), and words with pass, auth or cred in
+// them (passengers, bypass, authors, credits). They are taken out of a
+// name before it is judged, so that what else it says still counts
+// (creditCardCvv, author_token are secrets).
+var notSecret = regexp.MustCompile(`(?i)(?:partition|routing|sort|foreign|idempotency|message|cache|object|record|lookup|group|dedup|shard|hash|row|range|event|correlation)[_.-]?keys?$|passengers?|bypass|compass|authors?(?:$|[_.-]|id|name)|credit(?:s|or)?`)
+
+// benign says a name the patterns took for a secret's holds none.
+func benign(name string) bool { return notSecret.MatchString(name) && !SecretName(name) }
 
 // SecretName says whether a field or header called name holds a secret:
 // what shows it masks its whole value.
 func SecretName(name string) bool {
-	return (secretName.MatchString(name) || secretWord.MatchString(name)) && !notSecret.MatchString(name)
+	name = notSecret.ReplaceAllString(name, "")
+	return name != "" && (secretName.MatchString(name) || secretWord.MatchString(name))
 }
 
 // Redactor removes secrets and personal data from error messages and bounds

@@ -59,7 +59,7 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 		if err == nil {
 			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
 			if err == nil {
-				return known(redactLines(red, shownLines(b))), true, ""
+				return known(maskEchoes(redactLines(red, shownLines(b)), echoes(dec.Record))), true, ""
 			}
 			why = red.Redact(err.Error())
 		} else {
@@ -146,11 +146,27 @@ func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red.Max(mat
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
 
+// flatPairs says whether x, at an even index i, is a flat list of names
+// and values (Node's rawHeaders: ["Host", "…", "X-Api-Key", "…"]): all
+// strings, of even length, every name without a space.
+func flatPairs(x []any, i int) bool {
+	if i%2 != 0 || len(x)%2 != 0 || len(x) < 4 {
+		return false
+	}
+	for j, e := range x {
+		s, ok := e.(string)
+		if !ok || (j%2 == 0 && (s == "" || strings.ContainsAny(s, " \t"))) {
+			return false
+		}
+	}
+	return true
+}
+
 // pairNames are the keys that name the setting of a name/value pair, and
 // pairValues (lower case) the keys of its value.
 var (
-	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName"}
-	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue"}
+	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "id", "label", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName", "attributeName", "AttributeName"}
+	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue", "attributevalue"}
 )
 
 func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
@@ -187,7 +203,7 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 				continue
 			}
 			flag := strings.TrimLeft(name, "-")
-			if (len(x) == 2 || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
+			if (len(x) == 2 || flatPairs(x, i) || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
 				out[i+1] = envelope.Mask
 			}
 		}
@@ -282,7 +298,7 @@ func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		out = append(out, red.Redact(string(j)))
+		out = append(out, maskEchoes(red.Redact(string(j)), echoes(tree)))
 	}
 	return strings.Join(out, "\n"), len(out) > 1
 }
@@ -321,7 +337,7 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			// name is masked whole, whatever it is (a string of several
 			// words, an array, an object).
 			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
-				return known(redactLines(red, shownLines(out)))
+				return known(maskEchoes(redactLines(red, shownLines(out)), echoes(tree)))
 			}
 		}
 		if lines, ok := jsonLines(red, b); ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"relay/internal/envelope"
@@ -135,4 +136,74 @@ func isDER(b []byte) bool {
 		return int(b[2])<<8|int(b[3])+4 == len(b)
 	}
 	return false
+}
+
+// A value masked for its name may stand elsewhere in the same payload: a
+// password-reset event carries its token, and a link holding it. Every
+// value a structure masks by name (at least minEcho bytes) is masked
+// wherever else it is shown.
+const minEcho = 8
+
+// echoes are the values of v masked by their names: under a secret's
+// name, beside one in a name/value pair or a --flag.
+func echoes(v any) []string {
+	var out []string
+	var all func(any)
+	all = func(v any) { // every string below a masked name
+		switch x := v.(type) {
+		case string:
+			if len(x) >= minEcho {
+				out = append(out, x)
+			}
+		case map[string]any:
+			for _, e := range x {
+				all(e)
+			}
+		case []any:
+			for _, e := range x {
+				all(e)
+			}
+		}
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			pair := false
+			for _, k := range pairNames {
+				if n, ok := x[k].(string); ok && envelope.SecretName(n) {
+					pair = true
+				}
+			}
+			for k, e := range x {
+				if envelope.SecretName(k) || (pair && slices.Contains(pairValues, strings.ToLower(k))) {
+					all(e)
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if name, ok := e.(string); ok && i+1 < len(x) && envelope.SecretName(strings.TrimLeft(name, "-")) {
+					all(x[i+1])
+				}
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// maskEchoes masks in s every value of vals, as is and JSON-escaped.
+func maskEchoes(s string, vals []string) string {
+	for _, v := range vals {
+		s = strings.ReplaceAll(s, v, envelope.Mask)
+		if b, err := json.Marshal(v); err == nil && len(b) > 2 {
+			if esc := string(b[1 : len(b)-1]); esc != v {
+				s = strings.ReplaceAll(s, esc, envelope.Mask)
+			}
+		}
+	}
+	return s
 }
