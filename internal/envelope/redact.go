@@ -15,12 +15,12 @@ const Mask = "***"
 const (
 	// pass, auth and cred only where they are not passengers, compass,
 	// authors or credits.
-	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code`
+	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code|social[_.-]?security`
 	secretWords = `pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
 	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*[_.-])?(?:` + secretWords + `)(?:[_.-]?code)?`
 	// sepRE is what stands between a name and its value: = : => and
 	// their percent-encoded forms, after the name's closing quote.
-	sepRE = `(\\?["']?\s*(?:=>|[=:]|%3[da])\s*)`
+	sepRE = `(\\?["'\]]?\s*(?:=>|[=:]|%3[da])\s*)`
 )
 
 // builtin are the patterns redacted from every error message: what a
@@ -41,9 +41,11 @@ var builtin = []struct {
 	{regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s?#]*@`), "${1}" + Mask + "@"},
 	// <password>…</password> (XML, SOAP, HTML forms): the element's text,
 	// CDATA included.
-	{regexp.MustCompile(`(?i)(<(?:[a-z0-9_.-]*:)?(?:` + nameRE + `)(?:\s[^>]*)?>)(?:<!\[CDATA\[[\s\S]*?\]\]>|[^<]*)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(<(?:[a-z0-9_.-]*:)?(?:` + nameRE + `)(?:\s[^>]*)?>)(?:<!\[CDATA\[(?:[^\]]|\][^\]]|\]\][^>])*(?:\]\]>)?|[^<]*)`), "${1}" + Mask},
 	// <property name="db.password">…</property>, <entry key="password">
-	{regexp.MustCompile(`(?i)(<[a-z0-9_:.-]+\s[^>]*\b(?:name|key)\s*=\s*["'](?:` + nameRE + `)["'][^>]*>)(?:<!\[CDATA\[[\s\S]*?\]\]>|[^<]*)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(<[a-z0-9_:.-]+\s[^>]*\b(?:name|key)\s*=\s*["'](?:` + nameRE + `)["'][^>]*>)(?:<!\[CDATA\[(?:[^\]]|\][^\]]|\]\][^>])*(?:\]\]>)?|[^<]*)`), "${1}" + Mask},
+	// <name>fs.s3a.secret.key</name><value>…</value> (Hadoop's *-site.xml)
+	{regexp.MustCompile(`(?i)(<name>\s*(?:` + nameRE + `)\s*</name>\s*<value>)[^<]*`), "${1}" + Mask},
 	// ... and its value="…" attribute
 	{regexp.MustCompile(`(?i)(\b(?:name|key)\s*=\s*["'](?:` + nameRE + `)["']\s+value\s*=\s*)(["'])[^"']*(["'])`), "${1}${2}" + Mask + "${3}"},
 	// Authorization: <scheme> <credentials>, whatever the scheme (Token,
@@ -64,8 +66,8 @@ var builtin = []struct {
 	// else up to a space or a quote.
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(\\")(?:[^"\\]|\\[^"])*(\\")`), "${1}${2}${3}" + Mask + "${4}"},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:"""[\s\S]*?"""|'''[\s\S]*?''')`), "${1}${2}" + Mask},
-	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(")(?:[^"\\]|\\.)*(")`), "${1}${2}${3}" + Mask + "${4}"},
-	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[bBuU]?(")(?:[^"\\]|\\.)*(")`), "${1}${2}${3}" + Mask + "${4}"},
+	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[bBuU]?'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
 	// Password=a b c; in a connection string: to the semicolon.
 	{regexp.MustCompile(`(?i)\b((?:password|pwd)\s*=)[^;"'\n]*;`), "${1}" + Mask + ";"},
 	// SQL: IDENTIFIED BY '…', [WITH] PASSWORD '…'; mysql -p…

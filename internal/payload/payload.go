@@ -146,6 +146,42 @@ func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red.Max(mat
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
 
+// pairOf says whether map x is a name/value pair whose name is a
+// secret's (pairNames, pairValues: {"name": "DB_PASSWORD", "value": …},
+// a JSON Patch or SCIM operation's {"path": "/password", "value": …}),
+// and which other keys hold such a value by their own pair of columns
+// ({"option_name": "smtp_pass", "option_value": …}, setting_key and
+// setting_value, attributeName and attributeValue).
+func pairOf(x map[string]any) (bool, map[string]bool) {
+	pair := false
+	for _, k := range pairNames {
+		if n, ok := x[k].(string); ok && envelope.SecretName(n) {
+			pair = true
+		}
+	}
+	var of map[string]bool
+	for k, e := range x {
+		n, ok := e.(string)
+		if !ok || !envelope.SecretName(n) {
+			continue
+		}
+		lk := strings.ToLower(k)
+		for _, suffix := range []string{"name", "key"} {
+			if prefix, found := strings.CutSuffix(lk, suffix); found && prefix != "" {
+				for k2 := range x {
+					if strings.ToLower(k2) == prefix+"value" {
+						if of == nil {
+							of = map[string]bool{}
+						}
+						of[k2] = true
+					}
+				}
+			}
+		}
+	}
+	return pair, of
+}
+
 // flatPairs says whether x, at an even index i, is a flat list of names
 // and values (Node's rawHeaders: ["Host", "…", "X-Api-Key", "…"]): all
 // strings, of even length, every name without a space.
@@ -165,7 +201,7 @@ func flatPairs(x []any, i int) bool {
 // pairNames are the keys that name the setting of a name/value pair, and
 // pairValues (lower case) the keys of its value.
 var (
-	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "id", "label", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName", "attributeName", "AttributeName"}
+	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "id", "label", "path", "type", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName", "attributeName", "AttributeName"}
 	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue", "attributevalue"}
 )
 
@@ -175,15 +211,10 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		// A name/value pair ({"name": "DB_PASSWORD", "value": "…"}: a
 		// Kubernetes env list, a Connect config, a header list): the
 		// value of a secret's name is masked whole.
-		pairSecret := false
-		for _, k := range pairNames {
-			if n, ok := x[k].(string); ok && envelope.SecretName(n) {
-				pairSecret = true
-			}
-		}
+		pairSecret, secretOf := pairOf(x)
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) {
+			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] {
 				out[k] = envelope.Mask
 				continue
 			}

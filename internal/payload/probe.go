@@ -169,14 +169,9 @@ func echoes(v any) []string {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
-			pair := false
-			for _, k := range pairNames {
-				if n, ok := x[k].(string); ok && envelope.SecretName(n) {
-					pair = true
-				}
-			}
+			pair, of := pairOf(x)
 			for k, e := range x {
-				if envelope.SecretName(k) || (pair && slices.Contains(pairValues, strings.ToLower(k))) {
+				if envelope.SecretName(k) || (pair && slices.Contains(pairValues, strings.ToLower(k))) || of[k] {
 					all(e)
 				} else {
 					walk(e)
