@@ -17,10 +17,10 @@ const (
 	// authors or credits.
 	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code|social[_.-]?security`
 	secretWords = `pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
-	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*[_.-])?(?:` + secretWords + `)(?:[_.-]?code)?`
+	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*(?:[_.-]|%5b))?(?:` + secretWords + `)(?:[_.-]?code)?`
 	// sepRE is what stands between a name and its value: = : => and
 	// their percent-encoded forms, after the name's closing quote.
-	sepRE = `(\\?["'\]]?\s*(?:=>|[=:]|%3[da])\s*)`
+	sepRE = `(\\?["'\]]?(?:%5d)?\s*(?:=>|[=:]|%3[da])\s*)`
 )
 
 // builtin are the patterns redacted from every error message: what a
@@ -68,6 +68,9 @@ var builtin = []struct {
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:"""[\s\S]*?"""|'''[\s\S]*?''')`), "${1}${2}" + Mask},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[bBuU]?(")(?:[^"\\]|\\.)*(")`), "${1}${2}${3}" + Mask + "${4}"},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[bBuU]?'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
+	// --password value, --token=value in a command line (a process's
+	// exec event, an audit log)
+	{regexp.MustCompile(`(?i)((?:^|\s)--?(?:` + nameRE + `)(?:\s+|=))[^\s"'-][^\s"']*`), "${1}" + Mask},
 	// Password=a b c; in a connection string: to the semicolon.
 	{regexp.MustCompile(`(?i)\b((?:password|pwd)\s*=)[^;"'\n]*;`), "${1}" + Mask + ";"},
 	// SQL: IDENTIFIED BY '…', [WITH] PASSWORD '…'; mysql -p…

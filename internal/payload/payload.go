@@ -159,6 +159,9 @@ func pairOf(x map[string]any) (bool, map[string]bool) {
 			pair = true
 		}
 	}
+	// The keys by their lower case, once: compared for every secret's
+	// name, they made a map of many such names quadratic (fifth pentest).
+	var lower map[string][]string
 	var of map[string]bool
 	for k, e := range x {
 		n, ok := e.(string)
@@ -167,26 +170,33 @@ func pairOf(x map[string]any) (bool, map[string]bool) {
 		}
 		lk := strings.ToLower(k)
 		for _, suffix := range []string{"name", "key"} {
-			if prefix, found := strings.CutSuffix(lk, suffix); found && prefix != "" {
+			prefix, found := strings.CutSuffix(lk, suffix)
+			if !found || prefix == "" {
+				continue
+			}
+			if lower == nil {
+				lower = make(map[string][]string, len(x))
 				for k2 := range x {
-					if strings.ToLower(k2) == prefix+"value" {
-						if of == nil {
-							of = map[string]bool{}
-						}
-						of[k2] = true
-					}
+					lower[strings.ToLower(k2)] = append(lower[strings.ToLower(k2)], k2)
 				}
+			}
+			for _, k2 := range lower[prefix+"value"] {
+				if of == nil {
+					of = map[string]bool{}
+				}
+				of[k2] = true
 			}
 		}
 	}
 	return pair, of
 }
 
-// flatPairs says whether x, at an even index i, is a flat list of names
-// and values (Node's rawHeaders: ["Host", "…", "X-Api-Key", "…"]): all
-// strings, of even length, every name without a space.
-func flatPairs(x []any, i int) bool {
-	if i%2 != 0 || len(x)%2 != 0 || len(x) < 4 {
+// flatPairs says whether x is a flat list of names and values (Node's
+// rawHeaders: ["Host", "…", "X-Api-Key", "…"]): all strings, of even
+// length, every name without a space. Once per list: asked per element,
+// it made a long list quadratic (fifth pentest).
+func flatPairs(x []any) bool {
+	if len(x)%2 != 0 || len(x) < 4 {
 		return false
 	}
 	for j, e := range x {
@@ -197,6 +207,10 @@ func flatPairs(x []any, i int) bool {
 	}
 	return true
 }
+
+// jwkPrivate are a JSON Web Key's private members (RFC 7518: RSA, EC and
+// OKP private parts, a symmetric key).
+var jwkPrivate = []string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"}
 
 // pairNames are the keys that name the setting of a name/value pair, and
 // pairValues (lower case) the keys of its value.
@@ -212,9 +226,10 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		// Kubernetes env list, a Connect config, a header list): the
 		// value of a secret's name is masked whole.
 		pairSecret, secretOf := pairOf(x)
+		_, jwk := x["kty"] // a JSON Web Key: its private members have one- or two-letter names
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] {
+			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] || (jwk && slices.Contains(jwkPrivate, k)) {
 				out[k] = envelope.Mask
 				continue
 			}
@@ -226,6 +241,7 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		for i, e := range x {
 			out[i] = sanitizeAt(red, e, depth)
 		}
+		flat := flatPairs(x)
 		// ["Authorization", "…"]: a header or setting as a pair; and
 		// ["--password", "…"] anywhere in a list (a command line).
 		for i := 0; i+1 < len(x); i++ {
@@ -234,7 +250,7 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 				continue
 			}
 			flag := strings.TrimLeft(name, "-")
-			if (len(x) == 2 || flatPairs(x, i) || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
+			if (len(x) == 2 || (flat && i%2 == 0) || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
 				out[i+1] = envelope.Mask
 			}
 		}

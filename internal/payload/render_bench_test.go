@@ -21,7 +21,7 @@ func BenchmarkShownOneMiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	red := envelope.NewRedactor(nil, MaxShown)
-	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB()} {
+	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB(), "flat-list": flatListMiB(), "name-keys": nameKeysMiB()} {
 		b.Run(name, func(b *testing.B) {
 			var with, without time.Duration
 			for b.Loop() {
@@ -85,4 +85,21 @@ func tokensMiB() []byte {
 // the end of the text for every element took 54 s at 256 KiB).
 func cdataMiB() []byte {
 	return []byte(`{"note": "` + strings.Repeat("<pin><![CDATA[", (1<<20)/14) + `"}`)
+}
+
+// flatListMiB and nameKeysMiB are the fifth pentest's quadratic cases: a
+// list of short strings of even length (each element asked whether the
+// whole list was a flat list of pairs), and a map of many *name keys each
+// naming a secret (each compared with every key).
+func flatListMiB() []byte {
+	return []byte(`[` + strings.TrimSuffix(strings.Repeat(`"a",`, (1<<20)/4), ",") + `]`)
+}
+
+func nameKeysMiB() []byte {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, `"%dname":"pw",`, i)
+	}
+	return []byte(strings.TrimSuffix(b.String(), ",") + "}")
 }
