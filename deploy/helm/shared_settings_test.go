@@ -19,16 +19,8 @@ import (
 // and the procedure; the same values, other changes (the image), the
 // scale to 0, and the change once the StatefulSet is at 0, pass.
 func TestChartRefusesARollingChangeOfSharedSettings(t *testing.T) {
-	bin := os.Getenv("RELAY_KUBE_APISERVER")
-	if bin == "" {
-		t.Skip("RELAY_KUBE_APISERVER is not set: `make test` builds kube-apiserver (scripts/tools/kube-apiserver.sh) and names it")
-	}
-	s := startAPIServer(t, bin)
 	const ns = "kafka"
-	if code, body, _ := s.do(t, "POST", "/api/v1/namespaces", "", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}); code != http.StatusCreated {
-		t.Fatalf("create namespace: %d %s", code, body)
-	}
-	cfg := &rest.Config{Host: s.url, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	s, cfg := apiServerWith(t, ns)
 	vals := func(replicas int, env map[string]any) map[string]any {
 		v := valuesFile(t, "minimal.yaml")
 		v["replicas"] = replicas
@@ -121,16 +113,8 @@ func TestChartRefusesARollingChangeOfSharedSettings(t *testing.T) {
 // real kube-apiserver, a Secret setting one is refused, naming it; the
 // Secret of the documented three keys passes.
 func TestChartRefusesAProxySecretThatSkipsTheSignIn(t *testing.T) {
-	bin := os.Getenv("RELAY_KUBE_APISERVER")
-	if bin == "" {
-		t.Skip("RELAY_KUBE_APISERVER is not set: `make test` builds kube-apiserver (scripts/tools/kube-apiserver.sh) and names it")
-	}
-	s := startAPIServer(t, bin)
 	const ns = "kafka"
-	if code, body, _ := s.do(t, "POST", "/api/v1/namespaces", "", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}); code != http.StatusCreated {
-		t.Fatalf("create namespace: %d %s", code, body)
-	}
-	cfg := &rest.Config{Host: s.url, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	s, cfg := apiServerWith(t, ns)
 	secret := func(name string, keys ...string) {
 		data := map[string]any{}
 		for _, k := range keys {
@@ -162,4 +146,19 @@ func TestChartRefusesAProxySecretThatSkipsTheSignIn(t *testing.T) {
 			t.Errorf("Secret %s: %v; want a refusal naming %s", name, err, refused)
 		}
 	}
+}
+
+// apiServerWith starts a real kube-apiserver (skipping the test without
+// RELAY_KUBE_APISERVER) with namespace ns, and a client config for it.
+func apiServerWith(t *testing.T, ns string) (*apiServer, *rest.Config) {
+	t.Helper()
+	bin := os.Getenv("RELAY_KUBE_APISERVER")
+	if bin == "" {
+		t.Skip("RELAY_KUBE_APISERVER is not set: `make test` builds kube-apiserver (scripts/tools/kube-apiserver.sh) and names it")
+	}
+	s := startAPIServer(t, bin)
+	if code, body, _ := s.do(t, "POST", "/api/v1/namespaces", "", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}); code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	return s, &rest.Config{Host: s.url, BearerToken: s.token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 }
