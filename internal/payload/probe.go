@@ -35,7 +35,8 @@ func decode64(s string) ([]byte, bool) {
 // secretIn64 says whether the base64 run s decodes to something that
 // holds a secret: JSON whose redaction masks something, text the
 // patterns redact, or DER.
-func secretIn64(red *envelope.Redactor, s string, depth int) bool {
+func (w *walk) secretIn64(s string, depth int) bool {
+	red := w.red
 	b, ok := decode64(s)
 	if !ok || len(b) < 16 {
 		return false
@@ -47,7 +48,7 @@ func secretIn64(red *envelope.Redactor, s string, depth int) bool {
 		if depth >= maxDepth {
 			return true
 		}
-		clean, err := json.Marshal(sanitizeAt(red, tree, depth+1))
+		clean, err := json.Marshal(w.at(tree, depth+1))
 		raw, err2 := json.Marshal(tree)
 		return err != nil || err2 != nil || !bytes.Equal(clean, raw)
 	}
@@ -60,10 +61,11 @@ func secretIn64(red *envelope.Redactor, s string, depth int) bool {
 
 // probeBase64 masks every base64 run of s that holds a secret; ok says
 // one did (then the rest of s is redacted too).
-func probeBase64(red *envelope.Redactor, s string, depth int) (string, bool) {
+func (w *walk) probeBase64(s string, depth int) (string, bool) {
+	red := w.red
 	found := false
 	out := base64Run.ReplaceAllStringFunc(s, func(run string) string {
-		if secretIn64(red, run, depth) {
+		if w.secretIn64(run, depth) {
 			found = true
 			return envelope.Mask
 		}

@@ -21,7 +21,7 @@ func BenchmarkShownOneMiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	red := envelope.NewRedactor(nil, MaxShown)
-	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB(), "flat-list": flatListMiB(), "name-keys": nameKeysMiB()} {
+	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB(), "flat-list": flatListMiB(), "name-keys": nameKeysMiB(), "one-string": oneStringMiB(), "json-lines": jsonLinesMiB()} {
 		b.Run(name, func(b *testing.B) {
 			var with, without time.Duration
 			for b.Loop() {
@@ -102,4 +102,21 @@ func nameKeysMiB() []byte {
 		fmt.Fprintf(&b, `"%dname":"pw",`, i)
 	}
 	return []byte(strings.TrimSuffix(b.String(), ",") + "}")
+}
+
+// oneStringMiB and jsonLinesMiB are JSON whose strings hold 1 MiB of
+// text: one string, and 1,000 JSON lines of 1 KiB. Their strings are read
+// within Sanitize's budget (a 1 MiB string took 8 s before it).
+func oneStringMiB() []byte {
+	b, _ := json.Marshal(map[string]any{"note": strings.Repeat("leave at the door a=b ", (1<<20)/22)})
+	return b
+}
+
+func jsonLinesMiB() []byte {
+	var lines []string
+	for range 1000 {
+		b, _ := json.Marshal(map[string]any{"n": strings.Repeat("leave at the door a=b ", 46)})
+		lines = append(lines, string(b))
+	}
+	return []byte(strings.Join(lines, "\n"))
 }
