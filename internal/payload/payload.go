@@ -87,8 +87,8 @@ func shownLines(b []byte) []byte {
 		return b[:most+i]
 	}
 	end := bytes.LastIndexAny(b[:most], " \t\n")
-	if end <= 0 {
-		end = most
+	if end < most-knownMargin {
+		end = most // a line without spaces (one long word): past the display limit anyway
 	}
 	for end > 0 && !utf8.RuneStart(b[end]) {
 		end--
@@ -295,6 +295,14 @@ func (w *walk) at(v any, depth int) any {
 			}
 			out[k] = w.at(x[k], depth)
 		}
+		// A container's command and its args: ["mysqldump"], ["-p…"].
+		if cmd, ok := x["command"].([]any); ok {
+			if args, ok := x["args"].([]any); ok {
+				if o, ok := out["args"].([]any); ok && len(o) == len(args) {
+					maskShortFlags(args, o, commandIn(cmd))
+				}
+			}
+		}
 		return out
 	case []any:
 		out := make([]any, len(x))
@@ -314,6 +322,7 @@ func (w *walk) at(v any, depth int) any {
 				out[i+1] = envelope.Mask
 			}
 		}
+		maskShortFlags(x, out, nil)
 		return out
 	case []byte:
 		return w.bytes(x)
@@ -334,6 +343,11 @@ func (w *walk) at(v any, depth int) any {
 				return envelope.Mask
 			}
 			if b, err := json.Marshal(w.at(tree, depth+1)); err == nil {
+				if len(b) > w.left { // read again as text: within the budget too
+					w.left = 0
+					return notShown
+				}
+				w.left -= len(b)
 				return red.Redact(string(b))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -192,15 +193,74 @@ func echoes(v any) []string {
 	return out
 }
 
-// maskEchoes masks in s every value of vals, as is and JSON-escaped.
+// maskEchoes masks in s every value of vals, as is and JSON-escaped, in
+// one pass; a value found in it more than maxOccurrences times leaves
+// nothing of s to show.
 func maskEchoes(s string, vals []string) string {
+	all := make([]string, 0, len(vals))
 	for _, v := range vals {
-		s = strings.ReplaceAll(s, v, envelope.Mask)
+		all = append(all, v)
 		if b, err := json.Marshal(v); err == nil && len(b) > 2 {
 			if esc := string(b[1 : len(b)-1]); esc != v {
-				s = strings.ReplaceAll(s, esc, envelope.Mask)
+				all = append(all, esc)
 			}
 		}
 	}
-	return s
+	spans, ok := occurrences(s, all, minEcho)
+	if !ok {
+		return envelope.Mask + " (a value masked by its name stands here too often to show the rest)"
+	}
+	return maskSpans(s, spans)
+}
+
+// shortFlag is a command's password flag: -p of mysql, attached only
+// (-p alone prompts, and the word after it is a database), -p of
+// sshpass, -a of redis-cli, -w of the LDAP tools, attached or the next
+// argument.
+type shortFlag struct {
+	flag string
+	next bool
+}
+
+var shortFlags = map[string]shortFlag{
+	"mysql": {"-p", false}, "mysqldump": {"-p", false}, "mysqladmin": {"-p", false}, "mariadb": {"-p", false}, "mariadb-dump": {"-p", false},
+	"sshpass": {"-p", true}, "redis-cli": {"-a", true},
+	"ldapsearch": {"-w", true}, "ldapmodify": {"-w", true}, "ldapadd": {"-w", true}, "ldapdelete": {"-w", true}, "ldappasswd": {"-w", true}, "ldapwhoami": {"-w", true},
+}
+
+// commandIn is the password flag of the first command of args that has
+// one, nil when none does.
+func commandIn(args []any) *shortFlag {
+	for _, e := range args {
+		if s, ok := e.(string); ok {
+			if f, ok := shortFlags[path.Base(s)]; ok {
+				return &f
+			}
+		}
+	}
+	return nil
+}
+
+// maskShortFlags masks, in out (args sanitized), the value of a command's
+// password flag in an argument list (a container's command, an exec
+// event): ["mysqldump", "-uroot", "-p…"]. f is the command's flag when it
+// came before args (a container's command); else the list names it.
+func maskShortFlags(args, out []any, f *shortFlag) {
+	for i, e := range args {
+		s, ok := e.(string)
+		if !ok {
+			continue
+		}
+		if g, ok := shortFlags[path.Base(s)]; ok {
+			f = &g
+			continue
+		}
+		switch {
+		case f == nil:
+		case s == f.flag && f.next && i+1 < len(out):
+			out[i+1] = envelope.Mask
+		case strings.HasPrefix(s, f.flag) && len(s) > len(f.flag):
+			out[i] = f.flag + envelope.Mask
+		}
+	}
 }
