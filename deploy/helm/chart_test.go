@@ -524,7 +524,7 @@ func TestChartOptionalObjects(t *testing.T) {
 	for _, e := range cc.Env {
 		env[e.Name] = e.Value
 	}
-	if *d.Spec.Replicas != 1 || strings.Join(cc.Command, " ") != "/usr/local/bin/relay console" || env["RELAY_CONSOLE_ADDR"] != ":9465" ||
+	if *d.Spec.Replicas != 1 || strings.Join(cc.Command, " ") != "/usr/local/bin/relay console" || env["RELAY_CONSOLE_ADDR"] != "127.0.0.1:9465" || env["RELAY_CONSOLE_METRICS_ADDR"] != ":9466" ||
 		env["RELAY_CONSOLE_TOKEN_FILE"] != "/var/run/secrets/relay/console-token/token" || env["RELAY_CONSOLE_USER_HEADER"] != "X-Forwarded-User" ||
 		env["RELAY_CONSOLE_PROXY_SOCKET"] != "/run/relay-console/proxy.sock" || env["RELAY_CONSOLE_TRUSTED_PROXIES"] != "" ||
 		env["RELAY_CONSOLE_FORWARDED_BY"] != "10.244.0.0/16" || env["RELAY_CONSOLE_AUDIT_METRICS"] == "" ||
@@ -551,6 +551,13 @@ func TestChartOptionalObjects(t *testing.T) {
 	if cs := d.Spec.Template.Spec.Containers; len(cs) != 2 || cs[1].Name != "oauth2-proxy" || !slices.Contains(cs[1].Args, "--upstream=unix:///run/relay-console/proxy.sock") ||
 		!slices.Contains(cs[1].Args, "--pass-user-headers=true") || cs[1].EnvFrom[0].SecretRef.Name != "relay-console-oidc" {
 		t.Errorf("the oauth2-proxy sidecar: %+v", cs[1:])
+	}
+	// With the sidecar the console's own port is the pod's loopback's:
+	// not declared, not probed; the probes and Prometheus have the port
+	// with /healthz and /metrics only.
+	if len(cc.Ports) != 1 || cc.Ports[0].Name != "http" || cc.Ports[0].ContainerPort != 9466 ||
+		cc.ReadinessProbe.HTTPGet.Port.String() != "http" || cc.LivenessProbe.HTTPGet.Port.String() != "http" {
+		t.Errorf("the console's ports %+v, probes on %v and %v", cc.Ports, cc.ReadinessProbe.HTTPGet.Port, cc.LivenessProbe.HTTPGet.Port)
 	}
 	for _, s := range r.services {
 		if s.Name == "relay-console" && s.Spec.Ports[0].TargetPort.String() != "proxy" {
@@ -716,5 +723,41 @@ func TestConsoleGetsNoDaemonCredentials(t *testing.T) {
 		if sa.Name == "relay-console" && len(sa.Annotations) != 0 {
 			t.Errorf("the console's account carries the daemon's annotations: %v", sa.Annotations)
 		}
+	}
+}
+
+// Without the sidecar the console listens on the pod's address (its
+// Service's target) and on the metrics port; with the podMonitor on, its
+// NetworkPolicy lets Prometheus reach the metrics port and nothing else.
+func TestConsoleMetricsPort(t *testing.T) {
+	v := valuesFile(t, "minimal.yaml")
+	v["console"] = map[string]any{"enabled": true, "tokenSecret": map[string]any{"name": "t"}}
+	v["podMonitor"] = map[string]any{"enabled": true}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := r.deployments[0].Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range cc.Env {
+		env[e.Name] = e.Value
+	}
+	if env["RELAY_CONSOLE_ADDR"] != ":9465" || env["RELAY_CONSOLE_METRICS_ADDR"] != ":9466" || len(cc.Ports) != 2 ||
+		cc.Ports[0].Name != "console" || cc.Ports[1].Name != "http" {
+		t.Errorf("the console without the sidecar: addr %q, metrics %q, ports %+v", env["RELAY_CONSOLE_ADDR"], env["RELAY_CONSOLE_METRICS_ADDR"], cc.Ports)
+	}
+	var rules []string
+	for _, np := range r.netpols {
+		if np.Name != "relay-console" {
+			continue
+		}
+		for _, in := range np.Spec.Ingress {
+			for _, p := range in.Ports {
+				rules = append(rules, p.Port.String())
+			}
+		}
+	}
+	if strings.Join(rules, ",") != "console,http" {
+		t.Errorf("the console's NetworkPolicy admits ports %v, want console (the ingress controller) and http (Prometheus)", rules)
 	}
 }

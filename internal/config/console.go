@@ -16,8 +16,11 @@ import (
 
 // Console is the configuration of `relay console`.
 type Console struct {
-	Addr  string
-	Token *secret.Value // nil: no token sign-in
+	Addr string
+	// MetricsAddr, when set, is a second listener with /healthz and
+	// /metrics only.
+	MetricsAddr string
+	Token       *secret.Value // nil: no token sign-in
 	// UserHeader names the header a trusted proxy sets to the signed-in
 	// user; it is believed only from TrustedProxies.
 	UserHeader     string
@@ -104,6 +107,14 @@ func (p *parser) readConsole(c *Config) {
 		c.WatchMetrics = append(c.WatchMetrics, u)
 	}
 	c.Console.Addr = p.raw(EnvConsoleAddr)
+	if m := p.raw(EnvConsoleMetricsAddr); m != "" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			p.fail(EnvConsoleMetricsAddr, "%q is not host:port: %v", m, err)
+		} else if m == c.Console.Addr {
+			p.fail(EnvConsoleMetricsAddr, "%q is %s itself: name another port, or leave it unset", m, EnvConsoleAddr)
+		}
+		c.Console.MetricsAddr = m
+	}
 	c.Console.Token = p.secret(EnvConsoleToken)
 	c.Console.UserHeader = p.raw(EnvConsoleUserHeader)
 	c.Console.AuditFile = p.raw(EnvConsoleAuditMetrics)

@@ -160,6 +160,9 @@ func TestConsoleTrustAndReading(t *testing.T) {
 		{map[string]string{EnvConsoleForwardedBy: "0.0.0.0/0"}, EnvConsoleForwardedBy + ": 0.0.0.0/0 is wider than a pod network"},
 		{map[string]string{EnvConsoleForwardedBy: "::/0"}, EnvConsoleForwardedBy + ": ::/0 is wider than a pod network"},
 		{map[string]string{EnvConsoleForwardedBy: "10.244.0.0/16,fd00:10::/56"}, ""},
+		{map[string]string{EnvConsoleMetricsAddr: "9466"}, EnvConsoleMetricsAddr + `: "9466" is not host:port`},
+		{map[string]string{EnvConsoleAddr: ":9465", EnvConsoleMetricsAddr: ":9465"}, EnvConsoleMetricsAddr + `: ":9465" is RELAY_CONSOLE_ADDR itself`},
+		{map[string]string{EnvConsoleAddr: "127.0.0.1:9465", EnvConsoleMetricsAddr: ":9466"}, ""},
 		{map[string]string{EnvConsoleAllowedHosts: "relay.example.com:443"}, EnvConsoleAllowedHosts + ": \"relay.example.com:443\" is not a host name"},
 	} {
 		_, err := load(t, with(c.env))

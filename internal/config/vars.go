@@ -89,6 +89,7 @@ const (
 	EnvConsoleAllowedHosts  = "RELAY_CONSOLE_ALLOWED_HOSTS"
 	EnvConsoleTrustUnsigned = "RELAY_CONSOLE_TRUST_UNSIGNED_HEADER"
 	EnvConsoleInsecure      = "RELAY_CONSOLE_INSECURE"
+	EnvConsoleMetricsAddr   = "RELAY_CONSOLE_METRICS_ADDR"
 
 	// TraceIDPlaceholder is where RELAY_TRACE_URL takes the trace id.
 	TraceIDPlaceholder = "{traceId}"
@@ -192,6 +193,7 @@ var Vars = []Var{
 	{Name: EnvQuarantineThreshold, Help: "unresolved quarantined failures of a source above which its owner is alerted (`RelayQuarantineOverThreshold`): one number for every source, or one per source topic (`orders=100,refunds=10`)"},
 	{Name: EnvReplayWatchMetrics, Help: "comma-separated `/metrics` URLs of the relay instances: `relay replay` and the console's replays read `relay_hook_timeouts_total` there and stop a replay whose hook timeouts pass `--max-hook-timeouts`"},
 	{Name: EnvConsoleAddr, Default: "127.0.0.1:9465", Help: "listen address of `relay console` (this host only by default)"},
+	{Name: EnvConsoleMetricsAddr, Help: "a second listen address of `relay console` that serves only `/healthz` and `/metrics` (no page, no payload): for the kubelet's probes and Prometheus when `" + EnvConsoleAddr + "` is on loopback behind an authenticating proxy on `" + EnvConsoleProxySocket + "` (the chart's oauth2-proxy sidecar). Unset: both are served at `" + EnvConsoleAddr + "` only"},
 	{Name: EnvConsoleToken, Secret: true, Help: "token that authorises the console's actions (discard, replay): an operator signs in with it and their name; at least 16 characters, no word or pattern repeated, no run of consecutive characters, not made of common words, enough variety (`openssl rand -hex 16`); unset (and no trusted proxy): the console is read-only"},
 	{Name: EnvConsoleUserHeader, Help: "request header an authenticating proxy (oauth2-proxy: `X-Forwarded-User`) sets to the signed-in user: the console's actor; only with `" + EnvConsoleTrustedProxy + "`"},
 	{Name: EnvConsoleTrustedProxy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console: `" + EnvConsoleUserHeader + "` is believed only from them, and their `X-Forwarded-For` and `X-Forwarded-Proto`; a range wider than one address with a user header needs `" + EnvConsoleTrustUnsigned + "`, and a loopback address is refused with one (`kubectl port-forward` and any local process arrive from it: use `" + EnvConsoleProxySocket + "`)"},
@@ -200,7 +202,7 @@ var Vars = []Var{
 	{Name: EnvAllowInsecureHTTP, Default: "false", Help: "`true` lets relay send credentials (the hook's token, the registry's password or OAuth token, the token endpoint's client secret) over plain `http://` to a host other than loopback; relay logs a warning at start. Otherwise such a URL is refused"},
 	{Name: EnvConsoleProxySocket, Help: "a Unix socket the console also listens on, for an authenticating proxy in its pod (the chart's oauth2-proxy sidecar): `" + EnvConsoleUserHeader + "` is believed on it, whatever the address; nobody reaching the console's TCP port, through a port-forward included, can set it"},
 	{Name: EnvConsoleForwardedBy, Help: "comma-separated addresses or CIDR ranges of the proxies in front of the console (an ingress controller's pods): believed for the client's address in `X-Forwarded-For` and for `X-Forwarded-Proto`, never for the user header. Without it every client behind the ingress counts as one when wrong tokens and requests are limited"},
-	{Name: EnvConsoleReadAuth, Help: "`open` or `signed-in`: whether reading the console (failures, payloads, history) needs a signed-in operator; `/healthz` is always open. Default: `open` when `" + EnvConsoleAddr + "` is on loopback, `signed-in` otherwise"},
+	{Name: EnvConsoleReadAuth, Help: "`open` or `signed-in`: whether reading the console (failures, payloads, history) needs a signed-in operator; `/healthz` is always open. Default: `open` when `" + EnvConsoleAddr + "` is on loopback and there is no `" + EnvConsoleProxySocket + "` (whose proxy brings people from elsewhere), `signed-in` otherwise"},
 	{Name: EnvConsoleAllowedHosts, Help: "comma-separated host names the console answers to (the `Host` header), on every listener; a request for another is refused (DNS rebinding). Default: loopback's names on loopback, any host elsewhere (with a warning at start)"},
 	{Name: EnvConsoleAuditMetrics, Help: "the Prometheus text file `relay audit --metrics-file` writes: the console's overview shows the last audit's result"},
 	{Name: EnvActor, Help: "who `relay quarantine discard` and `relay replay` record in the ledger (`--actor` overrides it); default: user@host"},

@@ -104,6 +104,16 @@ func (s *Server) metrics() http.Handler {
 	})
 }
 
+// HealthHandler serves /healthz and /metrics and nothing else: a second
+// listener's (RELAY_CONSOLE_METRICS_ADDR), for the kubelet's probes and
+// Prometheus when the console's own address is on loopback.
+func (s *Server) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.auth.all.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
 // Metrics are the metrics a console exports at /metrics, as a console
 // that just started has them (for checks of the alert rules).
 func Metrics() prometheus.Gatherer { return newEveryone().reg }

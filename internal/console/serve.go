@@ -24,7 +24,10 @@ import (
 // of another site rebinding its name to 127.0.0.1 is refused.
 func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) error {
 	cfg, log := o.Config, o.Log
-	onLoopback := Loopback(ln.Addr())
+	// Behind an authenticating proxy on the socket, a console on loopback
+	// still serves people from elsewhere: it is held to the rules of a
+	// console beyond this host (sign-in to read, Secure cookies).
+	onLoopback := Loopback(ln.Addr()) && cfg.Console.ProxySocket == ""
 	o.Loopback = onLoopback
 	if o.AllowedHosts == nil {
 		o.AllowedHosts = cfg.Console.AllowedHosts
@@ -66,7 +69,7 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 	switch {
 	case cfg.Console.Token == nil && cfg.Console.UserHeader == "":
 		log.Info("read-only: set RELAY_CONSOLE_TOKEN, or a trusted proxy, to allow actions")
-	case !onLoopback:
+	case !Loopback(ln.Addr()):
 		log.Warn("the console listens beyond this host: serve it behind TLS (an ingress), or the token and sessions cross the network in clear")
 	}
 	// No WriteTimeout: a replay's progress streams for as long as it runs
@@ -82,8 +85,20 @@ func Serve(ctx context.Context, ln net.Listener, o Options, listenHost string) e
 			}
 			return ctx
 		}}
-	served := make(chan error, 2)
+	served := make(chan error, 3)
 	go func() { served <- hs.Serve(ln) }()
+	if addr := cfg.Console.MetricsAddr; addr != "" {
+		mln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("cannot listen on %s (%s): %w", addr, config.EnvConsoleMetricsAddr, err)
+		}
+		ms := &http.Server{Handler: srv.HealthHandler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+		defer func() { _ = ms.Close() }()
+		go func() { served <- ms.Serve(mln) }()
+		log.Info("relay console serving /healthz and /metrics", "addr", mln.Addr().String())
+	}
 	if path := cfg.Console.ProxySocket; path != "" {
 		sock, err := listenSocket(ctx, path)
 		if err != nil {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -139,5 +140,62 @@ func TestOpenReadsBeyondLoopbackNeedTheirHosts(t *testing.T) {
 		if got := err != nil && strings.Contains(err.Error(), config.EnvConsoleAllowedHosts); got != refused {
 			t.Errorf("%s=%s: Serve = %v; refused %v, want %v", config.EnvConsoleInsecure, insecure, err, got, refused)
 		}
+	}
+}
+
+// The chart's sidecar shape: the console on loopback, its proxy on the
+// socket, and a second listener for the kubelet and Prometheus that
+// serves /healthz and /metrics and nothing else. A console on loopback
+// with a proxy socket still serves people from elsewhere: its reads need
+// sign-in by default, as beyond loopback (on plain loopback they are open).
+func TestLoopbackBehindTheSocketWithAMetricsListener(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	probe, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the metrics listener
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := probe.Addr().String()
+	_ = probe.Close()
+	s := newTestServer(t, map[string]string{config.EnvConsoleTrustedProxy: unset, config.EnvConsoleTrustUnsigned: unset,
+		config.EnvConsoleProxySocket: sock, config.EnvConsoleReadAuth: unset, config.EnvConsoleMetricsAddr: metricsAddr})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, Options{Config: s.cfg, Log: slog.New(slog.DiscardHandler)}, "") }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	get := func(url string) (int, string) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get(url)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				return resp.StatusCode, string(b)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	if code, _ := get("http://" + metricsAddr + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz on %s: %d", config.EnvConsoleMetricsAddr, code)
+	}
+	if code, body := get("http://" + metricsAddr + "/metrics"); code != http.StatusOK || !strings.Contains(body, "relay_console_wrong_tokens_total") {
+		t.Errorf("/metrics on %s: %d %.200q", config.EnvConsoleMetricsAddr, code, body)
+	}
+	for _, p := range []string{"/", "/failures", "/failure?topic=orders.quarantine&partition=0&offset=0", "/login", "/static/console.css"} {
+		if code, _ := get("http://" + metricsAddr + p); code != http.StatusNotFound {
+			t.Errorf("%s on %s: %d, want 404 (only /healthz and /metrics there)", p, config.EnvConsoleMetricsAddr, code)
+		}
+	}
+	if code, _ := get("http://" + ln.Addr().String() + "/failures"); code != http.StatusUnauthorized {
+		t.Errorf("/failures on loopback behind the proxy socket, signed out: %d, want 401 (reads need sign-in)", code)
 	}
 }

@@ -53,6 +53,10 @@ var builtin = []struct {
 	// scheme and the credential after it.
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\\?["']?\s*[:=]\s*)(\\?["'])(?:[^"'\\]|\\[^"'])*(\\?["'])`), "${1}${2}" + Mask + "${3}"},
 	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:[a-z][a-z0-9-]*\s+)?[^\s"',;]+`), "${1}" + Mask},
+	// Cookie: a=b; sid=… on a line with more after it (a log line): every
+	// pair (the header on a line of its own is masked to its end before
+	// lines are joined).
+	{regexp.MustCompile(`(?i)\b((?:set-)?cookie\s*:\s*)[^=\s;]+=[^;\s]*(?:;\s*[^=\s;]+=[^;\s]*)*`), "${1}" + Mask},
 	// A name/value pair whose name is a secret's, written out: a Go
 	// struct ({Name:DB_PASSWORD Value:…}), YAML once its lines are
 	// joined (- name: DB_PASSWORD value: …), CloudFormation
@@ -76,6 +80,15 @@ var builtin = []struct {
 	// SQL: IDENTIFIED BY '…', [WITH] PASSWORD '…'; mysql -p…
 	{regexp.MustCompile(`(?i)\b(identified\s+by|password)(\s+)'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
 	{regexp.MustCompile(`(?i)(\bmysql(?:dump|admin)?\b[^\n]*?\s-p)[^\s'"]+`), "${1}" + Mask},
+	// The short password flags of other commands: sshpass -p, redis-cli
+	// -a, ldapsearch (ldapmodify...) -w.
+	{regexp.MustCompile(`(?i)(\bsshpass\b[^\n]*?\s-p\s*)[^\s'"]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\bredis-cli\b[^\n]*?\s-a\s+)[^\s'"]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\bldap[a-z]*\b[^\n]*?\s-w\s*)[^\s'"]+`), "${1}" + Mask},
+	// .netrc: machine host login user password …
+	{regexp.MustCompile(`(?i)(\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+)\S+`), "${1}" + Mask},
+	// aws configure set aws_secret_access_key …
+	{regexp.MustCompile(`(?i)(\baws\s+configure\s+set\s+(?:` + nameRE + `)\s+)\S+`), "${1}" + Mask},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:\[[^\]]*\]|\{[^}]*\})`), "${1}${2}" + Mask},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `[^\s"'\\<\[{]+`), "${1}${2}" + Mask},
 	// e-mail addresses

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -74,14 +75,25 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 // shownLines is the lines of an indented JSON document, redacted by its
 // structure already, that the display limit can show (and a margin): the
 // patterns read a line at a time, and what is past the cut is not shown.
+//
+// The line across the limit ends there, or at the last space before it
+// when it is long (a 256 KiB string on one line was read whole again).
 func shownLines(b []byte) []byte {
-	if len(b) <= MaxShown+knownMargin {
+	const most = MaxShown + knownMargin
+	if len(b) <= most {
 		return b
 	}
-	if i := bytes.IndexByte(b[MaxShown+knownMargin:], '\n'); i >= 0 {
-		return b[:MaxShown+knownMargin+i]
+	if i := bytes.IndexByte(b[most:], '\n'); i >= 0 && i <= knownMargin {
+		return b[:most+i]
 	}
-	return b
+	end := bytes.LastIndexAny(b[:most], " \t\n")
+	if end < most-knownMargin {
+		end = most // a line without spaces (one long word): past the display limit anyway
+	}
+	for end > 0 && !utf8.RuneStart(b[end]) {
+		end--
+	}
+	return b[:end]
 }
 
 // shownText is the part of a text the display limit can show, with room
@@ -141,7 +153,52 @@ func cut(s string) string {
 //
 // Its strings are not cut: a string cut by its own redaction would show
 // part of a secret at its end (the page is cut once, after everything).
-func Sanitize(red *envelope.Redactor, v any) any { return sanitizeAt(red.Max(math.MaxInt), v, 0) }
+//
+// It reads strings up to a budget (sanitizeBudget bytes in all, in the
+// order the page shows them: keys sorted); a string past it is not
+// shown, and the one that crosses it is cut at a space: redaction reads
+// about 4 µs a byte, and the page shows 64 KiB (a 1 MiB string took 8 s
+// a view).
+func Sanitize(red *envelope.Redactor, v any) any { return newWalk(red).at(v, 0) }
+
+// sanitizeBudget is how many bytes of a decoded record's strings Sanitize
+// redacts: four times what a page shows, as for text (shownText).
+const sanitizeBudget = 4 * MaxShown
+
+// notShown stands for a string past the budget.
+const notShown = "… (not shown: past what the page shows)"
+
+// walk is one record's sanitizing: the redactor, and the bytes of
+// strings it may still read.
+type walk struct {
+	red  *envelope.Redactor
+	left int
+}
+
+func newWalk(red *envelope.Redactor) *walk {
+	return &walk{red: red.Max(math.MaxInt), left: sanitizeBudget}
+}
+
+// take spends the budget on s: s itself when it fits, the part of it
+// that does cut at a space (ok false, cut), or nothing (ok false, "").
+func (w *walk) take(s string) (part string, whole bool) {
+	if len(s) <= w.left {
+		w.left -= len(s)
+		return s, true
+	}
+	end := w.left
+	w.left = 0
+	if end == 0 {
+		return "", false
+	}
+	if i := strings.LastIndexAny(s[:end], " \t\r\n"); i > 0 {
+		end = i
+	}
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end], false
+}
 
 // maxDepth bounds how deep JSON inside JSON strings is followed.
 const maxDepth = 4
@@ -219,7 +276,8 @@ var (
 	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue", "attributevalue"}
 )
 
-func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
+func (w *walk) at(v any, depth int) any {
+	red := w.red
 	switch x := v.(type) {
 	case map[string]any:
 		// A name/value pair ({"name": "DB_PASSWORD", "value": "…"}: a
@@ -228,18 +286,28 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 		pairSecret, secretOf := pairOf(x)
 		_, jwk := x["kty"] // a JSON Web Key: its private members have one- or two-letter names
 		out := make(map[string]any, len(x))
-		for k, e := range x {
+		// In the order the page shows them (encoding/json sorts keys):
+		// the budget goes to what is shown first.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] || (jwk && slices.Contains(jwkPrivate, k)) {
 				out[k] = envelope.Mask
 				continue
 			}
-			out[k] = sanitizeAt(red, e, depth)
+			out[k] = w.at(x[k], depth)
+		}
+		// A container's command and its args: ["mysqldump"], ["-p…"].
+		if cmd, ok := x["command"].([]any); ok {
+			if args, ok := x["args"].([]any); ok {
+				if o, ok := out["args"].([]any); ok && len(o) == len(args) {
+					maskShortFlags(args, o, commandIn(cmd))
+				}
+			}
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = sanitizeAt(red, e, depth)
+			out[i] = w.at(e, depth)
 		}
 		flat := flatPairs(x)
 		// ["Authorization", "…"]: a header or setting as a pair; and
@@ -254,10 +322,19 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 				out[i+1] = envelope.Mask
 			}
 		}
+		maskShortFlags(x, out, nil)
 		return out
 	case []byte:
-		return Shown(red, x)
+		return w.bytes(x)
 	case string:
+		part, whole := w.take(x)
+		switch {
+		case part == "":
+			return notShown
+		case !whole:
+			// Cut: no structure to read; the start, redacted.
+			return red.Redact(part) + " … (cut)"
+		}
 		// JSON inside a string (a payload that carries a document as
 		// text) is redacted by its structure too; past maxDepth such a
 		// string is masked whole, its structure unread.
@@ -265,11 +342,16 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 			if depth >= maxDepth {
 				return envelope.Mask
 			}
-			if b, err := json.Marshal(sanitizeAt(red, tree, depth+1)); err == nil {
+			if b, err := json.Marshal(w.at(tree, depth+1)); err == nil {
+				if len(b) > w.left { // read again as text: within the budget too
+					w.left = 0
+					return notShown
+				}
+				w.left -= len(b)
 				return red.Redact(string(b))
 			}
 		}
-		if masked, ok := probeBase64(red, x, depth); ok {
+		if masked, ok := w.probeBase64(x, depth); ok {
 			return masked
 		}
 		return red.Redact(x)
@@ -278,9 +360,19 @@ func sanitizeAt(red *envelope.Redactor, v any, depth int) any {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Array && rv.Type().Elem().Kind() == reflect.Uint8 {
 		b := make([]byte, rv.Len())
 		reflect.Copy(reflect.ValueOf(b), rv)
-		return Shown(red, b)
+		return w.bytes(b)
 	}
 	return v
+}
+
+// bytes is a bytes field shown by its redacted text, within the budget.
+func (w *walk) bytes(b []byte) any {
+	if len(b) > w.left {
+		w.left = 0
+		return fmt.Sprintf("(%d bytes, not shown: past what the page shows)", len(b))
+	}
+	w.left -= len(b)
+	return Shown(w.red, b)
 }
 
 // jsonTree parses b when it is a JSON object or array (numbers kept as
@@ -332,8 +424,13 @@ func nesting(b []byte) int {
 // JSON object or array.
 func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 	red = red.Max(math.MaxInt) // cut once, after everything (known)
+	w := newWalk(red)          // one budget for every line
 	var out []string
+	shown := 0
 	for _, line := range bytes.Split(b, []byte("\n")) {
+		if shown > MaxShown+knownMargin {
+			break // past what the page shows (known cuts there)
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -341,11 +438,12 @@ func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		j, err := json.Marshal(Sanitize(red, tree))
+		j, err := json.Marshal(w.at(tree, 0))
 		if err != nil {
 			return "", false
 		}
 		out = append(out, maskEchoes(red.Redact(string(j)), echoes(tree)))
+		shown += len(out[len(out)-1]) + 1
 	}
 	return strings.Join(out, "\n"), len(out) > 1
 }
@@ -391,7 +489,7 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			return known(lines)
 		}
 		text, wide := shownText(yamlBlocks(string(b))), red.Max(MaxShown+knownMargin)
-		if masked, ok := probeBase64(wide, text, 0); ok {
+		if masked, ok := (&walk{red: wide, left: sanitizeBudget}).probeBase64(text, 0); ok {
 			return known(masked)
 		}
 		return known(wide.Redact(text))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,7 +36,8 @@ func decode64(s string) ([]byte, bool) {
 // secretIn64 says whether the base64 run s decodes to something that
 // holds a secret: JSON whose redaction masks something, text the
 // patterns redact, or DER.
-func secretIn64(red *envelope.Redactor, s string, depth int) bool {
+func (w *walk) secretIn64(s string, depth int) bool {
+	red := w.red
 	b, ok := decode64(s)
 	if !ok || len(b) < 16 {
 		return false
@@ -47,7 +49,7 @@ func secretIn64(red *envelope.Redactor, s string, depth int) bool {
 		if depth >= maxDepth {
 			return true
 		}
-		clean, err := json.Marshal(sanitizeAt(red, tree, depth+1))
+		clean, err := json.Marshal(w.at(tree, depth+1))
 		raw, err2 := json.Marshal(tree)
 		return err != nil || err2 != nil || !bytes.Equal(clean, raw)
 	}
@@ -60,10 +62,11 @@ func secretIn64(red *envelope.Redactor, s string, depth int) bool {
 
 // probeBase64 masks every base64 run of s that holds a secret; ok says
 // one did (then the rest of s is redacted too).
-func probeBase64(red *envelope.Redactor, s string, depth int) (string, bool) {
+func (w *walk) probeBase64(s string, depth int) (string, bool) {
+	red := w.red
 	found := false
 	out := base64Run.ReplaceAllStringFunc(s, func(run string) string {
-		if secretIn64(red, run, depth) {
+		if w.secretIn64(run, depth) {
 			found = true
 			return envelope.Mask
 		}
@@ -190,15 +193,74 @@ func echoes(v any) []string {
 	return out
 }
 
-// maskEchoes masks in s every value of vals, as is and JSON-escaped.
+// maskEchoes masks in s every value of vals, as is and JSON-escaped, in
+// one pass; a value found in it more than maxOccurrences times leaves
+// nothing of s to show.
 func maskEchoes(s string, vals []string) string {
+	all := make([]string, 0, len(vals))
 	for _, v := range vals {
-		s = strings.ReplaceAll(s, v, envelope.Mask)
+		all = append(all, v)
 		if b, err := json.Marshal(v); err == nil && len(b) > 2 {
 			if esc := string(b[1 : len(b)-1]); esc != v {
-				s = strings.ReplaceAll(s, esc, envelope.Mask)
+				all = append(all, esc)
 			}
 		}
 	}
-	return s
+	spans, ok := occurrences(s, all, minEcho)
+	if !ok {
+		return envelope.Mask + " (a value masked by its name stands here too often to show the rest)"
+	}
+	return maskSpans(s, spans)
+}
+
+// shortFlag is a command's password flag: -p of mysql, attached only
+// (-p alone prompts, and the word after it is a database), -p of
+// sshpass, -a of redis-cli, -w of the LDAP tools, attached or the next
+// argument.
+type shortFlag struct {
+	flag string
+	next bool
+}
+
+var shortFlags = map[string]shortFlag{
+	"mysql": {"-p", false}, "mysqldump": {"-p", false}, "mysqladmin": {"-p", false}, "mariadb": {"-p", false}, "mariadb-dump": {"-p", false},
+	"sshpass": {"-p", true}, "redis-cli": {"-a", true},
+	"ldapsearch": {"-w", true}, "ldapmodify": {"-w", true}, "ldapadd": {"-w", true}, "ldapdelete": {"-w", true}, "ldappasswd": {"-w", true}, "ldapwhoami": {"-w", true},
+}
+
+// commandIn is the password flag of the first command of args that has
+// one, nil when none does.
+func commandIn(args []any) *shortFlag {
+	for _, e := range args {
+		if s, ok := e.(string); ok {
+			if f, ok := shortFlags[path.Base(s)]; ok {
+				return &f
+			}
+		}
+	}
+	return nil
+}
+
+// maskShortFlags masks, in out (args sanitized), the value of a command's
+// password flag in an argument list (a container's command, an exec
+// event): ["mysqldump", "-uroot", "-p…"]. f is the command's flag when it
+// came before args (a container's command); else the list names it.
+func maskShortFlags(args, out []any, f *shortFlag) {
+	for i, e := range args {
+		s, ok := e.(string)
+		if !ok {
+			continue
+		}
+		if g, ok := shortFlags[path.Base(s)]; ok {
+			f = &g
+			continue
+		}
+		switch {
+		case f == nil:
+		case s == f.flag && f.next && i+1 < len(out):
+			out[i+1] = envelope.Mask
+		case strings.HasPrefix(s, f.flag) && len(s) > len(f.flag):
+			out[i] = f.flag + envelope.Mask
+		}
+	}
 }

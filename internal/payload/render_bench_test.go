@@ -21,7 +21,7 @@ func BenchmarkShownOneMiB(b *testing.B) {
 		b.Fatal(err)
 	}
 	red := envelope.NewRedactor(nil, MaxShown)
-	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB(), "flat-list": flatListMiB(), "name-keys": nameKeysMiB()} {
+	for name, payload := range map[string][]byte{"json": jsonMiB(), "text": textMiB(), "tokens": tokensMiB(), "cdata": cdataMiB(), "flat-list": flatListMiB(), "name-keys": nameKeysMiB(), "one-string": oneStringMiB(), "json-lines": jsonLinesMiB(), "generic-keys": genericKeysMiB(), "echoes": echoesMiB()} {
 		b.Run(name, func(b *testing.B) {
 			var with, without time.Duration
 			for b.Loop() {
@@ -102,4 +102,35 @@ func nameKeysMiB() []byte {
 		fmt.Fprintf(&b, `"%dname":"pw",`, i)
 	}
 	return []byte(strings.TrimSuffix(b.String(), ",") + "}")
+}
+
+// oneStringMiB and jsonLinesMiB are JSON whose strings hold 1 MiB of
+// text: one string, and 1,000 JSON lines of 1 KiB. Their strings are read
+// within Sanitize's budget (a 1 MiB string took 8 s before it).
+func oneStringMiB() []byte {
+	b, _ := json.Marshal(map[string]any{"note": strings.Repeat("leave at the door a=b ", (1<<20)/22)})
+	return b
+}
+
+func jsonLinesMiB() []byte {
+	var lines []string
+	for range 1000 {
+		b, _ := json.Marshal(map[string]any{"n": strings.Repeat("leave at the door a=b ", 46)})
+		lines = append(lines, string(b))
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// genericKeysMiB and echoesMiB are the sixth pentest's cases: text in
+// which the detector finds a generic key every 21 bytes (it matched an
+// allowlist against the whole line for each: 9 s for 64 KiB on one
+// line), and a list of 47,000 values under a secret's name beside a long
+// string (each value looked for in the shown text by a pass of its own).
+func genericKeysMiB() []byte {
+	return []byte(strings.Repeat("api=Xk29fLq83vBz0PwA ", (1<<20)/21))
+}
+
+func echoesMiB() []byte {
+	k := (1 << 20) / 2 / 11
+	return []byte(`{"password":[` + strings.TrimSuffix(strings.Repeat(`"aaaaaaab",`, k), ",") + `],"note":"` + strings.Repeat("a", 1<<19) + `"}`)
 }
