@@ -97,14 +97,7 @@ func (o *options) build() error {
 	if err != nil {
 		return fmt.Errorf("CA certificates: %w", err)
 	}
-	labels := map[string]string{
-		"org.opencontainers.image.title":       "relay",
-		"org.opencontainers.image.description": "the single ingress stage in front of Kafka consumers: every record processed, rejected, quarantined or in a bounded retry tier, in the transaction that commits its offset",
-		"org.opencontainers.image.version":     o.version,
-		"org.opencontainers.image.revision":    o.revision,
-		"org.opencontainers.image.created":     created.Format(time.RFC3339),
-		"org.opencontainers.image.licenses":    "Apache-2.0",
-	}
+	labels := labelsOf(o.version, o.revision, created)
 
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	arches := make([]string, 0, len(o.bins))
@@ -301,4 +294,17 @@ func attach(p layout.Path, idx v1.ImageIndex, sbom []byte, created time.Time) er
 func digestOf(b []byte) v1.Hash {
 	sum := sha256.Sum256(b)
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// labelsOf are the image's OCI annotations and config labels; the
+// Dockerfile and docs/DEPLOYMENT.md list the same (a test checks).
+func labelsOf(version, revision string, created time.Time) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.title":       "relay",
+		"org.opencontainers.image.description": "the single ingress stage in front of Kafka consumers: every record processed, rejected, quarantined or in a bounded retry tier, in the transaction that commits its offset",
+		"org.opencontainers.image.version":     version,
+		"org.opencontainers.image.revision":    revision,
+		"org.opencontainers.image.created":     created.Format(time.RFC3339),
+		"org.opencontainers.image.licenses":    "Apache-2.0",
+	}
 }
