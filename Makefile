@@ -87,17 +87,19 @@ cluster: deps
 	scripts/stack/cluster.sh start
 	scripts/stack/cluster.sh wait
 
-## build: bin/relay for this machine, its version, commit and date from git (relay version)
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+## build: bin/relay for this machine, its version, commit and date as a release's are (scripts/version.sh)
+VERSION ?= $(shell bash -c '. scripts/version.sh && echo $$VERSION')
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u -d @$$(git log -1 --format=%ct 2>/dev/null || echo 0) +%Y-%m-%dT%H:%M:%SZ)
 build:
 	$(GO) build -ldflags "-X relay/internal/buildinfo.Version=$(VERSION) -X relay/internal/buildinfo.Commit=$(COMMIT) -X relay/internal/buildinfo.Date=$(DATE)" -o bin/relay ./cmd/relay
 
-## release: static, stripped, reproducible relay for linux/amd64 and linux/arm64 in dist/,
-## each checked by running `relay version` (arm64 under qemu-user), with SHA256SUMS
+## release: the whole release in dist/ (make release VERSION=x.y.z, or the tag vx.y.z on the commit):
+## static, stripped, reproducible relay for linux/amd64 and linux/arm64 (each run, arm64 under qemu-user),
+## the chart, the image with its SBOM, the release notes and SHA256SUMS, checked to name one version
+## (deploy/releasecheck). scripts/cut-release.sh x.y.z prepares the CHANGELOG and the chart first
 release:
-	scripts/release.sh
+	scripts/image.sh
 
 ## image: the release's binaries as a container image, built without a container engine:
 ## dist/oci (an OCI image layout, both architectures, SBOM attached) and a docker-load tarball per architecture

@@ -21,5 +21,15 @@ for a in "${arches[@]}"; do
   bins+=(-bin "$a=$out/relay-linux-$a")
 done
 first="$out/relay-linux-${arches[0]}"
-librdkafka="$(run_release "${arches[0]}" "$first" version | sed -n 's/^librdkafka: //p')"
-(cd deploy && go run ./image -version "$VERSION" -revision "$COMMIT" -librdkafka "$librdkafka" -out "$out" "${bins[@]}")
+# What is linked into relay, as relay says (librdkafka and the C libraries
+# its static build bundles, with their versions), for the SBOM.
+run_release "${arches[0]}" "$first" version -o json > "$out/relay-version.json"
+(cd deploy && go run ./image -version "$VERSION" -revision "$COMMIT" -linked "$out/relay-version.json" -out "$out" "${bins[@]}")
+
+# Every artefact, with its digest; then the check that they all name
+# VERSION and that the SBOM names every C library the librdkafka archive
+# links in (nm).
+(cd "$out" && sha256sum relay-linux-* relay-image-linux-*.tar "relay-$VERSION.tgz" RELEASE-NOTES.md > SHA256SUMS)
+kafka_dir="$(go list -m -f '{{.Dir}}' github.com/confluentinc/confluent-kafka-go/v2)"
+archive="$kafka_dir/kafka/librdkafka_vendor/librdkafka_musl_linux_${arches[0]}.a"
+(cd deploy && go run ./releasecheck -dist "$out" -version "$VERSION" -archive "$archive")

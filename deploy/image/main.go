@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "dist", "directory for oci/ (the image layout) and the docker-archive tarballs")
 	flag.StringVar(&o.certs, "ca-certificates", certPath, "the CA bundle to put in the image")
 	flag.StringVar(&o.repository, "repository", "relay", "the repository name of the docker-archive tags")
-	flag.StringVar(&o.librdkafka, "librdkafka", "", "the librdkafka version linked into relay (for the SBOM; relay version prints it)")
+	flag.StringVar(&o.linked, "linked", "", "what `relay version -o json` of the binary prints: the librdkafka and C libraries linked in, for the SBOM")
 	flag.Var(bins, "bin", "ARCH=FILE: the static relay for linux/ARCH (repeat for each architecture)")
 	flag.Parse()
 	o.bins = bins
@@ -81,13 +81,17 @@ func main() {
 }
 
 type options struct {
-	version, revision, out, certs, repository, librdkafka string
-	bins                                                  binaries
+	version, revision, out, certs, repository, linked string
+	bins                                              binaries
 }
 
 func (o *options) build() error {
-	if o.version == "" || o.librdkafka == "" || len(o.bins) == 0 {
-		return errors.New("-version, -librdkafka and at least one -bin are required")
+	if o.version == "" || o.linked == "" || len(o.bins) == 0 {
+		return errors.New("-version, -linked and at least one -bin are required")
+	}
+	linked, err := readLinked(o.linked, o.version)
+	if err != nil {
+		return err
 	}
 	created, err := sourceDate()
 	if err != nil {
@@ -122,7 +126,7 @@ func (o *options) build() error {
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
 		})
 		if sbom == nil {
-			if sbom, err = cycloneDX(o.bins[arch], o.version, o.librdkafka, created); err != nil {
+			if sbom, err = cycloneDX(o.bins[arch], o.version, linked, created); err != nil {
 				return err
 			}
 		}
