@@ -30,6 +30,7 @@ scripts/install.sh release "${arches[@]}"
 # shellcheck source=scripts/version.sh
 . scripts/version.sh
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
 
 say() { printf '[release.sh] %s\n' "$*"; }
 
@@ -101,7 +102,7 @@ fi
 say "relay-linux-$first builds to the same bytes twice"
 
 # The chart, at the same version (its appVersion names the image tag).
-chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "../$OUT")"
+chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "$OUT")"
 say "chart: $OUT/$(basename "$chart")"
 
 (cd "$OUT" && sha256sum relay-linux-* "$(basename "$chart")" RELEASE-NOTES.md > SHA256SUMS)
