@@ -42,8 +42,8 @@ var versionSymbols = map[string]string{
 func linkedBySymbols(nm string) []string {
 	var out []string
 	for _, line := range strings.Split(nm, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
+		f := strings.Fields(line) // address, type, name; U (undefined) has no address
+		if len(f) != 3 || f[1] == "U" || f[1] == "w" {
 			continue
 		}
 		if lib, ok := versionSymbols[f[len(f)-1]]; ok && !slices.Contains(out, lib) {
