@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
+.PHONY: signed demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -17,11 +17,17 @@ demo: deps
 
 ## test: everything — vet, lint, the alerting rules, unit tests, integration tests against the real broker,
 ## then the three-broker cluster's tests (started only then, so that it does not share the cores with the rest)
-test: deps up lint rules image
+test: deps up lint rules image signed
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 RELAY_TEST_IMAGE=$(CURDIR)/dist/oci \
 	  RELAY_AXE_JS="$$(scripts/tools/axe.sh path)" RELAY_TEST_REQUIRE_BROWSER=1 \
 	  $(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory test-cluster
+
+## signed: the release make image built, signed with a fresh key into an in-process registry (deploy/sign)
+## and verified by cosign's own code (cosign built from its module: scripts/tools/cosign.sh)
+signed:
+	cosign="$$(scripts/tools/cosign.sh path)" && cd deploy && RELAY_COSIGN="$$cosign" RELAY_TEST_REQUIRE_COSIGN=1 \
+	  RELAY_TEST_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestCosignVerifiesTheRelease$$' ./sign/
 
 ## test-cluster: the integration tests named TestCluster*, against the three-broker cluster (RF 3)
 test-cluster: cluster
