@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -26,7 +27,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "releasecheck: -version and -archive are required")
 		os.Exit(2)
 	}
-	syms, err := exec.Command("nm", "--defined-only", *archive).Output()
+	syms, err := exec.CommandContext(context.Background(), "nm", "--defined-only", *archive).Output()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "releasecheck: nm %s: %v\n", *archive, err)
 		os.Exit(1)
