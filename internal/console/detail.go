@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
@@ -73,11 +74,17 @@ func (s *Server) detail(w http.ResponseWriter, r *http.Request) {
 	d.History = d.Shown.History
 	if rec := full.Record; rec != nil && rec.Kept && r.Context().Err() == nil {
 		red := s.redactor()
-		d.Headers = shownHeaders(r.Context(), red, rec.Headers)
+		// One budget for the page: the headers may take half of it, the
+		// value the rest; what is not checked in time is left out.
+		page, cancel := context.WithTimeout(r.Context(), payload.PageBudget)
+		defer cancel()
+		headers, cancelHeaders := context.WithTimeout(page, payload.PageBudget/2)
+		d.Headers = shownHeaders(headers, red, rec.Headers)
+		cancelHeaders()
 		if r.Context().Err() != nil {
 			return
 		}
-		d.Payload, d.Decoded, d.Why = payload.Render(r.Context(), s.o.Registry, red, rec.Value)
+		d.Payload, d.Decoded, d.Why = payload.Render(page, s.o.Registry, red, rec.Value)
 	}
 	s.render(w, r, http.StatusOK, "detail", "Failure "+id, d)
 }
@@ -95,21 +102,28 @@ func shownHeaders(ctx context.Context, red *envelope.Redactor, hs []kafka.Header
 	var out []header
 	left := payload.MaxShown
 	for _, h := range hs {
-		if ctx.Err() != nil {
-			return out
+		key := h.Key
+		if len(key) > envelope.MaxName { // no name: cut, its value masked
+			end := envelope.MaxName
+			for end > 0 && !utf8.RuneStart(key[end]) {
+				end--
+			}
+			key = key[:end] + "…"
 		}
 		var v string
 		switch {
-		case envelope.SecretName(h.Key):
+		case envelope.SecretKey(h.Key):
 			v = envelope.Mask
+		case ctx.Err() != nil:
+			v = "(not shown: no time left to check it)"
 		case len(h.Value) > left:
 			left = 0
 			v = fmt.Sprintf("(%d bytes, not shown: the page shows %d bytes of header values in all)", len(h.Value), payload.MaxShown)
 		default:
 			left -= len(h.Value)
-			v = payload.Shown(red, h.Value)
+			v = payload.ShownCtx(ctx, red, h.Value)
 		}
-		out = append(out, header{h.Key, v})
+		out = append(out, header{key, v})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -243,6 +244,16 @@ func TestHeaderValuesShareOneBudget(t *testing.T) {
 	}
 	hs = append(hs, kafka.Header{Key: "x-api-key", Value: []byte("k-1234567890abcdef")})
 	got := shownHeaders(t.Context(), s.redactor(), hs)
+	// Out of time (the page's budget): the values not checked are not
+	// shown; a key longer than a name is cut, its value masked.
+	late, cancel := context.WithCancel(t.Context())
+	cancel()
+	long := strings.Repeat("k", 10000)
+	for _, h := range shownHeaders(late, s.redactor(), append(hs[:1:1], kafka.Header{Key: long, Value: []byte("v")})) {
+		if (h.Value != envelope.Mask && !strings.Contains(h.Value, "no time left")) || len(h.Key) > envelope.MaxName+len("…") {
+			t.Errorf("out of time: %.40s = %q", h.Key, h.Value)
+		}
+	}
 	shown := 0
 	for _, h := range got[:15] {
 		if !strings.Contains(h.Value, "not shown") {

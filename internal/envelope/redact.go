@@ -15,8 +15,8 @@ const Mask = "***"
 const (
 	// pass, auth and cred only where they are not passengers, compass,
 	// authors or credits.
-	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code|social[_.-]?security`
-	secretWords = `pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
+	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code|social[_.-]?security|sessid`
+	secretWords = `pw|pin|sig|sid|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
 	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*(?:[_.-]|%5b))?(?:` + secretWords + `)(?:[_.-]?code)?`
 	// sepRE is what stands between a name and its value: = : => and
 	// their percent-encoded forms, after the name's closing quote.
@@ -79,14 +79,15 @@ var builtin = []struct {
 	{regexp.MustCompile(`(?i)\b((?:password|pwd)\s*=)[^;"'\n]*;`), "${1}" + Mask + ";"},
 	// SQL: IDENTIFIED BY '…', [WITH] PASSWORD '…'; mysql -p…
 	{regexp.MustCompile(`(?i)\b(identified\s+by|password)(\s+)'(?:[^']|'')*'`), "${1}${2}'" + Mask + "'"},
-	{regexp.MustCompile(`(?i)(\bmysql(?:dump|admin)?\b[^\n]*?\s-p)[^\s'"]+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\bmysql(?:dump|admin)?\b[^\n]*?\s-p)(?:'[^']*'|"[^"]*"|[^\s'"]+)`), "${1}" + Mask},
 	// The short password flags of other commands: sshpass -p, redis-cli
 	// -a, ldapsearch (ldapmodify...) -w.
-	{regexp.MustCompile(`(?i)(\bsshpass\b[^\n]*?\s-p\s*)[^\s'"]+`), "${1}" + Mask},
-	{regexp.MustCompile(`(?i)(\bredis-cli\b[^\n]*?\s-a\s+)[^\s'"]+`), "${1}" + Mask},
-	{regexp.MustCompile(`(?i)(\bldap[a-z]*\b[^\n]*?\s-w\s*)[^\s'"]+`), "${1}" + Mask},
+	// Quoted or not (sshpass -p 'pw').
+	{regexp.MustCompile(`(?i)(\bsshpass\b[^\n]*?\s-p\s*)(?:'[^']*'|"[^"]*"|[^\s'"]+)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\bredis-cli\b[^\n]*?\s-a\s+)(?:'[^']*'|"[^"]*"|[^\s'"]+)`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\bldap[a-z]*\b[^\n]*?\s-w\s*)(?:'[^']*'|"[^"]*"|[^\s'"]+)`), "${1}" + Mask},
 	// .netrc: machine host login user password …
-	{regexp.MustCompile(`(?i)(\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+)\S+`), "${1}" + Mask},
+	{regexp.MustCompile(`(?i)(\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+)(?:"[^"]*"|'[^']*'|\S+)`), "${1}" + Mask},
 	// aws configure set aws_secret_access_key …
 	{regexp.MustCompile(`(?i)(\baws\s+configure\s+set\s+(?:` + nameRE + `)\s+)\S+`), "${1}" + Mask},
 	{regexp.MustCompile(`(?i)\b(` + nameRE + `)` + sepRE + `(?:\[[^\]]*\]|\{[^}]*\})`), "${1}${2}" + Mask},
@@ -115,14 +116,14 @@ var (
 
 // secretName matches the names of fields and headers that hold secrets:
 // any name with pass, secret, token, private, session, cred, auth,
-// cookie, pwd, bearer, signature, hmac, access key or security code in
+// cookie, pwd, bearer, signature, hmac, sessid, access key or security code in
 // it, any name that ends in key or keys (apiKey, privateKey,
-// signing_keys), and pw, pin, sig, otp, totp, hotp, ssn, cvv, cvc, iban
+// signing_keys), and pw, pin, sig, sid, otp, totp, hotp, ssn, cvv, cvc, iban
 // and salt as a word of their own (alone, after a separator, or a
 // capital: userPin, userPIN, PIN_CODE, otp_secret, cvv2).
 var (
 	secretName = regexp.MustCompile(`(?i)(?:` + secretStems + `|keys?$|(?:^|[_.-])(?:` + secretWords + `)(?:[_.-]?code)?(?:$|[_.-]))`)
-	secretWord = regexp.MustCompile(`(?:^|[a-z0-9])(?:Pw|PW|Pin|PIN|Sig|SIG|Otp|OTP|Totp|TOTP|Hotp|HOTP|Ssn|SSN|Cvv2?|CVV2?|Cvc2?|CVC2?|Iban|IBAN|Salt|SALT)(?:$|[A-Z0-9_.-])|^(?:pw|pin|sig|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt)[A-Z0-9]`)
+	secretWord = regexp.MustCompile(`(?:^|[a-z0-9])(?:Pw|PW|Pin|PIN|Sig|SIG|Sid|SID|Otp|OTP|Totp|TOTP|Hotp|HOTP|Ssn|SSN|Cvv2?|CVV2?|Cvc2?|CVC2?|Iban|IBAN|Salt|SALT)(?:$|[A-Z0-9_.-])|^(?:pw|pin|sig|sid|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt)[A-Z0-9]`)
 )
 
 // replaceNamed is re.ReplaceAllString(s, repl), but a match whose first
@@ -171,12 +172,26 @@ var notSecret = regexp.MustCompile(`(?i)(?:partition|routing|sort|foreign|idempo
 // benign says a name the patterns took for a secret's holds none.
 func benign(name string) bool { return notSecret.MatchString(name) && !SecretName(name) }
 
+// MaxName is the longest name SecretName reads: longer text is not a
+// field's or a header's name (and reading it cost a microsecond a byte,
+// for every value a structure asks about: seventh pentest).
+const MaxName = 256
+
 // SecretName says whether a field or header called name holds a secret:
-// what shows it masks its whole value.
+// what shows it masks its whole value. Text longer than MaxName is no
+// name: false.
 func SecretName(name string) bool {
+	if len(name) > MaxName {
+		return false
+	}
 	name = notSecret.ReplaceAllString(name, "")
 	return name != "" && (secretName.MatchString(name) || secretWord.MatchString(name))
 }
+
+// SecretKey says whether the value under key (a map's key, a header's)
+// is to be masked: a secret's name, or a key longer than MaxName, which
+// no name is (masked unread, failing closed).
+func SecretKey(key string) bool { return len(key) > MaxName || SecretName(key) }
 
 // Redactor removes secrets and personal data from error messages and bounds
 // their length. The zero value is not usable: use NewRedactor.

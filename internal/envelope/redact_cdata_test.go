@@ -20,3 +20,21 @@ func TestUnclosedCDATAIsMaskedToTheEnd(t *testing.T) {
 		t.Errorf("unclosed CDATA: %q, want everything after the first element masked", got)
 	}
 }
+
+// A name is at most MaxName bytes: longer text is no field's name (read as
+// one it cost a microsecond a byte, for every value a structure asked
+// about: seventh pentest), and a key that long has its value masked unread.
+func TestLongTextIsNoName(t *testing.T) {
+	long := strings.Repeat("password-", MaxName/9+1)
+	if SecretName(long) {
+		t.Error("text longer than MaxName taken for a secret's name")
+	}
+	if !SecretKey(long) || !SecretKey("db_password") || SecretKey("orderId") {
+		t.Errorf("SecretKey: long %v, db_password %v, orderId %v", SecretKey(long), SecretKey("db_password"), SecretKey("orderId"))
+	}
+	for _, n := range []string{"PHPSESSID", "connect.sid", "userSid"} {
+		if !SecretName(n) {
+			t.Errorf("%s is a session id's name", n)
+		}
+	}
+}

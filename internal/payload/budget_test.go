@@ -62,7 +62,7 @@ func TestSanitizeReadsStringsWithinItsBudget(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"n": strings.Repeat("leave at the door ", 57)})
 		lines = append(lines, string(b))
 	}
-	text, ok := jsonLines(red, []byte(strings.Join(lines, "\n")))
+	text, ok := jsonLines(t.Context(), red, []byte(strings.Join(lines, "\n")))
 	if !ok || len(text) > MaxShown+knownMargin+2<<10 {
 		t.Errorf("1,000 JSON lines of 1 KiB: %d bytes redacted, want what the page shows (%d) and a line", len(text), MaxShown+knownMargin)
 	}

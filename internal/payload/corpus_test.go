@@ -110,7 +110,22 @@ func TestDeepJSONIsShownAsText(t *testing.T) {
 	if out := Shown(red, []byte(fits)); strings.Contains(out, "x-deep-9") {
 		t.Fatalf("a document %d levels deep: its secret shown", maxNesting)
 	}
-	if n := nesting([]byte(`{"s": "[[[{{{", "a": [[1]]}`)); n != 3 {
-		t.Fatalf("nesting counted brackets in strings: %d, want 3", n)
+	inStrings := `{"s": "` + strings.Repeat("[", maxNesting+1) + `", "a": [[1]]}`
+	if !shapely([]byte(inStrings)) {
+		t.Fatal("brackets inside a string were counted")
+	}
+	// A megabyte of objects nested 63 deep indents to 300 MiB: text
+	// (seventh pentest: four views at once took the console past its
+	// memory limit). A megabyte of ordinary records stays structured.
+	var b strings.Builder
+	b.WriteString("[")
+	for b.Len() < 1<<20 {
+		b.WriteString(strings.Repeat(`{"":`, maxNesting-2) + "1" + strings.Repeat("}", maxNesting-2) + ",")
+	}
+	if wide := strings.TrimSuffix(b.String(), ",") + "]"; shapely([]byte(wide)) {
+		t.Error("a megabyte nested 62 deep was taken for structure")
+	}
+	if !shapely(jsonMiB()) {
+		t.Error("a megabyte of orders was not taken for structure")
 	}
 }

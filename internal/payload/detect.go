@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,11 @@ var detectString = func(d *detect.Detector, s string) []report.Finding { return 
 
 // maskKnown masks every secret of a known format in s: its bytes where
 // the detector found them, and the same secret wherever else it is.
-func maskKnown(s string) string {
+//
+// Past ctx's end, what the detector has not read is left out: the text up
+// to the chunk it would read next (a secret across that point is whole in
+// the chunk before, found and masked with it), then a note.
+func maskKnown(ctx context.Context, s string) string {
 	if !detectKnown || s == "" {
 		return s
 	}
@@ -71,7 +76,26 @@ func maskKnown(s string) string {
 	}
 	var spans [][2]int
 	var secrets []string
+	late := false
 	for start := 0; start < len(s); {
+		if ctx.Err() != nil {
+			// Shown up to start, and whole every secret found across it.
+			end := start
+			for _, sp := range spans {
+				if sp[0] < end && sp[1] > end {
+					end = sp[1]
+				}
+			}
+			s, late = s[:end], true
+			kept := spans[:0]
+			for _, sp := range spans {
+				if sp[1] <= end {
+					kept = append(kept, sp)
+				}
+			}
+			spans = kept
+			break
+		}
 		end := min(start+detectChunk+detectOverlap, len(s))
 		for end < len(s) && !utf8.RuneStart(s[end]) {
 			end--
@@ -98,14 +122,21 @@ func maskKnown(s string) string {
 		}
 		start = next
 	}
-	if len(spans) == 0 {
-		return s
+	note := ""
+	if late {
+		note = tooCostly
 	}
-	elsewhere, ok := occurrences(s, secrets, 8)
+	if len(spans) == 0 {
+		return s + note
+	}
+	// The safety step, after the deadline too: a second of its own.
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), maskGrace)
+	defer cancel()
+	elsewhere, ok := occurrences(grace, s, secrets, 8)
 	if !ok {
 		return envelope.Mask + " (a secret of a known format stands here too often to show the rest)"
 	}
-	return maskSpans(s, append(spans, elsewhere...))
+	return maskSpans(s, append(spans, elsewhere...)) + note
 }
 
 // spansOf are the byte ranges of s the findings cover, in order: from

@@ -27,13 +27,13 @@ func TestDetectorReadsShortChunks(t *testing.T) {
 	const token = "ghp_R8x2Kq7ZtV4mN1pW9sL3cY6bH0fJ5dG2aE8u"
 	for _, at := range []int{0, detectChunk - 20, detectChunk - 1, 3*detectChunk - len(token)/2, 60 << 10} {
 		text := strings.Repeat("x", at) + " " + token + " " + strings.Repeat("leave at the door ", (64<<10)/18)
-		if out := maskKnown(text[:64<<10]); strings.Contains(out, "ghp_") {
+		if out := maskKnown(t.Context(), text[:64<<10]); strings.Contains(out, "ghp_") {
 			t.Errorf("a token at byte %d: shown (%d bytes out)", at, len(out))
 		}
 	}
 	// Found by its context in one place (a generic key), masked where it
 	// stands alone too.
-	if out := maskKnown(`api = "Xk29fLq83vBz0PwAyT7w" and later Xk29fLq83vBz0PwAyT7w alone`); strings.Contains(out, "Xk29fLq83vBz0PwAyT7w") {
+	if out := maskKnown(t.Context(), `api = "Xk29fLq83vBz0PwAyT7w" and later Xk29fLq83vBz0PwAyT7w alone`); strings.Contains(out, "Xk29fLq83vBz0PwAyT7w") {
 		t.Errorf("the same secret elsewhere: %q", out)
 	}
 	if longest > detectChunk+detectOverlap {

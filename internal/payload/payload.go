@@ -49,18 +49,29 @@ func ForConfig(cfg *config.Config) func(ctx context.Context, v []byte) (string, 
 // redacted by red and by the detector of known secret formats (detect.go),
 // and cut at MaxShown after the redaction. why says why
 // it is shown raw.
+//
+// ctx's deadline bounds the redaction (PageBudget when it has none): what
+// is not checked by then is left out. Decoding has five seconds of its
+// own, not cut short by that deadline (the registry answers once for a
+// schema; relay caches it).
 func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v []byte) (text string, decoded bool, why string) {
 	if v == nil {
 		return "", false, "the record has no value (a tombstone)"
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, PageBudget)
+		defer cancel()
+	}
 	if reg != nil {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		dec, err := schema.Decode(c, reg, v)
 		if err == nil {
-			b, err := json.MarshalIndent(Sanitize(red, dec.Record), "", "  ")
+			w := newWalk(ctx, red)
+			b, err := json.MarshalIndent(w.at(dec.Record, 0), "", "  ")
 			if err == nil {
-				return known(maskEchoes(redactLines(red, shownLines(b)), echoes(dec.Record))), true, ""
+				return known(ctx, maskEchoes(ctx, redactLines(ctx, red, shownLines(b)), w.echoes)), true, ""
 			}
 			why = red.Redact(err.Error())
 		} else {
@@ -69,7 +80,7 @@ func Render(ctx context.Context, reg *schema.Client, red *envelope.Redactor, v [
 	} else {
 		why = "no schema registry configured"
 	}
-	return Shown(red, v), false, why
+	return ShownCtx(ctx, red, v), false, why
 }
 
 // shownLines is the lines of an indented JSON document, redacted by its
@@ -97,10 +108,10 @@ func shownLines(b []byte) []byte {
 }
 
 // shownText is the part of a text the display limit can show, with room
-// for what redaction removes (runs of spaces, secrets: four times the
+// for what redaction removes (runs of spaces, secrets: twice the
 // limit), cut at a space so that no secret is read in part.
 func shownText(s string) string {
-	const most = 4 * MaxShown
+	const most = 2 * MaxShown
 	if len(s) <= most {
 		return s
 	}
@@ -122,7 +133,7 @@ const knownMargin = 4 << 10
 // in what is shown of it, then cut. The detector reads only that (and a
 // margin): its time grows faster than the text with many findings, and
 // what is past the cut is not shown.
-func known(s string) string {
+func known(ctx context.Context, s string) string {
 	if len(s) > MaxShown+knownMargin {
 		end := MaxShown + knownMargin
 		for end > 0 && !utf8.RuneStart(s[end]) {
@@ -130,7 +141,7 @@ func known(s string) string {
 		}
 		s = s[:end]
 	}
-	return cut(maskKnown(s))
+	return cut(maskKnown(ctx, s))
 }
 
 // cut bounds what a page shows of a payload, after its redaction: a
@@ -159,24 +170,64 @@ func cut(s string) string {
 // shown, and the one that crosses it is cut at a space: redaction reads
 // about 4 µs a byte, and the page shows 64 KiB (a 1 MiB string took 8 s
 // a view).
-func Sanitize(red *envelope.Redactor, v any) any { return newWalk(red).at(v, 0) }
+func Sanitize(red *envelope.Redactor, v any) any { return newWalk(context.Background(), red).at(v, 0) }
 
 // sanitizeBudget is how many bytes of a decoded record's strings Sanitize
-// redacts: four times what a page shows, as for text (shownText).
-const sanitizeBudget = 4 * MaxShown
+// redacts: twice what a page shows, as for text (shownText).
+const sanitizeBudget = 2 * MaxShown
+
+// PageBudget is how long rendering a record (its value and its headers)
+// may take before what is not yet checked is left out, failing closed
+// (seventh pentest: 64 KiB of the detector's rule keywords took 7 s): the
+// console gives each failure page this much; Shown without a context
+// too.
+const PageBudget = 2 * time.Second
+
+// tooCostly ends what a render could check in its time.
+const tooCostly = "\n… (not shown: the rest took too long to check for secrets)"
 
 // notShown stands for a string past the budget.
 const notShown = "… (not shown: past what the page shows)"
 
-// walk is one record's sanitizing: the redactor, and the bytes of
-// strings it may still read.
+// walk is one record's sanitizing: the redactor, the bytes of strings it
+// may still read, its deadline (ctx), and the values it masked by their
+// names (echoes: masked wherever else they stand, in documents inside
+// strings and across JSON Lines too).
 type walk struct {
-	red  *envelope.Redactor
-	left int
+	ctx    context.Context
+	red    *envelope.Redactor
+	left   int
+	echoes []string
 }
 
-func newWalk(red *envelope.Redactor) *walk {
-	return &walk{red: red.Max(math.MaxInt), left: sanitizeBudget}
+func newWalk(ctx context.Context, red *envelope.Redactor) *walk {
+	return &walk{ctx: ctx, red: red.Max(math.MaxInt), left: sanitizeBudget}
+}
+
+// late says the render's time is up: what is not read yet is not shown.
+func (w *walk) late() bool { return w.ctx.Err() != nil }
+
+// masked is v masked by its name: its strings are echoes.
+func (w *walk) masked(v any) string {
+	var all func(any)
+	all = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if len(x) >= minEcho {
+				w.echoes = append(w.echoes, x)
+			}
+		case map[string]any:
+			for _, e := range x {
+				all(e)
+			}
+		case []any:
+			for _, e := range x {
+				all(e)
+			}
+		}
+	}
+	all(v)
+	return envelope.Mask
 }
 
 // take spends the budget on s: s itself when it fits, the part of it
@@ -289,18 +340,20 @@ func (w *walk) at(v any, depth int) any {
 		// In the order the page shows them (encoding/json sorts keys):
 		// the budget goes to what is shown first.
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if envelope.SecretName(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] || (jwk && slices.Contains(jwkPrivate, k)) {
-				out[k] = envelope.Mask
+			if envelope.SecretKey(k) || (pairSecret && slices.Contains(pairValues, strings.ToLower(k))) || secretOf[k] || (jwk && slices.Contains(jwkPrivate, k)) {
+				out[k] = w.masked(x[k])
 				continue
 			}
 			out[k] = w.at(x[k], depth)
 		}
-		// A container's command and its args: ["mysqldump"], ["-p…"].
-		if cmd, ok := x["command"].([]any); ok {
-			if args, ok := x["args"].([]any); ok {
-				if o, ok := out["args"].([]any); ok && len(o) == len(args) {
-					maskShortFlags(args, o, commandIn(cmd))
-				}
+		// A container's command and its arguments: Kubernetes' command
+		// and args, Docker's Path and Args or Entrypoint and Cmd, ECS's
+		// entryPoint and command: ["mysqldump"], ["-p…"].
+		for _, c := range commandKeys {
+			args, _ := x[c[1]].([]any)
+			o, _ := out[c[1]].([]any)
+			if f := commandIn(asList(x[c[0]])); f != nil && args != nil && len(o) == len(args) {
+				w.maskShortFlags(args, o, f)
 			}
 		}
 		return out
@@ -319,14 +372,17 @@ func (w *walk) at(v any, depth int) any {
 			}
 			flag := strings.TrimLeft(name, "-")
 			if (len(x) == 2 || (flat && i%2 == 0) || (flag != name && !strings.Contains(flag, "="))) && envelope.SecretName(flag) {
-				out[i+1] = envelope.Mask
+				out[i+1] = w.masked(x[i+1])
 			}
 		}
-		maskShortFlags(x, out, nil)
+		w.maskShortFlags(x, out, nil)
 		return out
 	case []byte:
 		return w.bytes(x)
 	case string:
+		if w.late() {
+			return notShown
+		}
 		part, whole := w.take(x)
 		switch {
 		case part == "":
@@ -348,7 +404,7 @@ func (w *walk) at(v any, depth int) any {
 					return notShown
 				}
 				w.left -= len(b)
-				return red.Redact(string(b))
+				return maskEchoes(w.ctx, red.Redact(string(b)), w.echoes)
 			}
 		}
 		if masked, ok := w.probeBase64(x, depth); ok {
@@ -372,14 +428,17 @@ func (w *walk) bytes(b []byte) any {
 		return fmt.Sprintf("(%d bytes, not shown: past what the page shows)", len(b))
 	}
 	w.left -= len(b)
-	return Shown(w.red, b)
+	if w.late() {
+		return fmt.Sprintf("(%d bytes, not shown: no time left to check them)", len(b))
+	}
+	return ShownCtx(w.ctx, w.red, b)
 }
 
 // jsonTree parses b when it is a JSON object or array (numbers kept as
 // they were written).
 func jsonTree(b []byte) (any, bool) {
 	s := bytes.TrimSpace(b)
-	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || nesting(s) > maxNesting || !json.Valid(s) {
+	if len(s) == 0 || (s[0] != '{' && s[0] != '[') || !shapely(s) || !json.Valid(s) {
 		return nil, false
 	}
 	d := json.NewDecoder(bytes.NewReader(s))
@@ -396,10 +455,17 @@ func jsonTree(b []byte) (any, bool) {
 // can be that). A deeper one is shown as text, redacted by pattern.
 const maxNesting = 64
 
-// nesting is the deepest nesting of objects and arrays in the JSON text
-// b, strings skipped.
-func nesting(b []byte) int {
-	depth, most, inString, escaped := 0, 0, false, false
+// maxIndented bounds the size of a JSON document indented for the page:
+// a megabyte of objects nested 63 deep ({"":{"":…}}) indented to 300 MiB,
+// and four views at once took the console past its memory limit (seventh
+// pentest). Such a document is shown as text, redacted by pattern.
+const maxIndented = 8 << 20
+
+// shapely says whether the JSON text b nests at most maxNesting deep and
+// indents to at most maxIndented bytes (two spaces a level on every line
+// of an element), strings skipped.
+func shapely(b []byte) bool {
+	depth, indented, inString, escaped := 0, len(b), false, false
 	for _, c := range b {
 		switch {
 		case escaped:
@@ -411,25 +477,38 @@ func nesting(b []byte) int {
 		case inString:
 		case c == '{' || c == '[':
 			depth++
-			most = max(most, depth)
+			if depth > maxNesting {
+				return false
+			}
+			indented += 2*depth + 1
+		case c == ',':
+			indented += 2*depth + 1
 		case c == '}' || c == ']':
 			depth--
+			indented += 2*max(depth, 0) + 1
+		}
+		if indented > maxIndented {
+			return false
 		}
 	}
-	return most
+	return true
 }
 
 // jsonLines redacts JSON Lines (one document a line) by structure, each
 // line on its own; ok is false unless every line that is not blank is a
 // JSON object or array.
-func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
+func jsonLines(ctx context.Context, red *envelope.Redactor, b []byte) (string, bool) {
 	red = red.Max(math.MaxInt) // cut once, after everything (known)
-	w := newWalk(red)          // one budget for every line
+	w := newWalk(ctx, red)     // one budget for every line, and their echoes
 	var out []string
 	shown := 0
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if shown > MaxShown+knownMargin {
 			break // past what the page shows (known cuts there)
+		}
+		if w.late() {
+			out = append(out, tooCostly)
+			break
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -442,17 +521,21 @@ func jsonLines(red *envelope.Redactor, b []byte) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		out = append(out, maskEchoes(red.Redact(string(j)), echoes(tree)))
+		out = append(out, red.Redact(string(j)))
 		shown += len(out[len(out)-1]) + 1
 	}
-	return strings.Join(out, "\n"), len(out) > 1
+	return maskEchoes(ctx, strings.Join(out, "\n"), w.echoes), len(out) > 1
 }
 
 // redactLines redacts each line of a JSON document, keeping its layout.
-func redactLines(red *envelope.Redactor, b []byte) string {
+func redactLines(ctx context.Context, red *envelope.Redactor, b []byte) string {
 	red = red.Max(math.MaxInt) // cut once, after everything (known)
 	var out bytes.Buffer
 	for i, line := range bytes.Split(b, []byte("\n")) {
+		if ctx.Err() != nil {
+			out.WriteString(tooCostly)
+			break
+		}
 		if i > 0 {
 			out.WriteByte('\n')
 		}
@@ -469,6 +552,14 @@ func redactLines(red *envelope.Redactor, b []byte) string {
 // schema id): a secret in binary is out of reach of every redaction
 // pattern, which needs the field's name beside it.
 func Shown(red *envelope.Redactor, b []byte) string {
+	ctx, cancel := context.WithTimeout(context.Background(), PageBudget)
+	defer cancel()
+	return ShownCtx(ctx, red, b)
+}
+
+// ShownCtx is Shown with ctx's deadline as its budget: what is not checked
+// by then is left out.
+func ShownCtx(ctx context.Context, red *envelope.Redactor, b []byte) string {
 	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
 		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a byte order mark
 		var quoted string
@@ -481,18 +572,23 @@ func Shown(red *envelope.Redactor, b []byte) string {
 			// JSON is redacted by its structure: a value under a secret's
 			// name is masked whole, whatever it is (a string of several
 			// words, an array, an object).
-			if out, err := json.MarshalIndent(Sanitize(red, tree), "", "  "); err == nil {
-				return known(maskEchoes(redactLines(red, shownLines(out)), echoes(tree)))
+			w := newWalk(ctx, red)
+			if out, err := json.MarshalIndent(w.at(tree, 0), "", "  "); err == nil {
+				return known(ctx, maskEchoes(ctx, redactLines(ctx, red, shownLines(out)), w.echoes))
 			}
 		}
-		if lines, ok := jsonLines(red, b); ok {
-			return known(lines)
+		if lines, ok := jsonLines(ctx, red, b); ok {
+			return known(ctx, lines)
 		}
 		text, wide := shownText(yamlBlocks(string(b))), red.Max(MaxShown+knownMargin)
-		if masked, ok := (&walk{red: wide, left: sanitizeBudget}).probeBase64(text, 0); ok {
-			return known(masked)
+		w := &walk{ctx: ctx, red: wide, left: sanitizeBudget}
+		if masked, ok := w.probeBase64(text, 0); ok {
+			return known(ctx, masked)
 		}
-		return known(wide.Redact(text))
+		if ctx.Err() != nil {
+			return strings.TrimPrefix(tooCostly, "\n")
+		}
+		return known(ctx, wide.Redact(text))
 	}
 	return fmt.Sprintf("(%d bytes of binary, not shown; they begin % x)", len(b), b[:min(len(b), 5)])
 }

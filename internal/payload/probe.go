@@ -2,11 +2,11 @@ package payload
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 
 	"relay/internal/envelope"
@@ -37,6 +37,9 @@ func decode64(s string) ([]byte, bool) {
 // holds a secret: JSON whose redaction masks something, text the
 // patterns redact, or DER.
 func (w *walk) secretIn64(s string, depth int) bool {
+	if w.late() {
+		return true // not checked: masked
+	}
 	red := w.red
 	b, ok := decode64(s)
 	if !ok || len(b) < 16 {
@@ -147,56 +150,10 @@ func isDER(b []byte) bool {
 // wherever else it is shown.
 const minEcho = 8
 
-// echoes are the values of v masked by their names: under a secret's
-// name, beside one in a name/value pair or a --flag.
-func echoes(v any) []string {
-	var out []string
-	var all func(any)
-	all = func(v any) { // every string below a masked name
-		switch x := v.(type) {
-		case string:
-			if len(x) >= minEcho {
-				out = append(out, x)
-			}
-		case map[string]any:
-			for _, e := range x {
-				all(e)
-			}
-		case []any:
-			for _, e := range x {
-				all(e)
-			}
-		}
-	}
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			pair, of := pairOf(x)
-			for k, e := range x {
-				if envelope.SecretName(k) || (pair && slices.Contains(pairValues, strings.ToLower(k))) || of[k] {
-					all(e)
-				} else {
-					walk(e)
-				}
-			}
-		case []any:
-			for i, e := range x {
-				if name, ok := e.(string); ok && i+1 < len(x) && envelope.SecretName(strings.TrimLeft(name, "-")) {
-					all(x[i+1])
-				}
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	return out
-}
-
 // maskEchoes masks in s every value of vals, as is and JSON-escaped, in
 // one pass; a value found in it more than maxOccurrences times leaves
 // nothing of s to show.
-func maskEchoes(s string, vals []string) string {
+func maskEchoes(ctx context.Context, s string, vals []string) string {
 	all := make([]string, 0, len(vals))
 	for _, v := range vals {
 		all = append(all, v)
@@ -206,9 +163,12 @@ func maskEchoes(s string, vals []string) string {
 			}
 		}
 	}
-	spans, ok := occurrences(s, all, minEcho)
+	// The safety step, after the deadline too: a second of its own.
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), maskGrace)
+	defer cancel()
+	spans, ok := occurrences(grace, s, all, minEcho)
 	if !ok {
-		return envelope.Mask + " (a value masked by its name stands here too often to show the rest)"
+		return envelope.Mask + " (a value masked by its name stands here too often, or took too long to look for, to show the rest)"
 	}
 	return maskSpans(s, spans)
 }
@@ -228,6 +188,22 @@ var shortFlags = map[string]shortFlag{
 	"ldapsearch": {"-w", true}, "ldapmodify": {"-w", true}, "ldapadd": {"-w", true}, "ldapdelete": {"-w", true}, "ldappasswd": {"-w", true}, "ldapwhoami": {"-w", true},
 }
 
+// commandKeys are the keys of a command and its arguments in a container's
+// description: Kubernetes', Docker's (inspect: Path and Args; config:
+// Entrypoint and Cmd) and ECS's.
+var commandKeys = [][2]string{{"command", "args"}, {"Path", "Args"}, {"Entrypoint", "Cmd"}, {"entryPoint", "command"}}
+
+// asList is v as a list of arguments: a list, or one string.
+func asList(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		return x
+	case string:
+		return []any{x}
+	}
+	return nil
+}
+
 // commandIn is the password flag of the first command of args that has
 // one, nil when none does.
 func commandIn(args []any) *shortFlag {
@@ -245,7 +221,7 @@ func commandIn(args []any) *shortFlag {
 // password flag in an argument list (a container's command, an exec
 // event): ["mysqldump", "-uroot", "-p…"]. f is the command's flag when it
 // came before args (a container's command); else the list names it.
-func maskShortFlags(args, out []any, f *shortFlag) {
+func (w *walk) maskShortFlags(args, out []any, f *shortFlag) {
 	for i, e := range args {
 		s, ok := e.(string)
 		if !ok {
@@ -258,9 +234,9 @@ func maskShortFlags(args, out []any, f *shortFlag) {
 		switch {
 		case f == nil:
 		case s == f.flag && f.next && i+1 < len(out):
-			out[i+1] = envelope.Mask
+			out[i+1] = w.masked(args[i+1])
 		case strings.HasPrefix(s, f.flag) && len(s) > len(f.flag):
-			out[i] = f.flag + envelope.Mask
+			out[i] = f.flag + w.masked(strings.Trim(s[len(f.flag):], `'"`))
 		}
 	}
 }

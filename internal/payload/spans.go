@@ -1,9 +1,11 @@
 package payload
 
 import (
+	"context"
 	"index/suffixarray"
 	"slices"
 	"strings"
+	"time"
 
 	"relay/internal/envelope"
 )
@@ -33,6 +35,12 @@ func maskSpans(s string, spans [][2]int) string {
 	return b.String()
 }
 
+// maskGrace is how long masking the values found (echoes, secrets found
+// elsewhere) may take once a render's time is up: the step that keeps a
+// value found in one place from showing in another runs to its end, or
+// nothing is shown.
+const maskGrace = time.Second
+
 // maxOccurrences bounds how often one value is looked for in a text;
 // past it the text is not shown (a value masked by its name, a thousand
 // times over in one page, is no page to read).
@@ -43,7 +51,9 @@ const maxOccurrences = 4096
 // index of s: a pass over s for each value made thousands of values
 // quadratic (sixth pentest: 47,000 echoes of a password list, 7.7 s).
 // ok is false when a value occurs more than maxOccurrences times.
-func occurrences(s string, vals []string, minLen int) (spans [][2]int, ok bool) {
+//
+// It stops, ok false, when ctx ends.
+func occurrences(ctx context.Context, s string, vals []string, minLen int) (spans [][2]int, ok bool) {
 	if len(vals) == 0 || s == "" {
 		return nil, true
 	}
@@ -53,6 +63,9 @@ func occurrences(s string, vals []string, minLen int) (spans [][2]int, ok bool) 
 	for _, v := range vals {
 		if len(v) < minLen || len(v) > len(s) || seen[v] {
 			continue
+		}
+		if ctx.Err() != nil {
+			return nil, false
 		}
 		seen[v] = true
 		if idx == nil {
