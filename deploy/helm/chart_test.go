@@ -10,6 +10,7 @@ package helm_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -481,8 +482,24 @@ func TestChartOptionalObjects(t *testing.T) {
 	if err := yaml.Unmarshal(alerts, &want); err != nil {
 		t.Fatal(err)
 	}
+	// ... its runbook links at the base the values give, without the
+	// alert they disable.
+	for _, g := range want.Groups {
+		var kept []any
+		for _, rl := range g["rules"].([]any) {
+			rm := rl.(map[string]any)
+			if rm["alert"] == "RelayAuditBehind" {
+				continue
+			}
+			if a, ok := rm["annotations"].(map[string]any); ok && a["runbook_url"] != nil {
+				a["runbook_url"] = strings.Replace(a["runbook_url"].(string), "https://relay.invalid/docs/RUNBOOK.md", "https://git.example/platform/relay/blob/v0.7.0/docs/RUNBOOK.md", 1)
+			}
+			kept = append(kept, rm)
+		}
+		g["rules"] = kept
+	}
 	if !reflect.DeepEqual(r.rules[0].Spec.Groups, want.Groups) {
-		t.Error("the PrometheusRule's groups differ from files/relay-alerts.yml")
+		t.Error("the PrometheusRule's groups differ from files/relay-alerts.yml with the values' runbook base, less RelayAuditBehind")
 	}
 	// The dashboard ConfigMap holds the dashboard, byte for byte.
 	dash, err := os.ReadFile(filepath.Join(chartDir, "files", "relay-dashboard.json"))
@@ -679,6 +696,9 @@ func TestChartRefuses(t *testing.T) {
 			v["sourcePartitions"] = map[string]any{"orders": 3}
 			v["relay"].(map[string]any)["env"] = map[string]any{"RELAY_OUTPUT_RETENTION": "7 days"}
 		}, "RELAY_OUTPUT_RETENTION: \"7 days\" is not a duration"},
+		{"an alert that is not relay's disabled", func(v map[string]any) {
+			v["prometheusRule"] = map[string]any{"enabled": true, "disabled": map[string]any{"RelayAuditBehnd": true}}
+		}, "prometheusRule.disabled: RelayAuditBehnd is not one of relay's alerts"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := valuesFile(t, "minimal.yaml")
@@ -759,5 +779,36 @@ func TestConsoleMetricsPort(t *testing.T) {
 	}
 	if strings.Join(rules, ",") != "console,http" {
 		t.Errorf("the console's NetworkPolicy admits ports %v, want console (the ingress controller) and http (Prometheus)", rules)
+	}
+}
+
+// By default the PrometheusRule links to no placeholder host: without a
+// runbook base, its alerts carry no runbook_url (they carried
+// relay.invalid links); every severity is critical or warning.
+func TestPrometheusRuleDefaults(t *testing.T) {
+	v := valuesFile(t, "minimal.yaml")
+	v["prometheusRule"] = map[string]any{"enabled": true}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r.rules[0].Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "relay.invalid") || strings.Contains(string(b), "runbook_url") {
+		t.Errorf("the default PrometheusRule links somewhere: %.300s", b)
+	}
+	n := 0
+	for _, g := range r.rules[0].Spec.Groups {
+		for _, rl := range g["rules"].([]any) {
+			if sev := rl.(map[string]any)["labels"].(map[string]any)["severity"]; sev != "critical" && sev != "warning" {
+				t.Errorf("%v: severity %v", rl.(map[string]any)["alert"], sev)
+			}
+			n++
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d alerts, want every one of relay's", n)
 	}
 }
