@@ -110,6 +110,7 @@ func shownHeaders(ctx context.Context, red *envelope.Redactor, hs []kafka.Header
 			}
 			key = key[:end] + "…"
 		}
+		key = red.Redact(key) // a key may hold a secret too (x-debug password=…)
 		var v string
 		switch {
 		case envelope.SecretKey(h.Key):

@@ -68,3 +68,37 @@ func TestARenderOutOfTimeShowsNoSecret(t *testing.T) {
 		t.Errorf("JSON, out of time at once: %q", out)
 	}
 }
+
+// A secret the detector finds only where its label is (Password for …:)
+// is masked where it stands unlabelled too; a render out of time before
+// the detector has read that far shows nothing, not the unlabelled one
+// (eighth pentest: it showed the chunks it had read).
+func TestOutOfTimeTheDetectorShowsNothing(t *testing.T) {
+	red := envelope.NewRedactor(nil, MaxShown)
+	const secret = "Zq8vN3kLm2Xp9Yt7Ws4R"
+	text := "ticket 4711: customer pasted the staging DB password, it is " + secret + " please rotate\n" +
+		strings.Repeat("notes about the ticket, nothing secret here. ", 60) + "\nPassword for the staging db: " + secret + "\n"
+	if out := Shown(red, []byte(text)); strings.Contains(out, secret) {
+		t.Fatalf("in time, the secret is shown:\n%s", out)
+	}
+	for n := int64(0); n < 40; n++ {
+		if out := ShownCtx(after(n), red, []byte(text)); strings.Contains(out, secret) {
+			t.Fatalf("out of time after %d checks, the secret is shown:\n%s", n, out)
+		}
+	}
+}
+
+// JSON Lines are read as far as the page shows them, a line too: one
+// line of a megabyte was redacted whole, and every empty string in it
+// became a note 41 bytes long (eighth pentest: 52 s a view).
+func TestJSONLinesReadAsFarAsThePageShows(t *testing.T) {
+	red := envelope.NewRedactor(nil, MaxShown)
+	long := "[" + strings.TrimSuffix(strings.Repeat(`"",`, (1<<20)/3), ",") + "]\n[]"
+	text, ok := jsonLines(t.Context(), red, []byte(long))
+	if !ok || len(text) > MaxShown+knownMargin+1 {
+		t.Errorf("a 1 MiB line: %d bytes read (ok %v), want at most %d", len(text), ok, MaxShown+knownMargin)
+	}
+	if strings.Contains(text, notShown) || !strings.HasPrefix(text, `["","",`) {
+		t.Errorf("empty strings became notes: %.80q", text)
+	}
+}
