@@ -35,7 +35,8 @@ LABEL org.opencontainers.image.title="relay" \
       org.opencontainers.image.description="the single ingress stage in front of Kafka consumers: every record processed, rejected, quarantined or in a bounded retry tier, in the transaction that commits its offset" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${COMMIT}" \
-      org.opencontainers.image.created="${DATE}"
+      org.opencontainers.image.created="${DATE}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/ /
 ENV PATH=/usr/local/bin SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532

@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
+.PHONY: signed demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -17,11 +17,17 @@ demo: deps
 
 ## test: everything — vet, lint, the alerting rules, unit tests, integration tests against the real broker,
 ## then the three-broker cluster's tests (started only then, so that it does not share the cores with the rest)
-test: deps up lint rules image
+test: deps up lint rules image signed
 	RELAY_PROMTOOL="$$($(PROMTOOL_PATH))" RELAY_TEST_REQUIRE_BROKER=1 RELAY_TEST_IMAGE=$(CURDIR)/dist/oci \
 	  RELAY_AXE_JS="$$(scripts/tools/axe.sh path)" RELAY_TEST_REQUIRE_BROWSER=1 \
 	  $(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory test-cluster
+
+## signed: the release make image built, signed with a fresh key into an in-process registry (deploy/sign)
+## and verified by cosign's own code (cosign built from its module: scripts/tools/cosign.sh)
+signed:
+	cosign="$$(scripts/tools/cosign.sh path)" && cd deploy && RELAY_COSIGN="$$cosign" RELAY_TEST_REQUIRE_COSIGN=1 \
+	  RELAY_TEST_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestCosignVerifiesTheRelease$$' ./sign/
 
 ## test-cluster: the integration tests named TestCluster*, against the three-broker cluster (RF 3)
 test-cluster: cluster
@@ -87,17 +93,19 @@ cluster: deps
 	scripts/stack/cluster.sh start
 	scripts/stack/cluster.sh wait
 
-## build: bin/relay for this machine, its version, commit and date from git (relay version)
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+## build: bin/relay for this machine, its version, commit and date as a release's are (scripts/version.sh)
+VERSION ?= $(shell bash -c '. scripts/version.sh && echo $$VERSION')
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u -d @$$(git log -1 --format=%ct 2>/dev/null || echo 0) +%Y-%m-%dT%H:%M:%SZ)
 build:
 	$(GO) build -ldflags "-X relay/internal/buildinfo.Version=$(VERSION) -X relay/internal/buildinfo.Commit=$(COMMIT) -X relay/internal/buildinfo.Date=$(DATE)" -o bin/relay ./cmd/relay
 
-## release: static, stripped, reproducible relay for linux/amd64 and linux/arm64 in dist/,
-## each checked by running `relay version` (arm64 under qemu-user), with SHA256SUMS
+## release: the whole release in dist/ (make release VERSION=x.y.z, or the tag vx.y.z on the commit):
+## static, stripped, reproducible relay for linux/amd64 and linux/arm64 (each run, arm64 under qemu-user),
+## the chart, the image with its SBOM, the release notes and SHA256SUMS, checked to name one version
+## (deploy/releasecheck). scripts/cut-release.sh x.y.z prepares the CHANGELOG and the chart first
 release:
-	scripts/release.sh
+	scripts/image.sh
 
 ## image: the release's binaries as a container image, built without a container engine:
 ## dist/oci (an OCI image layout, both architectures, SBOM attached) and a docker-load tarball per architecture

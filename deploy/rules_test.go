@@ -23,9 +23,9 @@ const (
 	runbookURL = "https://relay.invalid/docs/RUNBOOK.md#"
 )
 
-// severities are the values of the severity label: page someone, or open
-// a ticket.
-var severities = []string{"page", "ticket"}
+// severities are the values of the severity label, as monitoring mixins
+// name them: wake someone, or work on it in working hours.
+var severities = []string{"critical", "warning"}
 
 type rule struct {
 	Alert       string            `yaml:"alert"`

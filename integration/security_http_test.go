@@ -157,6 +157,9 @@ func TestRegistryOverTLSWithClientCertificateAndPassword(t *testing.T) {
 	want := produceRecs(t, s.src.topic, []rec{{key: []byte("a"), value: v3("a1"), want: "output"}, {key: []byte("b"), value: v3("b1"), want: "output"}})
 	waitCaughtUp(t, s.group, s.src.topic, 1, 60*time.Second)
 	waitHTTP(t, "http://"+httpAddr+"/readyz", http.StatusOK, "ok", 30*time.Second)
+	// The loop has gone round: the startup probe's endpoint passes (it
+	// did not before: TestEndpoints).
+	waitHTTP(t, "http://"+httpAddr+"/startupz", http.StatusOK, "ok", 5*time.Second)
 
 	// The registry's password changes; relay's file still has the old one.
 	// A record whose schema id relay has not looked up yet (version 2)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make release: relay as static, stripped, reproducible Linux binaries, for
-# amd64 and arm64, and its Helm chart at the same version (deploy/chartpkg),
-# in dist/ with their SHA256SUMS.
+# relay as static, stripped, reproducible Linux binaries, for amd64 and
+# arm64, its Helm chart at the same version (deploy/chartpkg) and its
+# release notes (CHANGELOG.md's section), in dist/ with their SHA256SUMS.
+# scripts/image.sh (make image, make release) runs it first.
 #
 # Static: librdkafka is the musl build that confluent-kafka-go bundles
 # (-tags musl), linked with Debian's musl-gcc (amd64) or the aarch64 cross
@@ -29,8 +30,33 @@ scripts/install.sh release "${arches[@]}"
 # shellcheck source=scripts/version.sh
 . scripts/version.sh
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
 
 say() { printf '[release.sh] %s\n' "$*"; }
+
+# The release notes: CHANGELOG.md's section of VERSION; a pre-release
+# (0.7.0-dev.g…) has the unreleased changes. A release without its own
+# section in the CHANGELOG, or whose chart says another version, is not
+# cut: scripts/cut-release.sh prepares both.
+section="$VERSION"
+if [[ "$VERSION" == *-* ]]; then
+  section=Unreleased
+elif ! grep -q "^## \[$VERSION\]" CHANGELOG.md; then
+  echo "release.sh: CHANGELOG.md has no section ## [$VERSION]: run scripts/cut-release.sh $VERSION (it moves [Unreleased] there and sets the chart's version), commit, then release" >&2
+  exit 2
+elif ! grep -qx "version: $VERSION" deploy/helm/relay/Chart.yaml; then
+  echo "release.sh: deploy/helm/relay/Chart.yaml is not at version $VERSION: run scripts/cut-release.sh $VERSION" >&2
+  exit 2
+fi
+{
+  if [[ "$section" == Unreleased ]]; then
+    echo "# relay $VERSION (a pre-release: the changes since the last release)"
+  else
+    echo "# relay $VERSION"
+  fi
+  awk -v h="## [$section]" 'index($0, h) == 1 { on = 1; next } on && /^## \[/ { exit } on' CHANGELOG.md
+} > "$OUT/RELEASE-NOTES.md"
+say "release notes: $OUT/RELEASE-NOTES.md ($(wc -l < "$OUT/RELEASE-NOTES.md") lines, from CHANGELOG.md's [$section])"
 
 # build ARCH FILE: one static binary.
 build() {
@@ -76,9 +102,9 @@ fi
 say "relay-linux-$first builds to the same bytes twice"
 
 # The chart, at the same version (its appVersion names the image tag).
-chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "../$OUT")"
+chart="$(cd deploy && go run ./chartpkg -version "$VERSION" -out "$OUT")"
 say "chart: $OUT/$(basename "$chart")"
 
-(cd "$OUT" && sha256sum relay-linux-* "$(basename "$chart")" > SHA256SUMS)
+(cd "$OUT" && sha256sum relay-linux-* "$(basename "$chart")" RELEASE-NOTES.md > SHA256SUMS)
 say "$OUT/SHA256SUMS:"
 sed 's/^/  /' "$OUT/SHA256SUMS"

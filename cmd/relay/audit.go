@@ -26,28 +26,13 @@ func (a *app) auditCmd() *cobra.Command {
 	al := &auditLine{o: audit.Options{Partition: -1}}
 	c := &cobra.Command{
 		Use:   "audit --source TOPIC [window] [options]",
-		Short: "account for every source offset of a window: exit 1 on anything lost, duplicated or misrouted",
+		Short: "account for every source offset of a window: exit 1 on a record lost, duplicated, misrouted or stuck, 3 on no verdict",
 		Long:  audit.Help,
 		RunE: func(c *cobra.Command, args []string) error {
 			return cli.Status(a.audit(c.Context(), al, args, time.Now()))
 		},
 	}
-	fs := c.Flags()
-	fs.StringVar(&al.o.Source, "source", "", "the source topic (required; one of RELAY_SOURCE_TOPICS)")
-	fs.StringVar(&al.l.From, "from", "", "window start: an RFC 3339 time, or a duration ago (24h)")
-	fs.StringVar(&al.l.To, "to", "", "window end (exclusive): an RFC 3339 time, or a duration ago")
-	fs.StringVar(&al.l.FromOffsets, "from-offsets", "", "window start per partition: PARTITION:OFFSET,...")
-	fs.StringVar(&al.l.ToOffsets, "to-offsets", "", "window end per partition (exclusive): PARTITION:OFFSET,...")
-	fs.Int32Var(&al.o.Partition, "partition", -1, "audit this source partition only")
-	fs.BoolVar(&al.o.Cursor, "cursor", false, "start at the audit's cursor (group RELAY_GROUP_ID.audit's committed offsets; --from where a partition has none yet, else its log start) and end at the cut; then move the cursor past every record judged final")
-	fs.IntVar(&al.o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
-	fs.StringVar(&al.l.MaxMemory, "max-memory", "96MiB", "the most audit state held at once (6 bytes per source offset of the window): partitions are audited in batches that fit; one partition that does not fit stops the audit (exit 3). A batch's quarantined failures have as much again (133 bytes each); more stop it too. A size: 96MiB, 1GiB")
-	fs.BoolVar(&al.o.AllowUnprinted, "allow-unfingerprinted", false, "credit relay's records without relay.source.fingerprint (written by a relay older than them) to the source offset they name, instead of reporting them misrouted")
-	fs.DurationVar(&al.o.ReadTimeout, "read-timeout", audit.DefaultReadTimeout, "how long reading one topic to its end may take before the audit gives up (exit 3)")
-	fs.DurationVar(&al.o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")
-	fs.StringVar(&al.l.Progress, "progress", "auto", "auto (a bar on a terminal), bar or none")
-	fs.StringVar(&al.metrics, "metrics-file", "", "also write the result as Prometheus text to this file (node_exporter's textfile collector), an incomplete run's too")
-	fs.StringVar(&al.pushURL, "push-url", "", "also push the result to this Prometheus Pushgateway (job relay_audit, grouped by source), an incomplete run's too")
+	al.l.Bind(c.Flags(), &al.o, &al.metrics, &al.pushURL)
 	cli.OutputFlag(c, &al.out, false)
 	return c
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"relay/internal/buildinfo"
 	"relay/internal/cli"
@@ -76,7 +80,7 @@ func TestEveryCommandRefusesBadFlags(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"frobnicate"}, {"quarantine", "purge"}, {"topics", "destroy"}, {"run", "now"}, {"config", "x"},
-		{"quarantine", "show"}, {"quarantine", "stats", "x"}, {"topics", "plan", "-o", "yaml"}, {"quarantine", "list", "--output=xml"}} {
+		{"quarantine", "show"}, {"quarantine", "stats", "x"}, {"topics", "plan", "-o", "toml"}, {"quarantine", "list", "--output=xml"}, {"quarantine", "show", "x", "-o", "table"}} {
 		if code, _, errs := runArgs(t, broker, args...); code != cli.Usage {
 			t.Errorf("relay %v: exit %d, stderr %q; want 2", args, code, errs)
 		}
@@ -145,6 +149,29 @@ func TestVersion(t *testing.T) {
 			t.Errorf("relay version: exit %d, missing %q in:\n%s", code, want, out)
 		}
 	}
+	// -o json and -o yaml: the same document, with the C libraries linked
+	// in and their versions (the SBOM reads them there).
+	var fromJSON, fromYAML buildinfo.Info
+	code, out, _ = runArgs(t, "127.0.0.1:1", "version", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &fromJSON); code != cli.OK || err != nil || fromJSON.Version != buildinfo.Version || fromJSON.Librdkafka == "" {
+		t.Errorf("relay version -o json: exit %d, %v:\n%s", code, err, out)
+	}
+	names := map[string]bool{}
+	for _, l := range fromJSON.Libraries {
+		if !regexp.MustCompile(`^\d+\.\d+\.\d+`).MatchString(l.Version) {
+			t.Errorf("relay version -o json: %s at %q", l.Name, l.Version)
+		}
+		names[l.Name] = true
+	}
+	for _, want := range []string{"openssl", "zlib", "zstd", "lz4", "libcurl"} {
+		if !names[want] {
+			t.Errorf("relay version -o json does not name %s: %v", want, fromJSON.Libraries)
+		}
+	}
+	code, out, _ = runArgs(t, "127.0.0.1:1", "version", "-o", "yaml")
+	if err := yaml.Unmarshal([]byte(out), &fromYAML); code != cli.OK || err != nil || !reflect.DeepEqual(fromYAML, fromJSON) {
+		t.Errorf("relay version -o yaml: exit %d, %v: %+v, -o json %+v", code, err, fromYAML, fromJSON)
+	}
 	if code, out, _ := runArgs(t, "127.0.0.1:1", "completion", "bash"); code != cli.OK || !strings.Contains(out, "bash completion") {
 		t.Errorf("relay completion bash: exit %d", code)
 	}
@@ -173,5 +200,27 @@ func TestTopicsACLs(t *testing.T) {
 	}
 	if code, _, errs := runArgs(t, "127.0.0.1:1", "topics", "acls", "--principal", "relay"); code != cli.Usage || !strings.Contains(errs, "User:<name>") {
 		t.Fatalf("bad principal: exit %d %q", code, errs)
+	}
+}
+
+// -o yaml is -o json's document wherever there is -o (those that need no
+// broker, run here).
+func TestOutputYAMLIsTheJSONDocument(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"config"}, {"topics", "acls", "run"}, {"topics", "acls", "audit"}} {
+		cj, j, _ := runArgs(t, "127.0.0.1:1", append(args, "-o", "json")...)
+		cy, y, _ := runArgs(t, "127.0.0.1:1", append(args, "-o", "yaml")...)
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal([]byte(j), &fromJSON); cj != cli.OK || err != nil {
+			t.Fatalf("relay %v -o json: exit %d, %v", args, cj, err)
+		}
+		if err := yaml.Unmarshal([]byte(y), &fromYAML); cy != cli.OK || err != nil {
+			t.Fatalf("relay %v -o yaml: exit %d, %v", args, cy, err)
+		}
+		back, _ := json.Marshal(fromYAML)
+		var again any
+		_ = json.Unmarshal(back, &again)
+		if !reflect.DeepEqual(again, fromJSON) {
+			t.Errorf("relay %v: -o yaml reads back as\n%v\n-o json as\n%v", args, again, fromJSON)
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"relay/internal/buildinfo"
 	"relay/internal/cli"
 
@@ -23,14 +21,17 @@ arguments: configuration comes from the environment.`,
 }
 
 func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
+	var out cli.Output
+	c := &cobra.Command{
 		Use:   "version",
 		Short: "print relay's version, commit and date, and its Go and librdkafka versions",
 		Args:  cli.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "relay %s\ncommit: %s\ndate: %s\ngo: %s\nlibrdkafka: %s\n", buildinfo.Version, buildinfo.Commit, buildinfo.Date,
-				buildinfo.GoVersion(), buildinfo.Librdkafka())
+			v := buildinfo.Get()
+			a.print(out, v, v.Text)
 			return nil
 		},
 	}
+	cli.OutputFlag(c, &out, false)
+	return c
 }

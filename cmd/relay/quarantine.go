@@ -57,6 +57,8 @@ it always did.`,
 				switch {
 				case jsonLines || out == cli.JSON:
 					err = x.StreamJSON(a.stdout, f, now, jsonLines)
+				case out == cli.YAML:
+					err = x.StreamYAML(a.stdout, f, now, cli.WriteYAML)
 				default:
 					err = x.StreamTable(a.stdout, f, now)
 				}
@@ -75,9 +77,10 @@ it always did.`,
 }
 
 func (a *app) showCmd() *cobra.Command {
-	return &cobra.Command{
+	var format cli.Document
+	c := &cobra.Command{
 		Use:   "show <failure-id>",
-		Short: "the failure envelope as JSON, with its ledger state and history",
+		Short: "the failure envelope as JSON (or YAML), with its ledger state and history",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			id := args[0]
@@ -90,13 +93,15 @@ func (a *app) showCmd() *cobra.Command {
 				if err != nil {
 					fmt.Fprintf(a.stderr, "warning: %v\n", err)
 				}
-				return a.show(id, out, ok)
+				return a.show(id, out, ok, format.Output)
 			}))
 		},
 	}
+	cli.DocumentFlag(c, &format)
+	return c
 }
 
-func (a *app) show(id string, out quarantine.Shown, ok bool) int {
+func (a *app) show(id string, out quarantine.Shown, ok bool, format cli.Output) int {
 	if !ok {
 		fmt.Fprintf(a.stderr, "relay quarantine show: %s is not in the ledger nor in a quarantine topic\n", id)
 		return cli.Usage
@@ -104,7 +109,7 @@ func (a *app) show(id string, out quarantine.Shown, ok bool) int {
 	if out.RecordGone {
 		fmt.Fprintf(a.stderr, "relay quarantine show: the quarantine record of %s is gone (retention); the ledger remains\n", id)
 	}
-	if cli.WriteJSON(a.stdout, out) != nil {
+	if cli.Write(a.stdout, format, out) != nil {
 		return cli.Failure
 	}
 	return cli.OK

@@ -30,7 +30,8 @@ Kafka (topics, quarantine, replay, audit, console) need no RELAY_TRANSACTIONAL_I
 Exit codes: 0 ok, 1 runtime failure (a crash included), 2 bad command line
 or configuration (nothing started, no broker contacted); relay replay adds
 3 (stopped by its repeat-failure threshold) and 4 (outcomes not known in
-time); relay audit exits 1 on anything lost, duplicated or misrouted.`
+time); relay audit exits 1 on a finding (a record lost, duplicated,
+misrouted or stuck) and 3 when it could not complete (no verdict).`
 
 func newRoot(a *app) *cobra.Command {
 	root := cli.Group(&cobra.Command{

@@ -82,14 +82,14 @@ func (a *app) acls(args []string, principal string, out cli.Output) int {
 	}
 	id, _ := a.lookup(config.EnvTransactionalID)
 	gs, err := topics.Grants(cfg, args, id != "")
-	if err == nil && principal != "" && out != cli.JSON {
+	if err == nil && principal != "" && out == cli.Table {
 		err = topics.WriteGrantCommands(a.stdout, gs, principal)
 	}
 	if err != nil {
 		fmt.Fprintf(a.stderr, "relay topics acls: %v\n", err)
 		return cli.Usage
 	}
-	if principal == "" || out == cli.JSON {
+	if principal == "" || out != cli.Table {
 		a.print(out, gs, func(w io.Writer) { topics.WriteGrants(w, gs) })
 	}
 	return cli.OK

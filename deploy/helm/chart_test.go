@@ -10,6 +10,7 @@ package helm_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -73,6 +74,9 @@ type monitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
+		NamespaceSelector *struct {
+			MatchNames []string `json:"matchNames"`
+		} `json:"namespaceSelector,omitempty"`
 		Selector            metav1.LabelSelector `json:"selector"`
 		Endpoints           []endpoint           `json:"endpoints,omitempty"`
 		PodMetricsEndpoints []endpoint           `json:"podMetricsEndpoints,omitempty"`
@@ -80,9 +84,12 @@ type monitor struct {
 }
 
 type endpoint struct {
-	Port     string `json:"port"`
-	Path     string `json:"path"`
-	Interval string `json:"interval"`
+	Port              string           `json:"port"`
+	Path              string           `json:"path"`
+	Interval          string           `json:"interval"`
+	ScrapeTimeout     string           `json:"scrapeTimeout,omitempty"`
+	Relabelings       []map[string]any `json:"relabelings,omitempty"`
+	MetricRelabelings []map[string]any `json:"metricRelabelings,omitempty"`
 }
 
 type prometheusRule struct {
@@ -481,8 +488,24 @@ func TestChartOptionalObjects(t *testing.T) {
 	if err := yaml.Unmarshal(alerts, &want); err != nil {
 		t.Fatal(err)
 	}
+	// ... its runbook links at the base the values give, without the
+	// alert they disable.
+	for _, g := range want.Groups {
+		var kept []any
+		for _, rl := range g["rules"].([]any) {
+			rm := rl.(map[string]any)
+			if rm["alert"] == "RelayAuditBehind" {
+				continue
+			}
+			if a, ok := rm["annotations"].(map[string]any); ok && a["runbook_url"] != nil {
+				a["runbook_url"] = strings.Replace(a["runbook_url"].(string), "https://relay.invalid/docs/RUNBOOK.md", "https://git.example/platform/relay/blob/v0.7.0/docs/RUNBOOK.md", 1)
+			}
+			kept = append(kept, rm)
+		}
+		g["rules"] = kept
+	}
 	if !reflect.DeepEqual(r.rules[0].Spec.Groups, want.Groups) {
-		t.Error("the PrometheusRule's groups differ from files/relay-alerts.yml")
+		t.Error("the PrometheusRule's groups differ from files/relay-alerts.yml with the values' runbook base, less RelayAuditBehind")
 	}
 	// The dashboard ConfigMap holds the dashboard, byte for byte.
 	dash, err := os.ReadFile(filepath.Join(chartDir, "files", "relay-dashboard.json"))
@@ -679,6 +702,9 @@ func TestChartRefuses(t *testing.T) {
 			v["sourcePartitions"] = map[string]any{"orders": 3}
 			v["relay"].(map[string]any)["env"] = map[string]any{"RELAY_OUTPUT_RETENTION": "7 days"}
 		}, "RELAY_OUTPUT_RETENTION: \"7 days\" is not a duration"},
+		{"an alert that is not relay's disabled", func(v map[string]any) {
+			v["prometheusRule"] = map[string]any{"enabled": true, "disabled": map[string]any{"RelayAuditBehnd": true}}
+		}, "prometheusRule.disabled: RelayAuditBehnd is not one of relay's alerts"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v := valuesFile(t, "minimal.yaml")
@@ -759,5 +785,96 @@ func TestConsoleMetricsPort(t *testing.T) {
 	}
 	if strings.Join(rules, ",") != "console,http" {
 		t.Errorf("the console's NetworkPolicy admits ports %v, want console (the ingress controller) and http (Prometheus)", rules)
+	}
+}
+
+// By default the PrometheusRule links to no placeholder host: without a
+// runbook base, its alerts carry no runbook_url (they carried
+// relay.invalid links); every severity is critical or warning.
+func TestPrometheusRuleDefaults(t *testing.T) {
+	v := valuesFile(t, "minimal.yaml")
+	v["prometheusRule"] = map[string]any{"enabled": true}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r.rules[0].Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "relay.invalid") || strings.Contains(string(b), "runbook_url") {
+		t.Errorf("the default PrometheusRule links somewhere: %.300s", b)
+	}
+	n := 0
+	for _, g := range r.rules[0].Spec.Groups {
+		for _, rl := range g["rules"].([]any) {
+			if sev := rl.(map[string]any)["labels"].(map[string]any)["severity"]; sev != "critical" && sev != "warning" {
+				t.Errorf("%v: severity %v", rl.(map[string]any)["alert"], sev)
+			}
+			n++
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d alerts, want every one of relay's", n)
+	}
+}
+
+// What a platform team expects of a chart: the startup probe waits for
+// the loop (/startupz) and every probe takes its values; every container
+// falls back to its log for a termination message; global pull secrets
+// come first; a partition for canaries; the monitors' namespace, timeout
+// and relabelings; the global registry before the sidecar's image too;
+// and no image without a registry.
+func TestChartPlatformConventions(t *testing.T) {
+	v := valuesFile(t, "full.yaml")
+	v["global"] = map[string]any{"imageRegistry": "mirror.example", "imagePullSecrets": []any{map[string]any{"name": "global-pull"}}}
+	v["imagePullSecrets"] = []any{map[string]any{"name": "own-pull"}}
+	v["probes"] = map[string]any{"startup": map[string]any{"failureThreshold": 30}}
+	v["updateStrategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"partition": 2}}
+	relabel := []any{map[string]any{"action": "labeldrop", "regex": "pod_template_hash"}}
+	v["serviceMonitor"] = map[string]any{"enabled": true, "namespace": "monitoring", "scrapeTimeout": "10s", "relabelings": relabel, "metricRelabelings": relabel}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := r.statefulSet.Spec
+	c := ss.Template.Spec.Containers[0]
+	if c.StartupProbe.HTTPGet.Path != "/startupz" || c.StartupProbe.FailureThreshold != 30 || c.StartupProbe.PeriodSeconds != 10 ||
+		c.LivenessProbe.HTTPGet.Path != "/livez" || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.FailureThreshold != 6 {
+		t.Errorf("probes: startup %+v, liveness %+v", c.StartupProbe, c.LivenessProbe)
+	}
+	if ss.UpdateStrategy.RollingUpdate == nil || *ss.UpdateStrategy.RollingUpdate.Partition != 2 {
+		t.Errorf("updateStrategy %+v", ss.UpdateStrategy)
+	}
+	if s := ss.Template.Spec.ImagePullSecrets; len(s) != 2 || s[0].Name != "global-pull" || s[1].Name != "own-pull" {
+		t.Errorf("imagePullSecrets %v", s)
+	}
+	if c.Image != "mirror.example/relay:v1.2.3" {
+		t.Errorf("image %s", c.Image)
+	}
+	for what, pod := range r.podTemplates() {
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+				t.Errorf("%s: container %s has terminationMessagePolicy %q", what, c.Name, c.TerminationMessagePolicy)
+			}
+			if c.Name == "oauth2-proxy" && !strings.HasPrefix(c.Image, "mirror.example/") {
+				t.Errorf("the sidecar's image %s is not from the global registry", c.Image)
+			}
+		}
+	}
+	for _, m := range r.monitors {
+		if m.Kind != "ServiceMonitor" {
+			continue
+		}
+		e := m.Spec.Endpoints[0]
+		if m.Namespace != "monitoring" || m.Spec.NamespaceSelector == nil || e.ScrapeTimeout != "10s" || len(e.Relabelings) != 1 || len(e.MetricRelabelings) != 1 {
+			t.Errorf("ServiceMonitor: namespace %q, selector %+v, endpoint %+v", m.Namespace, m.Spec.NamespaceSelector, e)
+		}
+	}
+	// No registry: refused, naming the value.
+	v = valuesFile(t, "minimal.yaml")
+	delete(v, "image")
+	if _, err := render(t, v); err == nil || !strings.Contains(err.Error(), "image.registry (or global.imageRegistry) is required") {
+		t.Errorf("without a registry: %v", err)
 	}
 }

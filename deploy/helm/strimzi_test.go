@@ -259,3 +259,33 @@ func TestChartStrimziRetentions(t *testing.T) {
 		}
 	}
 }
+
+// The operators' KafkaUser: its own principal, with the ACLs of the
+// commands people run by hand (quarantine, replay, audit), beside relay's.
+func TestOperatorsKafkaUser(t *testing.T) {
+	v := valuesFile(t, "strimzi.yaml")
+	v["strimzi"].(map[string]any)["operators"] = map[string]any{"enabled": true}
+	r, err := render(t, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.kafkaUsers) != 2 {
+		t.Fatalf("%d KafkaUsers, want relay's and the operators'", len(r.kafkaUsers))
+	}
+	ops := r.kafkaUsers[1]
+	if ops.Name != "relay-ops" || ops.Name == r.kafkaUsers[0].Name {
+		t.Errorf("the operators' user is %q (relay's %q)", ops.Name, r.kafkaUsers[0].Name)
+	}
+	var groups, txn int
+	for _, a := range ops.Spec.Authorization.ACLs {
+		switch a.Resource.Type {
+		case "group":
+			groups++
+		case "transactionalId":
+			txn++
+		}
+	}
+	if len(ops.Spec.Authorization.ACLs) == 0 || groups == 0 {
+		t.Errorf("the operators' ACLs: %+v", ops.Spec.Authorization.ACLs)
+	}
+}

@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "dist", "directory for oci/ (the image layout) and the docker-archive tarballs")
 	flag.StringVar(&o.certs, "ca-certificates", certPath, "the CA bundle to put in the image")
 	flag.StringVar(&o.repository, "repository", "relay", "the repository name of the docker-archive tags")
-	flag.StringVar(&o.librdkafka, "librdkafka", "", "the librdkafka version linked into relay (for the SBOM; relay version prints it)")
+	flag.StringVar(&o.linked, "linked", "", "what `relay version -o json` of the binary prints: the librdkafka and C libraries linked in, for the SBOM")
 	flag.Var(bins, "bin", "ARCH=FILE: the static relay for linux/ARCH (repeat for each architecture)")
 	flag.Parse()
 	o.bins = bins
@@ -81,13 +81,17 @@ func main() {
 }
 
 type options struct {
-	version, revision, out, certs, repository, librdkafka string
-	bins                                                  binaries
+	version, revision, out, certs, repository, linked string
+	bins                                              binaries
 }
 
 func (o *options) build() error {
-	if o.version == "" || o.librdkafka == "" || len(o.bins) == 0 {
-		return errors.New("-version, -librdkafka and at least one -bin are required")
+	if o.version == "" || o.linked == "" || len(o.bins) == 0 {
+		return errors.New("-version, -linked and at least one -bin are required")
+	}
+	linked, err := readLinked(o.linked, o.version)
+	if err != nil {
+		return err
 	}
 	created, err := sourceDate()
 	if err != nil {
@@ -97,14 +101,7 @@ func (o *options) build() error {
 	if err != nil {
 		return fmt.Errorf("CA certificates: %w", err)
 	}
-	labels := map[string]string{
-		"org.opencontainers.image.title":       "relay",
-		"org.opencontainers.image.description": "the single ingress stage in front of Kafka consumers: every record processed, rejected, quarantined or in a bounded retry tier, in the transaction that commits its offset",
-		"org.opencontainers.image.version":     o.version,
-		"org.opencontainers.image.revision":    o.revision,
-		"org.opencontainers.image.created":     created.Format(time.RFC3339),
-		"org.opencontainers.image.licenses":    "Apache-2.0",
-	}
+	labels := labelsOf(o.version, o.revision, created)
 
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	arches := make([]string, 0, len(o.bins))
@@ -129,7 +126,7 @@ func (o *options) build() error {
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}},
 		})
 		if sbom == nil {
-			if sbom, err = cycloneDX(o.bins[arch], o.version, o.librdkafka, created); err != nil {
+			if sbom, err = cycloneDX(o.bins[arch], o.version, linked, created); err != nil {
 				return err
 			}
 		}
@@ -301,4 +298,17 @@ func attach(p layout.Path, idx v1.ImageIndex, sbom []byte, created time.Time) er
 func digestOf(b []byte) v1.Hash {
 	sum := sha256.Sum256(b)
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}
+}
+
+// labelsOf are the image's OCI annotations and config labels; the
+// Dockerfile and docs/DEPLOYMENT.md list the same (a test checks).
+func labelsOf(version, revision string, created time.Time) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.title":       "relay",
+		"org.opencontainers.image.description": "the single ingress stage in front of Kafka consumers: every record processed, rejected, quarantined or in a bounded retry tier, in the transaction that commits its offset",
+		"org.opencontainers.image.version":     version,
+		"org.opencontainers.image.revision":    revision,
+		"org.opencontainers.image.created":     created.Format(time.RFC3339),
+		"org.opencontainers.image.licenses":    "Apache-2.0",
+	}
 }

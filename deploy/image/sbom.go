@@ -31,11 +31,11 @@ const (
 // cycloneDX is the SBOM of the relay binary in file: the Go modules linked
 // into it, as its build information records them (the module graph the
 // build used, not go.mod's wider one), the Go standard library, and the
-// librdkafka bundled in confluent-kafka-go (librdkafka is its version, as
-// `relay version` prints it). Its timestamp is created and its serial
+// librdkafka bundled in confluent-kafka-go and the C libraries its static
+// build links in (linked: as `relay version -o json` prints them). Its timestamp is created and its serial
 // number is derived from its content, so the same inputs give the same
 // bytes.
-func cycloneDX(file, version, librdkafka string, created time.Time) ([]byte, error) {
+func cycloneDX(file, version string, linked Linked, created time.Time) ([]byte, error) {
 	info, err := buildinfo.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
@@ -51,10 +51,12 @@ func cycloneDX(file, version, librdkafka string, created time.Time) ([]byte, err
 	comps := []cdx.Component{
 		{Type: cdx.ComponentTypeLibrary, Name: "stdlib", Version: goVersion, PackageURL: golangPURL("stdlib", goVersion),
 			Description: "the Go standard library"},
-		{Type: cdx.ComponentTypeLibrary, Name: "librdkafka", Version: librdkafka,
-			PackageURL:  packageurl.NewPackageURL(packageurl.TypeGeneric, "", "librdkafka", librdkafka, nil, "").ToString(),
-			Description: "the C client of Apache Kafka, statically linked: the musl build bundled in github.com/confluentinc/confluent-kafka-go/v2"},
 	}
+	cs, err := linked.components()
+	if err != nil {
+		return nil, err
+	}
+	comps = append(comps, cs...)
 	for _, m := range info.Deps {
 		comps = append(comps, moduleComponent(m))
 	}

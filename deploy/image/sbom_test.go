@@ -31,7 +31,7 @@ func testSBOM(t *testing.T, created time.Time) ([]byte, *buildinfo.BuildInfo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sbom, err := cycloneDX(exe, "1.2.3-dev.gabcdef0", "2.11.1", created)
+	sbom, err := cycloneDX(exe, "1.2.3-dev.gabcdef0", testLinked, created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,14 @@ func testSBOM(t *testing.T, created time.Time) ([]byte, *buildinfo.BuildInfo) {
 }
 
 var testCreated = time.Date(2025, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// testLinked is what relay version -o json says of the C code linked in.
+var testLinked = func() Linked {
+	var l Linked
+	_ = json.Unmarshal([]byte(`{"version":"1.2.3-dev.gabcdef0","librdkafka":"2.11.1","libraries":[{"name":"openssl","version":"3.0.15"},
+		{"name":"zlib","version":"1.3.1"},{"name":"zstd","version":"1.5.6"},{"name":"lz4","version":"1.9.4"},{"name":"libcurl","version":"8.10.1"}]}`), &l)
+	return l
+}()
 
 // TestCycloneDXReproducible: the image build is reproducible, so its SBOM
 // is too: the same inputs give the same bytes (serial number included),
@@ -114,6 +122,11 @@ func TestCycloneDXContent(t *testing.T) {
 	want := map[string]string{ // purl → go.sum hash ("" for none)
 		"pkg:golang/stdlib@" + goVersion: "",
 		"pkg:generic/librdkafka@2.11.1":  "",
+		"pkg:generic/openssl@3.0.15":     "",
+		"pkg:generic/zlib@1.3.1":         "",
+		"pkg:generic/zstd@1.5.6":         "",
+		"pkg:generic/lz4@1.9.4":          "",
+		"pkg:generic/curl@8.10.1":        "",
 	}
 	for _, m := range info.Deps {
 		if m.Replace != nil {

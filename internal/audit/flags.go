@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Line is what `relay audit`'s command line gives as text; Resolve reads
@@ -16,6 +18,26 @@ type Line struct {
 	FromOffsets, ToOffsets string // PARTITION:OFFSET,...
 	MaxMemory              string // a size: 96MiB
 	Progress               string // auto, bar or none
+}
+
+// Bind defines relay audit's flags on fs: into l what Resolve reads, into
+// o the rest, and the metrics file and Pushgateway URL.
+func (l *Line) Bind(fs *pflag.FlagSet, o *Options, metrics, pushURL *string) {
+	fs.StringVar(&o.Source, "source", "", "the source topic (required; one of RELAY_SOURCE_TOPICS)")
+	fs.StringVar(&l.From, "from", "", "window start: an RFC 3339 time, or a duration ago (24h)")
+	fs.StringVar(&l.To, "to", "", "window end (exclusive): an RFC 3339 time, or a duration ago")
+	fs.StringVar(&l.FromOffsets, "from-offsets", "", "window start per partition: PARTITION:OFFSET,...")
+	fs.StringVar(&l.ToOffsets, "to-offsets", "", "window end per partition (exclusive): PARTITION:OFFSET,...")
+	fs.Int32Var(&o.Partition, "partition", -1, "audit this source partition only")
+	fs.BoolVar(&o.Cursor, "cursor", false, "start at the audit's cursor (group RELAY_GROUP_ID.audit's committed offsets; --from where a partition has none yet, else its log start) and end at the cut; then move the cursor past every record judged final")
+	fs.IntVar(&o.MaxFindings, "max-findings", 20, "findings listed with their coordinates (all are counted)")
+	fs.StringVar(&l.MaxMemory, "max-memory", "96MiB", "the most audit state held at once (6 bytes per source offset of the window): partitions are audited in batches that fit; one partition that does not fit stops the audit (exit 3). A batch's quarantined failures have as much again (133 bytes each); more stop it too. A size: 96MiB, 1GiB")
+	fs.BoolVar(&o.AllowUnprinted, "allow-unfingerprinted", false, "credit relay's records without relay.source.fingerprint (written by a relay older than them) to the source offset they name, instead of reporting them misrouted")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", DefaultReadTimeout, "how long reading one topic to its end may take before the audit gives up (exit 3)")
+	fs.DurationVar(&o.StuckAfter, "stuck-after", 0, "report a copy in flight this long past its due time as stuck (default: RELAY_RETRY_MAX_ELAPSED plus the longest tier delay)")
+	fs.StringVar(&l.Progress, "progress", "auto", "auto (a bar on a terminal), bar or none")
+	fs.StringVar(metrics, "metrics-file", "", "also write the result as Prometheus text to this file (node_exporter's textfile collector), an incomplete run's too")
+	fs.StringVar(pushURL, "push-url", "", "also push the result to this Prometheus Pushgateway (job relay_audit, grouped by source), an incomplete run's too")
 }
 
 // Resolve reads l into o and checks o's own flags, naming every problem

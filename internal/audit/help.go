@@ -36,7 +36,8 @@ The window: --from/--to as RFC 3339 times or durations ago (24h), or
 --from-offsets/--to-offsets as PARTITION:OFFSET,... (To is exclusive);
 unbounded by default (the whole retained source, up to its end).
 
-Exit codes: 0 nothing lost, duplicated or misrouted; 1 a finding of those;
+Exit codes: 0 nothing lost, duplicated, misrouted or stuck; 1 a finding
+of those (a record lost, duplicated, misrouted or stuck);
 2 bad command line or configuration; 3 the audit could not complete (a
 broker away, an ACL missing, a time limit, a crash of the audit itself):
 no verdict. --metrics-file and --push-url say the outcome of every run

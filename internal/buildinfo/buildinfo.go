@@ -6,6 +6,8 @@
 package buildinfo
 
 import (
+	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -27,4 +29,29 @@ func GoVersion() string { return runtime.Version() }
 func Librdkafka() string {
 	_, v := kafka.LibraryVersion()
 	return v
+}
+
+// Info is what `relay version` prints.
+type Info struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit"`
+	Date       string `json:"date"`
+	Go         string `json:"go"`
+	Librdkafka string `json:"librdkafka"`
+	// Libraries are the C libraries linked into relay with librdkafka,
+	// and their versions, as they report them.
+	Libraries []Library `json:"libraries"`
+}
+
+// Get is this build's Info.
+func Get() Info {
+	return Info{Version: Version, Commit: Commit, Date: Date, Go: GoVersion(), Librdkafka: Librdkafka(), Libraries: Libraries()}
+}
+
+// Text writes i as `relay version` prints it by default.
+func (i Info) Text(w io.Writer) {
+	fmt.Fprintf(w, "relay %s\ncommit: %s\ndate: %s\ngo: %s\nlibrdkafka: %s\n", i.Version, i.Commit, i.Date, i.Go, i.Librdkafka)
+	for _, l := range i.Libraries {
+		fmt.Fprintf(w, "%s: %s\n", l.Name, l.Version)
+	}
 }

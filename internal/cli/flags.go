@@ -46,20 +46,40 @@ func StderrFlags(c *cobra.Command, w io.Writer) {
 const (
 	Table = "table"
 	JSON  = "json"
+	YAML  = "yaml"
 )
 
 // Output is the -o/--output flag of a command that prints a table. A
-// value other than table or json is a bad command line when it is parsed.
+// value other than table, json or yaml is a bad command line when it is
+// parsed.
 type Output string
 
 func (o *Output) String() string { return string(*o) }
 func (o *Output) Type() string   { return "format" }
 func (o *Output) Set(v string) error {
-	if v != Table && v != JSON {
-		return fmt.Errorf("not %s or %s", Table, JSON)
+	if v != Table && v != JSON && v != YAML {
+		return fmt.Errorf("not %s, %s or %s", Table, JSON, YAML)
 	}
 	*o = Output(v)
 	return nil
+}
+
+// Document is the -o/--output flag of a command that prints one document
+// (relay quarantine show): json or yaml.
+type Document struct{ Output }
+
+func (d *Document) Set(v string) error {
+	if v != JSON && v != YAML {
+		return fmt.Errorf("not %s or %s", JSON, YAML)
+	}
+	d.Output = Output(v)
+	return nil
+}
+
+// DocumentFlag adds -o/--output (json or yaml, json by default) to c.
+func DocumentFlag(c *cobra.Command, out *Document) {
+	out.Output = JSON
+	c.Flags().VarP(out, "output", "o", "output format: json (one pretty-printed JSON document) or yaml (the same document as YAML)")
 }
 
 // jsonFlag is the deprecated --json: set, it asks for -o json.
@@ -78,7 +98,7 @@ func (j jsonFlag) Set(v string) error {
 // OutputFlag adds -o/--output to c and, with alias, the deprecated --json.
 func OutputFlag(c *cobra.Command, out *Output, alias bool) {
 	*out = Table
-	c.Flags().VarP(out, "output", "o", "output format: table, or json (one pretty-printed JSON document)")
+	c.Flags().VarP(out, "output", "o", "output format: table, json (one pretty-printed JSON document) or yaml (the same document as YAML)")
 	if alias {
 		c.Flags().VarPF(jsonFlag{out}, "json", "", "same as -o json").NoOptDefVal = "true"
 		_ = c.Flags().MarkDeprecated("json", "use -o json")

@@ -22,16 +22,16 @@ type group struct {
 // librdkafka properties passed through (the environment, a _FILE, relay's
 // default, derived), the librdkafka properties relay sets on its consumers
 // and producers unless RELAY_KAFKA_* does, and the OpenTelemetry
-// variables. With -o json, one object of names to values (relay's
+// variables. With -o json (or yaml), one object of names to values (relay's
 // variables, the passthrough and the OTEL_* variables).
 func ShowConfig(w io.Writer, out Output, cfg *config.Config, environ []string) {
 	relay, otel := cfg.Settings(), otelSettings(environ)
-	if out == JSON {
+	if out == JSON || out == YAML {
 		m := map[string]string{}
 		for _, s := range append(relay, otel...) {
 			m[s.Name] = s.Value
 		}
-		_ = WriteJSON(w, m)
+		_ = Write(w, out, m)
 		return
 	}
 	var groups []group

@@ -210,7 +210,7 @@ var Vars = []Var{
 	{Name: EnvMaxRecordsPerTxn, Default: "5000", Help: "source records per transaction at most (1..1000000)"},
 	{Name: EnvShutdownTimeout, Default: "30s", DefaultNote: "derived: `30s` or more", Help: "bound on a graceful stop (records the hook is working on finish, the open transaction commits, relay leaves the group); unset, it is derived from what a stop can take (the in-place retries of records in flight and two Kafka calls) plus 5s, at least 30s; set shorter than that, relay does not start"},
 	{Name: EnvOpTimeout, Default: "5s", Help: "deadline of each blocking Kafka call (init, send offsets, commit, abort, committed-offset fetch); must be shorter than `transaction.timeout.ms`"},
-	{Name: EnvHTTPAddr, Default: ":9464", Help: "listen address of `/metrics`, `/livez`, `/readyz` (every interface by default, for the kubelet's probes and Prometheus; `127.0.0.1:9464` for this host only); empty disables the endpoint"},
+	{Name: EnvHTTPAddr, Default: ":9464", Help: "listen address of `/metrics`, `/livez`, `/readyz`, `/startupz` (every interface by default, for the kubelet's probes and Prometheus; `127.0.0.1:9464` for this host only); empty disables the endpoint"},
 	{Name: EnvLogLevel, Default: "info", Help: "`debug`, `info`, `warn` or `error`"},
 	{Name: EnvLogFormat, Default: "json", Help: "`json` or `text`: structured `log/slog` on stderr, librdkafka's own lines included (`logger=librdkafka`); payloads are never logged"},
 	{Name: EnvAutoOffsetReset, Default: "earliest", Help: "where a group with no committed offset starts. librdkafka's own default is `latest`, which silently skips everything already in the topics"},

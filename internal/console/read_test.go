@@ -268,3 +268,19 @@ func TestHeaderValuesShareOneBudget(t *testing.T) {
 		t.Errorf("15 header values of 40 KiB: %d of %d shown (want 1: the page shows %d bytes of them), x-api-key %q", shown, len(got), payload.MaxShown, got[15].Value)
 	}
 }
+
+// The help says who may read as the configuration decides it: open on
+// loopback, signed-in beyond it, by default (it said "Reading needs
+// nothing" after reads beyond loopback needed sign-in).
+func TestHelpSaysWhoMayRead(t *testing.T) {
+	s := newTestServer(t, map[string]string{config.EnvConsoleReadAuth: unset})
+	if s.cfg.Console.ReadsSignedIn(true) || !s.cfg.Console.ReadsSignedIn(false) {
+		t.Fatalf("by default: signed-in reads on loopback %v, beyond %v", s.cfg.Console.ReadsSignedIn(true), s.cfg.Console.ReadsSignedIn(false))
+	}
+	help := strings.Join(strings.Fields(Help), " ")
+	for _, want := range []string{"Reading is open on loopback and needs a signed-in operator beyond it", config.EnvConsoleReadAuth, config.EnvConsoleProxySocket} {
+		if !strings.Contains(help, want) {
+			t.Errorf("relay console --help does not say %q", want)
+		}
+	}
+}

@@ -67,6 +67,7 @@ func (d *daemon) serveMetrics(ctx context.Context) (m *telemetry.Metrics, closeA
 	if err != nil {
 		return nil, nil, &ConfigError{Err: err}
 	}
+	m.SetConsumerGroup(d.cfg.GroupID)
 	closeMetrics := func() {
 		// A collector that is away must not hold the exit.
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)

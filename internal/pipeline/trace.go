@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
@@ -38,19 +39,19 @@ const (
 	AttrMessageID    = attribute.Key("relay.message.id")
 	AttrFailureID    = attribute.Key("relay.failure.id")
 	AttrErrorClass   = attribute.Key("relay.error.class")
-	AttrErrorType    = attribute.Key("error.type")
+	AttrErrorType    = semconv.ErrorTypeKey
 	AttrAttempt      = attribute.Key("relay.attempt")
 	AttrOrigin       = attribute.Key("relay.origin")
 	AttrReplayID     = attribute.Key("relay.replay.id")
-	AttrDestination  = attribute.Key("messaging.destination.name")
-	AttrPartitionID  = attribute.Key("messaging.destination.partition.id")
-	AttrOffset       = attribute.Key("messaging.kafka.offset")
-	AttrGroup        = attribute.Key("messaging.consumer.group.name")
-	AttrKey          = attribute.Key("messaging.kafka.message.key")
-	AttrSystem       = attribute.Key("messaging.system")
-	AttrOperation    = attribute.Key("messaging.operation.type")
-	AttrOperationNam = attribute.Key("messaging.operation.name")
-	AttrClientID     = attribute.Key("messaging.client.id")
+	AttrDestination  = semconv.MessagingDestinationNameKey
+	AttrPartitionID  = semconv.MessagingDestinationPartitionIDKey
+	AttrOffset       = semconv.MessagingKafkaOffsetKey
+	AttrGroup        = semconv.MessagingConsumerGroupNameKey
+	AttrKey          = semconv.MessagingKafkaMessageKeyKey
+	AttrSystem       = semconv.MessagingSystemKey
+	AttrOperation    = semconv.MessagingOperationTypeKey
+	AttrOperationNam = semconv.MessagingOperationNameKey
+	AttrClientID     = semconv.MessagingClientIDKey
 )
 
 // startSpan starts p's process span, a child of the trace context its

@@ -2,6 +2,7 @@ package quarantine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -140,6 +141,41 @@ func (x *Index) StreamJSON(w io.Writer, f *Filter, now time.Time, lines bool) er
 		_, _ = bw.WriteString("[]\n")
 	default:
 		_, _ = bw.WriteString("\n]\n")
+	}
+	return bw.Flush()
+}
+
+// StreamYAML writes the failures f selects as one YAML sequence, item by
+// item, each as doc writes it (cli.WriteYAML: the document StreamJSON
+// writes of it).
+func (x *Index) StreamYAML(w io.Writer, f *Filter, now time.Time, doc func(io.Writer, any) error) error {
+	bw := bufio.NewWriter(w)
+	n := 0
+	var err error
+	x.Each(func(fl *Failure) bool {
+		if !f.Match(fl, now) {
+			return true
+		}
+		it := ItemOf(fl, now)
+		var one bytes.Buffer
+		if err = doc(&one, it); err != nil {
+			return false
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(one.String(), "\n"), "\n") {
+			prefix := "  "
+			if i == 0 {
+				prefix = "- "
+			}
+			_, _ = bw.WriteString(prefix + line + "\n")
+		}
+		n++
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		_, _ = bw.WriteString("[]\n")
 	}
 	return bw.Flush()
 }

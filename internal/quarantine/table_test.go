@@ -50,6 +50,12 @@ func TestStreamedListsAsWritten(t *testing.T) {
 			if err := x.StreamJSON(&got, f, now, true); err != nil || got.String() != want.String() {
 				t.Fatalf("seed %d json lines:\n%s\nwant\n%s", seed, got.String(), want.String())
 			}
+			want.Reset()
+			got.Reset()
+			_ = cli.WriteYAML(&want, items)
+			if err := x.StreamYAML(&got, f, now, cli.WriteYAML); err != nil || got.String() != want.String() {
+				t.Fatalf("seed %d yaml:\n%s\nwant\n%s", seed, got.String(), want.String())
+			}
 		}
 	}
 }

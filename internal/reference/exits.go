@@ -12,7 +12,7 @@ type ExitCode struct {
 // exitFailure, exitUsage, and relay replay's exitStopped and
 // exitIncomplete).
 var ExitCodes = []ExitCode{
-	{0, "stopped gracefully; a command did what it was asked; `relay audit`: nothing lost, duplicated or misrouted"},
+	{0, "stopped gracefully; a command did what it was asked; `relay audit`: nothing lost, duplicated, misrouted or stuck"},
 	{1, "runtime failure (fenced, preflight failed, shutdown bound exceeded, broker unreachable for a command), and a crash: " +
 		"relay logs `relay: internal error` with the reason and the stack; that is a bug in relay, not a configuration problem " +
 		"(`relay run` reports every crash so, a Go runtime fatal error and a panic on a client library's goroutine included, " +

@@ -7,6 +7,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"relay/internal/envelope"
@@ -31,9 +32,9 @@ func (r *run) traceReplay(fl *quarantine.Failure, msg *kafka.Message) trace.Span
 	}
 	topic := *msg.TopicPartition.Topic
 	_, span := r.tracer.Start(context.Background(), "send "+topic, opts...)
-	span.SetAttributes(attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "send"),
-		attribute.String("messaging.operation.name", "send"), attribute.String("messaging.destination.name", topic),
-		attribute.String("messaging.destination.partition.id", strconv.Itoa(int(msg.TopicPartition.Partition))),
+	span.SetAttributes(semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend,
+		semconv.MessagingOperationName("send"), semconv.MessagingDestinationName(topic),
+		semconv.MessagingDestinationPartitionID(strconv.Itoa(int(msg.TopicPartition.Partition))),
 		attribute.String("relay.failure.id", fl.ID), attribute.String("relay.replay.id", r.id))
 	tc := tracing.ContextOf(span.SpanContext())
 	hs := msg.Headers[:0]

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/messagingconv"
 )
 
 // Kind is how Prometheus types a metric.
@@ -99,6 +100,17 @@ var Instruments = []Metric{
 	{Name: MetricKafkaGroupState, Kind: Gauge, Labels: []string{"state", "join_state"}, Help: "1 for the loop consumer's group state and join state in librdkafka (up and steady when it is a settled member)",
 		Note: "A join state other than `steady` for long is a rebalance that does not finish."},
 	{Name: MetricBuildInfo, Kind: Gauge, Labels: []string{"version", "commit", "go_version", "librdkafka_version"}, Help: "1, labelled with relay's build"},
+	// The OpenTelemetry semantic conventions' messaging metrics, under
+	// their names and descriptions (messaging.go).
+	{Name: messagingconv.ClientConsumedMessages{}.Name(), Kind: Counter, Labels: []string{"messaging_system", "messaging_operation_name", "messaging_consumer_group_name"},
+		Help: messagingconv.ClientConsumedMessages{}.Description(),
+		Note: "The semantic conventions' name for `relay_records_consumed_total` (operation `poll`): what generic Kafka dashboards read."},
+	{Name: messagingconv.ClientSentMessages{}.Name(), Kind: Counter, Labels: []string{"messaging_system", "messaging_operation_name"},
+		Help: messagingconv.ClientSentMessages{}.Description(),
+		Note: "The semantic conventions' name for `relay_outputs_committed_total` (operation `send`): records written by committed transactions."},
+	{Name: messagingconv.ProcessDuration{}.Name(), Kind: Histogram, Unit: "s", Labels: []string{"messaging_system", "messaging_operation_name", "messaging_consumer_group_name", "error_type"},
+		Help: messagingconv.ProcessDuration{}.Description(),
+		Note: "The hook's processing of a record (of a batch under `RELAY_HOOK_BATCH`), operation `process`; `error_type` is the hook's outcome when it was not ok. Absent without a hook."},
 }
 
 // PrometheusName is the metric's name on /metrics: OpenTelemetry's name

@@ -32,6 +32,7 @@ func (m *Metrics) HookStarted() { m.hook.inFlight.Add(1) }
 func (m *Metrics) HookEnded(outcome string, d time.Duration) {
 	m.hook.inFlight.Add(-1)
 	m.hook.duration.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("outcome", outcome)))
+	m.processed(context.Background(), outcome, d)
 }
 
 func (m *Metrics) hookInstruments(meter metric.Meter) error {

@@ -13,6 +13,9 @@ func (m *Metrics) Alive() { m.alive.Store(m.now().UnixNano()) }
 // loop makes without going round (see daemon.livenessBound).
 func (m *Metrics) SetLivenessBound(d time.Duration) { m.liveBound.Store(int64(d)) }
 
+// Started says the loop has gone round at least once.
+func (m *Metrics) Started() bool { return m.alive.Load() != 0 }
+
 // stuck says why the loop counts as stuck, or "" while it is live: it has
 // made no progress for longer than the bound. Before the loop first goes
 // round (start-up checks, waiting for a broker or the registry) and

@@ -77,6 +77,7 @@ type Metrics struct {
 	owners                                               atomic.Pointer[[]Ownership]
 	hookTimeouts                                         metric.Int64Counter
 	hook                                                 hookMeters
+	messaging                                            messagingMeters
 	kstats                                               kafkaStats
 	lag                                                  atomic.Pointer[LagSource]
 	parked                                               atomic.Pointer[ParkedSource]
@@ -141,7 +142,7 @@ func views() []sdkmetric.View {
 			Boundaries: []float64{.1, .5, 1, 5, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 24 * 3600},
 		}},
 	)
-	return []sdkmetric.View{latency, attemptsView, durationView, hookView()}
+	return []sdkmetric.View{latency, attemptsView, durationView, hookView(), processView()}
 }
 
 // instruments creates relay's counters, histograms and gauges.
@@ -175,6 +176,9 @@ func (m *Metrics) instruments(meter metric.Meter) error {
 	}
 	if m.latency, err = meter.Float64Histogram(MetricCommitLatency, metric.WithUnit("s"),
 		describe(MetricCommitLatency)); err != nil {
+		return err
+	}
+	if err := m.messagingInstruments(meter); err != nil {
 		return err
 	}
 	return m.gauges(meter)
@@ -348,6 +352,7 @@ func (m *Metrics) Committed(records, outputs int, latency time.Duration) {
 	m.txns.Add(ctx, 1)
 	m.committed.Add(ctx, int64(records))
 	m.outputs.Add(ctx, int64(outputs))
+	m.sentMessages(ctx, outputs)
 	m.latency.Record(ctx, latency.Seconds())
 }
 

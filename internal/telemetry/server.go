@@ -18,7 +18,8 @@ type Server struct {
 	done chan error
 }
 
-// Listen binds addr and serves /metrics, /livez and /readyz until Close.
+// Listen binds addr and serves /metrics, /livez, /startupz and /readyz
+// until Close.
 // Binding happens here, so a taken port is an error at start-up.
 func Listen(ctx context.Context, addr string, m *Metrics) (*Server, error) {
 	var lc net.ListenConfig
@@ -31,6 +32,16 @@ func Listen(ctx context.Context, addr string, m *Metrics) (*Server, error) {
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		if why := m.stuck(); why != "" {
 			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	// /startupz: the loop has gone round once (start-up checks passed,
+	// the brokers and the registry reached): a startup probe passes then,
+	// not before (/livez answers 200 from the start).
+	mux.HandleFunc("GET /startupz", func(w http.ResponseWriter, _ *http.Request) {
+		if !m.Started() {
+			http.Error(w, "the loop has not started: start-up checks, or waiting for a broker or the registry (relay's log says which)", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -46,6 +46,15 @@ func TestEndpoints(t *testing.T) {
 	if code, _ := get(t, base+"/livez"); code != http.StatusOK {
 		t.Errorf("/livez = %d, want 200", code)
 	}
+	// A startup probe passes once the loop has gone round, not before
+	// (/livez answers 200 from the start).
+	if code, _ := get(t, base+"/startupz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/startupz before the loop goes round = %d, want 503", code)
+	}
+	m.Alive()
+	if code, _ := get(t, base+"/startupz"); code != http.StatusOK {
+		t.Errorf("/startupz once the loop went round = %d, want 200", code)
+	}
 	if code, _ := get(t, base+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz before the loop consumes = %d, want 503", code)
 	}

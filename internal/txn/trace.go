@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -23,7 +24,7 @@ const MaxLinks = 128
 const (
 	AttrTxnSeq        = attribute.Key("relay.transaction.seq")
 	AttrTxnRecords    = attribute.Key("relay.transaction.records")
-	AttrBatchCount    = attribute.Key("messaging.batch.message_count")
+	AttrBatchCount    = semconv.MessagingBatchMessageCountKey
 	AttrTxnOutputs    = attribute.Key("relay.transaction.outputs")
 	AttrTxnPartitions = attribute.Key("relay.transaction.partitions")
 	AttrTxnOutcome    = attribute.Key("relay.transaction.outcome")
@@ -115,8 +116,8 @@ func (l *Loop) traceEnd(outcome string, partitions int) {
 			AttrTxnOutcome.String(outcome), attribute.Int("relay.transaction.spans", t.spans),
 			// The messaging conventions: committing offsets settles the
 			// records the transaction consumed.
-			attribute.String("messaging.system", "kafka"), attribute.String("messaging.operation.type", "settle"),
-			attribute.String("messaging.operation.name", "commit"), AttrBatchCount.Int(l.records)))
+			semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSettle,
+			semconv.MessagingOperationName("commit"), AttrBatchCount.Int(l.records)))
 	if outcome != TxnCommitted {
 		// The conventions' exception event (txn imports nothing of tracing).
 		span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", "transaction "+outcome),

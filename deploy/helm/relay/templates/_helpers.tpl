@@ -44,14 +44,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default .Chart.AppVersion .Values.image.tag -}}
 {{- end -}}
 
-{{/* The image: global.imageRegistry before the repository (a mirror),
-and the digest, when given, instead of the tag (what runs cannot change
-under the tag). */}}
+{{/* The image: global.imageRegistry (a mirror), else image.registry,
+before the repository, and the digest, when given, instead of the tag
+(what runs cannot change under the tag). One of the two registries is
+required: a bare repository would resolve to a public registry's library
+namespace. */}}
 {{- define "relay.image" -}}
-{{- $repo := .Values.image.repository -}}
-{{- with (.Values.global).imageRegistry -}}
-{{- $repo = printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- $registry := default .Values.image.registry (.Values.global).imageRegistry -}}
+{{- if not $registry -}}
+{{- fail "image.registry (or global.imageRegistry) is required: the registry you pushed relay's release image to (make release pushes it to RELAY_RELEASE_REPOSITORY); a bare image name would resolve to a public registry's library namespace" -}}
 {{- end -}}
+{{- $repo := printf "%s/%s" (trimSuffix "/" $registry) .Values.image.repository -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" $repo .Values.image.digest -}}
 {{- else -}}
@@ -344,5 +347,14 @@ container's environment, rendered from relay.env as now, says it. */ -}}
 {{- if and $was (ne $was $now) (gt $running 0) (gt $wanted 0) -}}
 {{- fail (printf "relay.env changes a setting every instance of the group must share (%s → %s) while %d pods of %s run: a rolling update would put both in one group, and the first new pod would refuse to join it. Scale to 0 first and wait until the pods are gone (helm upgrade --reuse-values --set replicas=0, and under KEDA --set keda.enabled=false too), then upgrade with the new values (chart README, \"Changing tiers, ordering or the tier template\")" $was $now $running (include "relay.fullname" .)) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pods' imagePullSecrets: global.imagePullSecrets, then
+imagePullSecrets, as YAML (empty when there are none). */}}
+{{- define "relay.imagePullSecrets" -}}
+{{- $all := concat ((.Values.global).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) -}}
+{{- with $all -}}
+{{- toYaml . -}}
 {{- end -}}
 {{- end -}}

@@ -10,9 +10,9 @@ identity (no RELAY_TRANSACTIONAL_ID: the commands derive their own).
 restartPolicy: Never
 serviceAccountName: {{ .serviceAccount }}
 automountServiceAccountToken: false
-{{- with .ctx.Values.imagePullSecrets }}
+{{- with include "relay.imagePullSecrets" .ctx }}
 imagePullSecrets:
-  {{- toYaml . | nindent 2 }}
+  {{- . | nindent 2 }}
 {{- end }}
 securityContext:
   {{- include "relay.podSecurityContext" .ctx | nindent 2 }}
@@ -24,6 +24,7 @@ rules is false) and the restricted context. Call with (dict "ctx" $
 "rules" BOOL). */}}
 {{- define "relay.opsContainer" -}}
 image: {{ include "relay.image" .ctx | quote }}
+terminationMessagePolicy: {{ .ctx.Values.terminationMessagePolicy }}
 imagePullPolicy: {{ .ctx.Values.image.pullPolicy }}
 env:
   {{- include "relay.envWith" . | nindent 2 }}
