@@ -15,7 +15,7 @@ const Mask = "***"
 const (
 	// pass, auth and cred only where they are not passengers, compass,
 	// authors or credits.
-	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?code|social[_.-]?security|sessid`
+	secretStems = `api[_.-]?key|apikey|access[_.-]?key|token|secret|passw(?:or)?d|passphrase|passcode|pass\b|pass[_.-]|[_.-]pass|pwd|auth(?:$|[^o]|o$)|authoriz|authent|cred(?:$|[^i])|credential|private|session|cookie|bearer|signature|hmac|security[_.-]?(?:code|answer)|social[_.-]?security|sessid|recovery[_.-]?codes?|backup[_.-]?codes?|verification[_.-]?code|mfa[_.-]?code|code[_.-]?verifier|mnemonic`
 	secretWords = `pw|pin|sig|sid|otp|totp|hotp|ssn|cvv2?|cvc2?|iban|salt`
 	nameRE      = `[a-z0-9_.-]*(?:` + secretStems + `)[a-z0-9_.-]*|[a-z0-9_.-]*keys?|(?:[a-z0-9_.-]*(?:[_.-]|%5b))?(?:` + secretWords + `)(?:[_.-]?code)?`
 	// sepRE is what stands between a name and its value: = : => and

@@ -323,7 +323,8 @@ var jwkPrivate = []string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"}
 // pairNames are the keys that name the setting of a name/value pair, and
 // pairValues (lower case) the keys of its value.
 var (
-	pairNames  = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "id", "label", "path", "type", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName", "attributeName", "AttributeName"}
+	pairNames = []string{"name", "Name", "key", "Key", "NAME", "KEY", "k", "K", "id", "label", "path", "type", "header", "Header", "field", "Field", "ParameterKey", "parameterKey", "OptionName", "attributeName", "AttributeName",
+		"setting", "Setting", "option", "Option", "property", "Property", "param", "Param", "parameter", "Parameter", "variable", "Variable", "var", "title", "Title"}
 	pairValues = []string{"value", "val", "v", "values", "secret", "data", "content", "parametervalue", "optionvalue", "attributevalue"}
 )
 

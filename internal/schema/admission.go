@@ -87,8 +87,9 @@ type writer struct {
 	format Format
 	same   bool // writer is the reader: the bytes stay as they are
 	fail   *tiers.Error
-	// Avro: decodes writer bytes into the reader's shape.
-	resolved avro.Schema
+	// Avro: decodes writer bytes into the reader's shape; the writer's own
+	// schema, which the bytes follow (counted before decoding).
+	resolved, avroWriter avro.Schema
 	// Protobuf: the writer's file, and its message of the canonical
 	// message's name.
 	file     protoreflect.FileDescriptor
@@ -146,7 +147,7 @@ func (a *Admitter) Admit(ctx context.Context, value []byte) (Admitted, error) {
 	case FormatJSON:
 		return a.admitJSON(out, w, value, body)
 	}
-	rec, err := decode(w.resolved, body)
+	rec, err := decode(w.resolved, w.avroWriter, body)
 	if err != nil {
 		return out, tiers.Fail(tiers.CausePayloadMalformed, err)
 	}
@@ -187,7 +188,13 @@ func (a *Admitter) Encode(rec map[string]any) ([]byte, error) {
 
 // decode reads body with s and requires every byte to be used: trailing
 // bytes mean the writer schema is not what wrote them.
-func decode(s avro.Schema, body []byte) (map[string]any, error) {
+//
+// The items and entries the body claims are counted first, by writer, the
+// schema the bytes follow (s may be resolved to another's shape).
+func decode(s, writer avro.Schema, body []byte) (map[string]any, error) {
+	if err := checkAvroItems(writer, body); err != nil {
+		return nil, err
+	}
 	r := avro.NewReader(nil, 0, avro.WithReaderConfig(api)).Reset(body)
 	var rec map[string]any
 	r.ReadVal(s, &rec)
@@ -305,7 +312,7 @@ func (a *Admitter) lookup(ctx context.Context, id int) (w *writer, err error) {
 	if id == a.reader.ID {
 		r := a.reader
 		w.same = true
-		w.resolved, w.file, w.msg, w.required = r.schema.avro, r.schema.proto, r.msg, r.required
+		w.resolved, w.avroWriter, w.file, w.msg, w.required = r.schema.avro, r.schema.avro, r.schema.proto, r.msg, r.required
 		w.json = r.schema.json
 		return w, nil
 	}

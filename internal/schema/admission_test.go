@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -245,7 +246,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte{0xfe, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = decode(s, b)
+		_, _ = decode(s, s, b)
 	})
 }
 
@@ -342,4 +343,30 @@ func readerAt(t testing.TB, c *Client, subject string, version int) *Reader {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A few bytes claiming a million items of a type that takes none (null),
+// arrays in arrays: each array was under the decoder's bound, and a
+// 27-byte record allocated 222 MiB (ninth pentest). The items the body
+// claims are counted before decoding, against what its bytes can hold;
+// an ordinary record with arrays and maps passes.
+func TestAvroItemsAreCountedBeforeDecoding(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"r","fields":[{"name":"a","type":{"type":"array","items":{"type":"array","items":"null"}}}]}`)
+	body := binary.AppendVarint(nil, 4) // four inner arrays
+	for range 4 {
+		body = binary.AppendVarint(body, 1<<20) // each claims 1,048,576 nulls
+		body = binary.AppendVarint(body, 0)
+	}
+	body = binary.AppendVarint(body, 0)
+	if _, err := decode(s, s, body); err == nil || !strings.Contains(err.Error(), "more array items") {
+		t.Errorf("%d bytes claiming 4 Mi items: %v", len(body), err)
+	}
+	ok := avro.MustParse(`{"type":"record","name":"o","fields":[{"name":"tags","type":{"type":"array","items":"string"}},{"name":"attrs","type":{"type":"map","values":["null","long"]}},{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},{"name":"f","type":{"type":"fixed","name":"F","size":4}}]}`)
+	b, err := avro.Marshal(ok, map[string]any{"tags": []any{"a", "b"}, "attrs": map[string]any{"x": int64(1), "y": nil}, "e": "B", "f": [4]byte{1, 2, 3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decode(ok, ok, b); err != nil {
+		t.Errorf("an ordinary record: %v", err)
+	}
 }

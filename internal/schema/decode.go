@@ -58,7 +58,7 @@ func Decode(ctx context.Context, c *Client, value []byte) (Decoded, error) {
 		}
 		out.Record = jsonRecord(obj)
 	default:
-		rec, err := decode(s.avro, body)
+		rec, err := decode(s.avro, s.avro, body)
 		if err != nil {
 			return out, fmt.Errorf("schema %d: %w", id, err)
 		}

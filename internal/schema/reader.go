@@ -50,7 +50,7 @@ func (r *Reader) readable(c *compiled, w *writer) error {
 	switch r.Format {
 	case FormatAvro:
 		res, err := avro.NewSchemaCompatibility().Resolve(r.schema.avro, c.avro)
-		w.resolved = res
+		w.resolved, w.avroWriter = res, c.avro
 		return err
 	case FormatProtobuf:
 		w.file = c.proto
