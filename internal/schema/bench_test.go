@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -99,4 +100,40 @@ func BenchmarkAdmitFormats(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAvroItemsCount measures the pass that counts an Avro body's
+// items before decoding, against the decoding it guards, in one run, and
+// reports the ratio (what the count adds to admission's decode):
+//
+//	go test ./internal/schema -run '^$' -bench AvroItemsCount
+func BenchmarkAvroItemsCount(b *testing.B) {
+	s := avro.MustParse(`{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"},` +
+		`{"name":"lines","type":{"type":"array","items":{"type":"record","name":"L","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}}},` +
+		`{"name":"attrs","type":{"type":"map","values":"string"}},{"name":"payload","type":"bytes"}]}`)
+	lines := make([]any, 20)
+	for i := range lines {
+		lines[i] = map[string]any{"sku": "SKU-12345", "qty": i}
+	}
+	body, err := avro.Marshal(s, map[string]any{"id": "order-000001", "amount": int64(4200), "lines": lines,
+		"attrs": map[string]any{"channel": "web", "country": "DE"}, "payload": make([]byte, 600)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var count, full time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := checkAvroItems(s, body); err != nil {
+			b.Fatal(err)
+		}
+		count += time.Since(start)
+		start = time.Now()
+		if _, err := decode(s, s, body); err != nil {
+			b.Fatal(err)
+		}
+		full += time.Since(start)
+	}
+	b.ReportMetric(float64(count.Nanoseconds())/float64(b.N), "ns/count")
+	b.ReportMetric(float64(full.Nanoseconds())/float64(b.N), "ns/decode")
+	b.ReportMetric(count.Seconds()/full.Seconds(), "ratio")
 }
