@@ -409,7 +409,7 @@ func TestAvroCountReadsWhatTheEncoderWrites(t *testing.T) {
 			m[fmt.Sprintf("k%d", k)] = inner
 		}
 		opts := []any{nil, map[string]any{"string": "v"}, map[string]any{"E": "B"}}
-		rec := map[string]any{"n": nil, "b": r.IntN(2) == 0, "i": int32(r.Int32()), "l": r.Int64(), "f": float32(1.5), "d": 2.5,
+		rec := map[string]any{"n": nil, "b": r.IntN(2) == 0, "i": r.Int32(), "l": r.Int64(), "f": float32(1.5), "d": 2.5,
 			"s": strings.Repeat("s", r.IntN(40)), "y": make([]byte, r.IntN(40)), "ts": time.UnixMilli(r.Int64N(1 << 40)).UTC(),
 			"dec": big.NewRat(12345, 100), "u": "123e4567-e89b-12d3-a456-426614174000", "e": "C", "fx": [3]byte{1, 2, 3},
 			"opt": opts[i%3], "arr": arr, "m": m, "ref": inner}
