@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -368,5 +371,84 @@ func TestAvroItemsAreCountedBeforeDecoding(t *testing.T) {
 	}
 	if _, err := decode(ok, ok, b); err != nil {
 		t.Errorf("an ordinary record: %v", err)
+	}
+}
+
+// The count pass reads every body the encoder writes: each Avro type,
+// logical types, unions, named references, nested arrays and maps, empty
+// and in several blocks — a miscount would refuse good records.
+func TestAvroCountReadsWhatTheEncoderWrites(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"All","fields":[
+		{"name":"n","type":"null"},{"name":"b","type":"boolean"},{"name":"i","type":"int"},{"name":"l","type":"long"},
+		{"name":"f","type":"float"},{"name":"d","type":"double"},{"name":"s","type":"string"},{"name":"y","type":"bytes"},
+		{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+		{"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},
+		{"name":"u","type":{"type":"string","logicalType":"uuid"}},
+		{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B","C"]}},
+		{"name":"fx","type":{"type":"fixed","name":"F","size":3}},
+		{"name":"opt","type":["null","string","E"]},
+		{"name":"arr","type":{"type":"array","items":{"type":"array","items":"long"}}},
+		{"name":"m","type":{"type":"map","values":{"type":"record","name":"Inner","fields":[{"name":"x","type":["null","Inner"]},{"name":"tags","type":{"type":"array","items":"string"}}]}}},
+		{"name":"ref","type":"Inner"}]}`)
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range 300 {
+		inner := map[string]any{"x": nil, "tags": []any{}}
+		if r.IntN(2) == 0 {
+			inner = map[string]any{"x": map[string]any{"Inner": map[string]any{"x": nil, "tags": []any{"a"}}}, "tags": []any{"t1", "t2"}}
+		}
+		arr := []any{}
+		for range r.IntN(5) {
+			row := []any{}
+			for range r.IntN(300) {
+				row = append(row, r.Int64())
+			}
+			arr = append(arr, row)
+		}
+		m := map[string]any{}
+		for k := range r.IntN(4) {
+			m[fmt.Sprintf("k%d", k)] = inner
+		}
+		opts := []any{nil, map[string]any{"string": "v"}, map[string]any{"E": "B"}}
+		rec := map[string]any{"n": nil, "b": r.IntN(2) == 0, "i": r.Int32(), "l": r.Int64(), "f": float32(1.5), "d": 2.5,
+			"s": strings.Repeat("s", r.IntN(40)), "y": make([]byte, r.IntN(40)), "ts": time.UnixMilli(r.Int64N(1 << 40)).UTC(),
+			"dec": big.NewRat(12345, 100), "u": "123e4567-e89b-12d3-a456-426614174000", "e": "C", "fx": [3]byte{1, 2, 3},
+			"opt": opts[i%3], "arr": arr, "m": m, "ref": inner}
+		body, err := avro.Marshal(s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkAvroItems(s, body); err != nil {
+			t.Fatalf("record %d (%d bytes): %v", i, len(body), err)
+		}
+		if _, err := decode(s, s, body); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+}
+
+// Blocks as other writers write them: several, and with a negative count
+// followed by the block's size in bytes (Java's buffered encoder).
+func TestAvroCountReadsSizedBlocks(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"r","fields":[{"name":"a","type":{"type":"array","items":"long"}},{"name":"m","type":{"type":"map","values":"string"}}]}`)
+	var b []byte
+	b = binary.AppendVarint(b, -2) // a block of two items ...
+	items := binary.AppendVarint(binary.AppendVarint(nil, 7), 8)
+	b = binary.AppendVarint(b, int64(len(items))) // ... of this many bytes
+	b = append(b, items...)
+	b = binary.AppendVarint(b, 1) // then a block of one
+	b = binary.AppendVarint(b, 9)
+	b = binary.AppendVarint(b, 0)
+	b = binary.AppendVarint(b, 1) // the map: one entry
+	b = binary.AppendVarint(b, 1)
+	b = append(b, 'k')
+	b = binary.AppendVarint(b, 1)
+	b = append(b, 'v')
+	b = binary.AppendVarint(b, 0)
+	if err := checkAvroItems(s, b); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := decode(s, s, b)
+	if err != nil || len(rec["a"].([]any)) != 3 {
+		t.Fatalf("%v %v", rec, err)
 	}
 }
