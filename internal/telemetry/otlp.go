@@ -3,9 +3,9 @@ package telemetry
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -13,29 +13,41 @@ import (
 	"relay/internal/tracing"
 )
 
-// otlpReader is a periodic OTLP/HTTP (protobuf) metric reader when the
-// standard variables ask for one: OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT set, and OTEL_METRICS_EXPORTER not
-// "none" (nor "prometheus" alone). The exporter and the reader read the
-// other OTEL_* variables themselves (headers, timeout, interval); the
-// points of exports that fail are counted in dropped. nil
-// when none is asked for. The protocol is http/protobuf or grpc
-// (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL);
-// another is an error naming the variable.
+// otlpReader is the metric reader OTEL_METRICS_EXPORTER selects beside
+// relay's own /metrics: otlp (the default when OTEL_EXPORTER_OTLP_ENDPOINT
+// or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set) or console; none, or
+// prometheus (relay's /metrics is the Prometheus exporter), adds nothing;
+// nil then. One exporter, not a list; another value is an error naming the
+// variable, as is an OTLP protocol other than http/protobuf or grpc
+// (OTEL_EXPORTER_OTLP_METRICS_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL).
+//
+// console is OpenTelemetry's own selection (autoexport). relay builds the
+// OTLP reader itself, from the same standard variables, because autoexport
+// returns a reader with its exporter inside and relay counts the points of
+// exports that fail (dropped) at the exporter. The exporter and the reader
+// read the other OTEL_* variables themselves (headers, timeout, interval)
+// from the process's environment.
 func otlpReader(environ []string, dropped *atomic.Int64) (sdkmetric.Reader, error) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "OTEL_") {
-			env[k] = v
+	env := tracing.ParseEnv(environ)
+	ex, err := env.Exporter(envMetricsExporter, "otlp", "console", "prometheus", "none")
+	if err != nil {
+		return nil, err
+	}
+	switch ex {
+	case "none", "prometheus":
+		return nil, nil
+	case "console":
+		r, err := autoexport.NewMetricReader(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", envMetricsExporter, ex, err)
+		}
+		return r, nil
+	case "":
+		if env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" && env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] == "" {
+			return nil, nil
 		}
 	}
-	if env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "" && env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] == "" {
-		return nil, nil
-	}
-	if ex := env["OTEL_METRICS_EXPORTER"]; ex != "" && !strings.Contains(ex, "otlp") {
-		return nil, nil
-	}
-	proto, err := tracing.ParseEnv(environ).Protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+	proto, err := env.Protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
 	if err != nil {
 		return nil, err
 	}
@@ -50,3 +62,5 @@ func otlpReader(environ []string, dropped *atomic.Int64) (sdkmetric.Reader, erro
 	}
 	return sdkmetric.NewPeriodicReader(countingExporter{exp, dropped}), nil
 }
+
+const envMetricsExporter = "OTEL_METRICS_EXPORTER"

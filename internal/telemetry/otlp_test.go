@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,6 +172,53 @@ func TestPartialSuccessCountsOnlyTheRejectedPoints(t *testing.T) {
 		n := answered.Load()
 		if got := m.PointsDropped(); got < rejected*(n-1) || got > rejected*(n+1) {
 			t.Errorf("%d rejected per export, %d exports answered: %d points counted dropped", rejected, n, got)
+		}
+	}
+}
+
+// OTEL_METRICS_EXPORTER=console is OpenTelemetry's own selection
+// (autoexport): relay's metrics on standard output, no endpoint needed.
+func TestTheConsoleMetricReaderComesFromOpenTelemetrysSelection(t *testing.T) {
+	t.Setenv("OTEL_METRICS_EXPORTER", "console")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	defer func() { os.Stdout = old }()
+	out := make(chan string)
+	go func() { b, _ := io.ReadAll(r); out <- string(b) }()
+	m, err := New([]string{"OTEL_METRICS_EXPORTER=console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.HookTimedOut()
+	if err := m.Close(context.Background()); err != nil { // the last collection is written
+		t.Fatal(err)
+	}
+	os.Stdout = old
+	_ = w.Close()
+	if s := <-out; !strings.Contains(s, MetricRecordsConsumed) {
+		t.Fatalf("standard output has no relay metric: %.300q", s)
+	}
+}
+
+// prometheus and none add no reader (relay's /metrics is the Prometheus
+// one: autoexport's own listener is never started); a list, or another
+// name, is refused with the variable's name.
+func TestMetricsExporterValues(t *testing.T) {
+	const ep = "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"
+	for _, v := range []string{"prometheus", "none"} {
+		var d atomic.Int64
+		if r, err := otlpReader([]string{ep, "OTEL_METRICS_EXPORTER=" + v}, &d); r != nil || err != nil {
+			t.Errorf("%s: reader %v err %v", v, r, err)
+		}
+	}
+	for _, v := range []string{"otlp,prometheus", "zipkin"} {
+		var d atomic.Int64
+		if _, err := otlpReader([]string{ep, "OTEL_METRICS_EXPORTER=" + v}, &d); err == nil || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER") {
+			t.Errorf("%s: err %v", v, err)
 		}
 	}
 }

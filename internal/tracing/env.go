@@ -3,6 +3,7 @@ package tracing
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,6 +30,7 @@ const (
 	protocolHTTPJSON    = "http/json"
 	exporterNone        = "none"
 	exporterOTLP        = "otlp"
+	exporterConsole     = "console"
 	samplerParentRatio  = "parentbased_traceidratio"
 	samplerTraceIDRatio = "traceidratio"
 )
@@ -95,26 +97,30 @@ func (e Env) Disabled() (bool, error) {
 	}
 }
 
-// exporting says whether traces are exported: OTEL_TRACES_EXPORTER
-// otlp, or unset with an endpoint; none (or unset without an endpoint)
-// turns it off.
+// exporting says whether traces are exported: OTEL_TRACES_EXPORTER otlp
+// or console, or unset with an endpoint; none (or unset without an
+// endpoint) turns it off. One exporter: OpenTelemetry's selection reads
+// the value as one name.
 func (e Env) exporting() (bool, error) {
 	_, endpoint := e.first(EnvTracesEndpoint, EnvEndpoint)
-	ex := strings.ToLower(e[EnvTracesExporter])
-	if ex == "" {
-		return endpoint != "", nil
+	ex, err := e.Exporter(EnvTracesExporter, exporterOTLP, exporterConsole, exporterNone)
+	if err != nil || ex == "" {
+		return endpoint != "", err
 	}
-	on := false
-	for _, v := range strings.Split(ex, ",") {
-		switch strings.TrimSpace(v) {
-		case exporterOTLP:
-			on = true
-		case exporterNone:
-		default:
-			return false, fmt.Errorf("%s %q: relay exports traces with otlp (or none)", EnvTracesExporter, e[EnvTracesExporter])
-		}
+	return ex != exporterNone, nil
+}
+
+// Exporter is the exporter the variable name selects, "" when unset:
+// one of names, or an error naming the variable.
+func (e Env) Exporter(name string, names ...string) (string, error) {
+	v := e[name]
+	if v == "" || slices.Contains(names, v) {
+		return v, nil
 	}
-	return on, nil
+	if strings.Contains(v, ",") {
+		return "", fmt.Errorf("%s %q: one exporter, not a list (%s)", name, v, strings.Join(names, ", "))
+	}
+	return "", fmt.Errorf("%s %q: relay exports with %s", name, v, strings.Join(names, ", "))
 }
 
 // check refuses the values of the variables the SDK and the exporters

@@ -8,10 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -53,14 +52,18 @@ func New(ctx context.Context, environ []string, instance string) (*Provider, err
 	if err != nil {
 		return nil, err
 	}
-	var exp sdktrace.SpanExporter
-	if proto == ProtocolGRPC {
-		exp, err = otlptracegrpc.New(ctx) // connects lazily: an absent collector does not hold the start
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
+	// OpenTelemetry's own selection (autoexport) builds the exporter
+	// OTEL_TRACES_EXPORTER names (otlp by default, over the protocol
+	// checked above; console), from the process's environment, as every
+	// OTel SDK does; relay has checked the values first so that a bad one
+	// names its variable. The OTLP exporters connect lazily: an absent
+	// collector does not hold the start.
+	exp, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: OTLP trace exporter: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %s %q (%s %q): %w", ErrConfig, EnvTracesExporter, env[EnvTracesExporter], EnvTracesProtocol, proto, err)
+	}
+	if autoexport.IsNoneSpanExporter(exp) {
+		return &Provider{prop: prop}, nil
 	}
 	// The sampler (OTEL_TRACES_SAMPLER, _ARG) and the batch processor's
 	// bounds (OTEL_BSP_*) are the SDK's to read.
