@@ -14,8 +14,9 @@
 # links, the KUBE-* and CNI-* iptables chains, the kubepods cgroups, and
 # puts back the sysctls start changed.
 #
-# usage: cluster.sh {start|stop|status|import ARCHIVE|kubeconfig|node-ip}
-#   import      load an image archive (docker or OCI) into the node's containerd
+# usage: cluster.sh {start|stop|status|import SOURCE [REPOSITORY]|kubeconfig|node-ip}
+#   import      load an image archive (docker or OCI) or an OCI layout directory
+#               into the node's containerd (cmd_import)
 #   kubeconfig  print the admin kubeconfig's path
 #   node-ip     print the node's address (pods reach the host's services there)
 set -euo pipefail
@@ -156,21 +157,35 @@ cmd_status() {
   ((up)) && kubectl_admin get nodes -o wide 2>/dev/null || true
 }
 
+# cmd_import SOURCE [REPOSITORY]: loads an image archive (docker or OCI)
+# or an OCI image layout directory (make image's dist/oci) into the
+# node's containerd. With REPOSITORY, an OCI layout's tags (its
+# org.opencontainers.image.ref.name) are imported as REPOSITORY:tag, the
+# name a chart's image.registry and image.repository make.
 cmd_import() {
-  [[ -f "${1:-}" ]] || die "import: no image archive at '${1:-}'"
-  "$STACK_BIN_DIR/ctr" --address "$K8S_CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false \
-    --platform "linux/$(go env GOARCH)" "$1" >/dev/null
+  local src="${1:-}" repo="${2:-}" archive args=()
+  [[ -e "$src" ]] || die "import: no image archive or OCI layout at '$src'"
+  archive="$src"
+  if [[ -d "$src" ]]; then
+    archive="$K8S_RUN/import.tar"
+    tar -C "$src" -cf "$archive" .
+  fi
+  [[ -n "$repo" ]] && args+=(--base-name "$repo")
+  "$STACK_BIN_DIR/ctr" --address "$K8S_CONTAINERD_SOCK" -n k8s.io images import "${args[@]}" \
+    --platform "linux/$(go env GOARCH)" "$archive" >/dev/null 2>"$K8S_LOGS/import.log" ||
+    die "import of $src failed: $(cat "$K8S_LOGS/import.log")"
+  [[ "$archive" == "$src" ]] || rm -f "$archive"
 }
 
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  import) cmd_import "${2:-}" ;;
+  import) cmd_import "${2:-}" "${3:-}" ;;
   kubeconfig) printf '%s\n' "$K8S_ADMIN_KUBECONFIG" ;;
   node-ip) printf '%s\n' "$K8S_NODE_IP" ;;
   *)
-    echo "usage: ${0##*/} {start|stop|status|import ARCHIVE|kubeconfig|node-ip}" >&2
+    echo "usage: ${0##*/} {start|stop|status|import SOURCE [REPOSITORY]|kubeconfig|node-ip}" >&2
     exit 2
     ;;
 esac

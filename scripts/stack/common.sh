@@ -25,6 +25,12 @@ RELAY_STACK_KAFKA_PROXY_PORT="${RELAY_STACK_KAFKA_PROXY_PORT:-9096}"
 # the broker's and a client's certificates live in $RELAY_STACK_DIR/kafka/tls.
 RELAY_STACK_KAFKA_SASL_SSL_PORT="${RELAY_STACK_KAFKA_SASL_SSL_PORT:-9097}"
 RELAY_STACK_KAFKA_SSL_PORT="${RELAY_STACK_KAFKA_SSL_PORT:-9098}"
+# A plain listener on another address, for clients that cannot reach
+# loopback: the pods of the Kubernetes of `make test-k8s` reach the
+# broker at the node's address (scripts/k8s/cluster.sh node-ip). Off
+# unless the address is set; kafka.sh restarts a running broker without it.
+RELAY_STACK_KAFKA_NODE_ADDR="${RELAY_STACK_KAFKA_NODE_ADDR:-}"
+RELAY_STACK_KAFKA_NODE_PORT="${RELAY_STACK_KAFKA_NODE_PORT:-9099}"
 # The three-node cluster (cluster.sh): node N listens on BASE+N-1, so the
 # defaults are brokers 9192-9194 and controllers 9292-9294. Both ranges are
 # below the ephemeral range, so a restarted node always gets its port back.
