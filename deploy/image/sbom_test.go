@@ -166,6 +166,53 @@ func TestCycloneDXContent(t *testing.T) {
 	}
 }
 
+// TestCLibrariesWithLicenseAndCPE: each C library linked in is in the SBOM
+// with its license (an SPDX id, or an expression) and a CPE of its
+// version, which scanners match vulnerabilities by; a library the SBOM
+// knows nothing of fails the build rather than being left out.
+func TestCLibrariesWithLicenseAndCPE(t *testing.T) {
+	sbom, _ := testSBOM(t, testCreated)
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(bytes.NewReader(sbom), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		t.Fatal(err)
+	}
+	byPURL := map[string]cdx.Component{}
+	for _, c := range *bom.Components {
+		byPURL[c.PackageURL] = c
+	}
+	for purl, want := range map[string][2]string{ // license, CPE
+		"pkg:generic/librdkafka@2.11.1": {"BSD-2-Clause", "cpe:2.3:a:confluent:librdkafka:2.11.1:*:*:*:*:*:*:*"},
+		"pkg:generic/openssl@3.0.15":    {"Apache-2.0", "cpe:2.3:a:openssl:openssl:3.0.15:*:*:*:*:*:*:*"},
+		"pkg:generic/zlib@1.3.1":        {"Zlib", "cpe:2.3:a:zlib:zlib:1.3.1:*:*:*:*:*:*:*"},
+		"pkg:generic/zstd@1.5.6":        {"BSD-3-Clause OR GPL-2.0-only", "cpe:2.3:a:facebook:zstandard:1.5.6:*:*:*:*:*:*:*"},
+		"pkg:generic/lz4@1.9.4":         {"BSD-2-Clause", "cpe:2.3:a:lz4_project:lz4:1.9.4:*:*:*:*:*:*:*"},
+		"pkg:generic/curl@8.10.1":       {"curl", "cpe:2.3:a:haxx:libcurl:8.10.1:*:*:*:*:*:*:*"},
+	} {
+		c := byPURL[purl]
+		license := ""
+		if c.Licenses != nil && len(*c.Licenses) == 1 {
+			if l := (*c.Licenses)[0]; l.License != nil {
+				license = l.License.ID
+			} else {
+				license = l.Expression
+			}
+		}
+		if license != want[0] || c.CPE != want[1] {
+			t.Errorf("%s: license %q, CPE %q; want %q, %q", purl, license, c.CPE, want[0], want[1])
+		}
+	}
+
+	unknown := testLinked
+	unknown.Libraries = append(slices.Clone(testLinked.Libraries), struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}{"snappy", "1.2.1"})
+	exe, _ := os.Executable()
+	if _, err := cycloneDX(exe, "1.2.3-dev.gabcdef0", unknown, testCreated); err == nil || !strings.Contains(err.Error(), `"snappy"`) {
+		t.Errorf("a C library the SBOM does not know: %v, want an error naming it", err)
+	}
+}
+
 func TestGolangPURL(t *testing.T) {
 	for _, c := range []struct{ module, version, want string }{
 		{"stdlib", "1.26.8", "pkg:golang/stdlib@1.26.8"},

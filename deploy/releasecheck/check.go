@@ -65,8 +65,9 @@ func check(dist, version string, linked []string) []error {
 
 	// The binary, as it printed itself.
 	var bin struct {
-		Version   string `json:"version"`
-		Libraries []struct {
+		Version    string `json:"version"`
+		Librdkafka string `json:"librdkafka"`
+		Libraries  []struct {
 			Name, Version string
 		} `json:"libraries"`
 	}
@@ -99,6 +100,8 @@ func check(dist, version string, linked []string) []error {
 				fail("the SBOM does not name %s, which the librdkafka archive links in", lib)
 			}
 		}
+		// librdkafka is a field of its own in relay version's output.
+		bin.Libraries = append(bin.Libraries, struct{ Name, Version string }{"librdkafka", bin.Librdkafka})
 		for _, l := range bin.Libraries {
 			name := l.Name
 			if n, ok := sbomNames[name]; ok {
@@ -120,13 +123,21 @@ func check(dist, version string, linked []string) []error {
 	// The release notes.
 	if b, err := os.ReadFile(filepath.Join(dist, "RELEASE-NOTES.md")); err != nil {
 		fail("release notes: %v", err)
-	} else if first, _, _ := strings.Cut(string(b), "\n"); !strings.Contains(first, "relay "+version) {
+	} else if first, _, _ := strings.Cut(string(b), "\n"); !notesHeading(first, version) {
 		fail("the release notes begin %q, not with relay %s", first, version)
 	}
 
 	// SHA256SUMS: every file listed, and right.
 	errs = append(errs, checkSums(dist, version)...)
 	return errs
+}
+
+// notesHeading: the notes' first line is scripts/release.sh's heading of
+// version ("# relay V", or "# relay V (a pre-release: …)"), and of no
+// version V is a prefix of (0.7.0-rc.1 is not 0.7.0).
+func notesHeading(first, version string) bool {
+	rest, ok := strings.CutPrefix(first, "# relay "+version)
+	return ok && (rest == "" || strings.HasPrefix(rest, " "))
 }
 
 // imageSBOM checks the layout's index tagged version (its annotations and

@@ -27,13 +27,15 @@ import (
 // release is what a test release is made of; each field can be made to
 // disagree.
 type release struct {
-	binary, indexAnnotation, label, sbomRelay, chartVersion, appVersion, notes string
-	sbomLibs                                                                   map[string]string // name → version
-	corruptSum                                                                 bool
+	binary, indexAnnotation, label, armLabel, sbomRelay, chartVersion, appVersion, notes string
+	sbomLibs                                                                             map[string]string // name → version
+	corruptSum                                                                           bool
+	sbomOnOther                                                                          bool   // the SBOM's subject is another index
+	unlisted                                                                             string // a file SHA256SUMS leaves out
 }
 
 func good(v string) release {
-	return release{binary: v, indexAnnotation: v, label: v, sbomRelay: v, chartVersion: v, appVersion: v, notes: "# relay " + v,
+	return release{binary: v, indexAnnotation: v, label: v, armLabel: v, sbomRelay: v, chartVersion: v, appVersion: v, notes: "# relay " + v,
 		sbomLibs: map[string]string{"librdkafka": "2.11.1", "openssl": "3.0.15", "zlib": "1.3.1", "curl": "8.10.1"}}
 }
 
@@ -66,17 +68,19 @@ func (r release) write(t *testing.T, v string) string {
 		}
 	}
 
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, a := range [][2]string{{"amd64", r.label}, {"arm64", r.armLabel}} {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := img.ConfigFile()
+		cfg.Config.Labels = map[string]string{"org.opencontainers.image.version": a[1]}
+		if img, err = mutate.ConfigFile(img, cfg); err != nil {
+			t.Fatal(err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: a[0]}}})
 	}
-	cfg, _ := img.ConfigFile()
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.version": r.label}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
-	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
-		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}})
 	idx = mutate.Annotations(idx, map[string]string{"org.opencontainers.image.version": r.indexAnnotation}).(v1.ImageIndex)
 	p, err := layout.Write(filepath.Join(dist, "oci"), empty.Index)
 	if err != nil {
@@ -97,6 +101,10 @@ func (r release) write(t *testing.T, v string) string {
 		t.Fatal(err)
 	}
 	subject, _ := partial.Descriptor(idx)
+	if r.sbomOnOther {
+		other, _ := random.Index(64, 1, 1)
+		subject, _ = partial.Descriptor(other)
+	}
 	cfgBlob := []byte("{}")
 	m := v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, ArtifactType: sbomType, Subject: subject,
 		Config: v1.Descriptor{MediaType: "application/vnd.oci.empty.v1+json", Size: 2, Digest: digest(cfgBlob)},
@@ -113,6 +121,9 @@ func (r release) write(t *testing.T, v string) string {
 
 	var sums strings.Builder
 	for _, f := range []string{"relay-linux-amd64", "relay-image-linux-amd64.tar", "relay-" + v + ".tgz", "RELEASE-NOTES.md"} {
+		if f == r.unlisted {
+			continue
+		}
 		b, _ := os.ReadFile(filepath.Join(dist, f))
 		d := digest(b).Hex
 		if r.corruptSum && f == "RELEASE-NOTES.md" {
@@ -129,25 +140,35 @@ func (r release) write(t *testing.T, v string) string {
 func TestCheckFindsEachDisagreement(t *testing.T) {
 	const v = "0.7.0"
 	linked := []string{"libcurl", "librdkafka", "openssl", "zlib"}
-	if errs := check(good(v).write(t, v), v, linked); len(errs) != 0 {
-		t.Fatalf("an agreeing release: %v", errs)
+	pre := good(v)
+	pre.notes = "# relay " + v + " (a pre-release: the changes since the last release)"
+	for _, r := range []release{good(v), pre} {
+		if errs := check(r.write(t, v), v, linked); len(errs) != 0 {
+			t.Fatalf("an agreeing release (notes %q): %v", r.notes, errs)
+		}
 	}
 	for name, c := range map[string]struct {
 		edit   func(r *release)
 		linked []string
 		want   string
 	}{
-		"binary":           {edit: func(r *release) { r.binary = "0.6.9" }, want: "relay version says"},
-		"index annotation": {edit: func(r *release) { r.indexAnnotation = "dev" }, want: "version annotation"},
-		"image label":      {edit: func(r *release) { r.label = "dev" }, want: "version label"},
-		"sbom relay":       {edit: func(r *release) { r.sbomRelay = "0.6.0" }, want: "the SBOM's component"},
-		"sbom library":     {edit: func(r *release) { delete(r.sbomLibs, "zlib") }, want: "the SBOM names zlib"},
-		"sbom lib version": {edit: func(r *release) { r.sbomLibs["openssl"] = "3.0.14" }, want: "the SBOM names openssl at"},
-		"archive links":    {edit: func(*release) {}, linked: append(linked, "zstd"), want: "does not name zstd"},
-		"chart version":    {edit: func(r *release) { r.chartVersion = "0.1.0" }, want: "the chart is version"},
-		"app version":      {edit: func(r *release) { r.appVersion = "dev" }, want: "appVersion"},
-		"notes":            {edit: func(r *release) { r.notes = "# relay 0.6.0" }, want: "release notes begin"},
-		"sums":             {edit: func(r *release) { r.corruptSum = true }, want: "RELEASE-NOTES.md does not match"},
+		"binary":            {edit: func(r *release) { r.binary = "0.6.9" }, want: "relay version says"},
+		"index annotation":  {edit: func(r *release) { r.indexAnnotation = "dev" }, want: "version annotation"},
+		"image label":       {edit: func(r *release) { r.label = "dev" }, want: "version label"},
+		"arm64 image label": {edit: func(r *release) { r.armLabel = "dev" }, want: "arm64 image's version label"},
+		"sbom relay":        {edit: func(r *release) { r.sbomRelay = "0.6.0" }, want: "the SBOM's component"},
+		"sbom library":      {edit: func(r *release) { delete(r.sbomLibs, "zlib") }, want: "the SBOM names zlib"},
+		"sbom lib version":  {edit: func(r *release) { r.sbomLibs["openssl"] = "3.0.14" }, want: "the SBOM names openssl at"},
+		"sbom librdkafka":   {edit: func(r *release) { r.sbomLibs["librdkafka"] = "2.10.0" }, want: "the SBOM names librdkafka at"},
+		"sbom subject":      {edit: func(r *release) { r.sbomOnOther = true }, want: "not attached to the tagged index"},
+		"archive links":     {edit: func(*release) {}, linked: append(linked, "zstd"), want: "does not name zstd"},
+		"chart version":     {edit: func(r *release) { r.chartVersion = "0.1.0" }, want: "the chart is version"},
+		"app version":       {edit: func(r *release) { r.appVersion = "dev" }, want: "appVersion"},
+		"chart of another":  {edit: func(r *release) { r.chartVersion, r.appVersion = "0.6.0", "0.6.0" }, want: "the chart is version"},
+		"notes":             {edit: func(r *release) { r.notes = "# relay 0.6.0" }, want: "release notes begin"},
+		"notes of an rc":    {edit: func(r *release) { r.notes = "# relay 0.7.0-rc.1" }, want: "release notes begin"},
+		"sums":              {edit: func(r *release) { r.corruptSum = true }, want: "RELEASE-NOTES.md does not match"},
+		"sums list":         {edit: func(r *release) { r.unlisted = "relay-image-linux-amd64.tar" }, want: "does not list relay-image-linux-amd64.tar"},
 	} {
 		r := good(v)
 		r.sbomLibs = map[string]string{"librdkafka": "2.11.1", "openssl": "3.0.15", "zlib": "1.3.1", "curl": "8.10.1"}
