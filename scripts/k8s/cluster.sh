@@ -93,6 +93,8 @@ cmd_start() {
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --service-cluster-ip-range "$K8S_SERVICE_CIDR" --allow-privileged=false
   wait_for kube-apiserver 120 api_ready
+  node_dns
+  daemon coredns coredns -conf "$K8S_RUN/Corefile"
 
   node_containerd
   daemon containerd containerd --config "$K8S_RUN/containerd.toml"
@@ -115,6 +117,7 @@ cmd_start() {
   # Pods are refused until the controller manager makes the namespace's
   # service account.
   wait_for "the default service account" 60 kubectl_admin get serviceaccount default -n default
+  wait_for "the cluster's DNS" 60 curl -fsS "http://127.0.0.1:$K8S_DNS_READY_PORT/ready"
   local name
   for name in "${K8S_DAEMONS[@]}"; do
     k8s_pid "$name" >/dev/null || die "$name exited; its log: $K8S_LOGS/$name.log"

@@ -14,6 +14,9 @@ K8S_POD_GATEWAY="${K8S_POD_CIDR%.*/*}.1"
 K8S_API_SERVICE_IP="${K8S_SERVICE_CIDR%.*/*}.1"
 K8S_DNS_IP="${K8S_SERVICE_CIDR%.*/*}.10"
 K8S_API_PORT="${RELAY_K8S_API_PORT:-6443}"
+# CoreDNS's readiness and health ports, on loopback.
+K8S_DNS_READY_PORT="${RELAY_K8S_DNS_READY_PORT:-8183}"
+K8S_DNS_HEALTH_PORT="${RELAY_K8S_DNS_HEALTH_PORT:-8184}"
 K8S_ETCD_PORT="${RELAY_K8S_ETCD_PORT:-2479}"
 K8S_ETCD_PEER_PORT="${RELAY_K8S_ETCD_PEER_PORT:-2480}"
 # The pods' bridge, which holds the node's address too (15 characters at
@@ -44,7 +47,7 @@ K8S_SYSCTL_NAMES=(
 )
 
 # The daemons, in the order they start (stop goes the other way).
-K8S_DAEMONS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kube-proxy kubelet)
+K8S_DAEMONS=(etcd kube-apiserver coredns containerd kube-controller-manager kube-scheduler kube-proxy kubelet)
 
 k8s_pid() {
   local f="$K8S_RUN/$1.pid" pid

@@ -106,6 +106,52 @@ state = "$K8S_RUN/containerd/state"
 EOF
 }
 
+# node_dns: CoreDNS on the node's address, answering for cluster.local
+# from the API server and forwarding the rest to the host's resolver, and
+# the kube-dns Service at the kubelet's clusterDNS address, whose one
+# endpoint is the node (kube-proxy carries the pods' queries to it).
+node_dns() {
+  cat >"$K8S_RUN/Corefile" <<EOF
+.:53 {
+    bind $K8S_NODE_IP
+    errors
+    health 127.0.0.1:$K8S_DNS_HEALTH_PORT
+    ready 127.0.0.1:$K8S_DNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $K8S_ADMIN_KUBECONFIG relay-k8s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 5
+}
+EOF
+  kubectl_admin apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: $K8S_DNS_IP
+  ports:
+  - {name: dns, port: 53, protocol: UDP, targetPort: 53}
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-node
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns, endpointslice.kubernetes.io/managed-by: relay-k8s}
+addressType: IPv4
+ports:
+- {name: dns, port: 53, protocol: UDP}
+- {name: dns-tcp, port: 53, protocol: TCP}
+endpoints:
+- addresses: ["$K8S_NODE_IP"]
+  conditions: {ready: true}
+EOF
+}
+
 node_proxy_config() {
   cat >"$K8S_RUN/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1

@@ -274,11 +274,11 @@ go_tool_version() {
 # go_tool_install NAME DIR PKG WHAT [BUILD_ARGS...]: builds PKG from the
 # tools module in DIR (its go.mod and go.sum pin the program and every
 # dependency) into $STACK_BIN_DIR/NAME, once. A stamp written only after a
-# successful build holds the hash of go.mod, go.sum and BUILD_ARGS, so a
-# version bump rebuilds. WHAT says how long the first build takes, for
-# the log line. GOWORK=off: a go.work above the repo must not pull the
-# tools module in; nice: it may build beside the stack's JVMs and the
-# tests. Only the finished binary is moved into place.
+# successful build holds the hash of go.mod, go.sum, the module's own Go
+# files and BUILD_ARGS, so a version bump or an edit rebuilds. WHAT says
+# how long the first build takes, for the log line. GOWORK=off: a go.work
+# above the repo must not pull the tools module in; nice: it may build
+# beside the stack's JVMs and the tests. Only the finished binary is moved into place.
 go_tool_install() {
   local name="$1" dir="$2" pkg="$3" what="$4"
   shift 4
@@ -286,6 +286,7 @@ go_tool_install() {
   local build_log="$STACK_LOG_DIR/$name-build.log" stamp
   stamp="$({
     cat "$dir/go.mod" "$dir/go.sum"
+    cat "$dir"/*.go 2>/dev/null || true
     printf '%s\0' "$@"
   } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$bin" && -f "$stamp_file" && "$(<"$stamp_file")" == "$stamp" ]]; then
