@@ -19,20 +19,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../stack/common.sh"
 TOOLS="$STACK_REPO_DIR/scripts/tools"
 K8S_VERSION="$(go_tool_version "$TOOLS/kubernetes" k8s.io/kubernetes)"
 
-# The version the programs report (the module build would say
-# v0.0.0-master, which the chart's kubeVersion refuses).
-k8s_ldflags() {
-  local minor="${K8S_VERSION#v1.}"
-  minor="${minor%%.*}"
-  local v
-  for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    printf -- '-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' "$v" "$K8S_VERSION" "$v" "$v" "$minor" "$v"
-  done
-}
-
 "$TOOLS/kube-apiserver.sh" install
 
-ldflags="$(k8s_ldflags)"
+ldflags="$(k8s_version_ldflags "$K8S_VERSION")"
 for cmd in kubelet kube-controller-manager kube-scheduler kube-proxy kubectl; do
   go_tool_install "$cmd" "$TOOLS/kubernetes" "k8s.io/kubernetes/cmd/$cmd" \
     "Kubernetes $K8S_VERSION, once; about three minutes on 2 cores" -mod=readonly -trimpath -ldflags "$ldflags"

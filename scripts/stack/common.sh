@@ -271,6 +271,17 @@ go_tool_version() {
   sed -n "s|^[[:space:]]*$2 \(v[^ ]*\).*|\1|p" "$1/go.mod" | head -n 1
 }
 
+# k8s_version_ldflags VERSION: the -ldflags that stamp a Kubernetes
+# program built from the module with its version (it would say
+# v0.0.0-master, which a chart's kubeVersion refuses).
+k8s_version_ldflags() {
+  local minor="${1#v1.}" v
+  minor="${minor%%.*}"
+  for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- '-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' "$v" "$1" "$v" "$v" "$minor" "$v"
+  done
+}
+
 # go_tool_install NAME DIR PKG WHAT [BUILD_ARGS...]: builds PKG from the
 # tools module in DIR (its go.mod and go.sum pin the program and every
 # dependency) into $STACK_BIN_DIR/NAME, once. A stamp written only after a
