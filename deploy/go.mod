@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
+	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1
 	github.com/google/go-containerregistry v0.22.1
 	github.com/in-toto/attestation v1.1.2
 	github.com/package-url/packageurl-go v0.1.7
@@ -53,7 +54,6 @@ require (
 	github.com/chai2010/gettext-go v1.0.2 // indirect
 	github.com/charmbracelet/lipgloss v0.5.0 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
-	github.com/confluentinc/confluent-kafka-go/v2 v2.11.1 // indirect
 	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
@@ -28,6 +29,7 @@ type cluster struct {
 	kubeconfig string
 	image      string // registry/repository:tag, imported into the node
 	kafka      string // the broker's listener at the node's address
+	hostKafka  string // the same broker from the host
 	client     *kubernetes.Clientset
 }
 
@@ -40,6 +42,10 @@ func newCluster(t *testing.T) *cluster {
 		kubeconfig: os.Getenv("RELAY_TEST_K8S_KUBECONFIG"),
 		image:      os.Getenv("RELAY_TEST_K8S_IMAGE"),
 		kafka:      os.Getenv("RELAY_TEST_K8S_KAFKA"),
+		hostKafka:  os.Getenv("RELAY_TEST_BOOTSTRAP"),
+	}
+	if c.hostKafka == "" {
+		c.hostKafka = "127.0.0.1:9092"
 	}
 	if c.kubeconfig == "" || c.image == "" || c.kafka == "" {
 		t.Fatal("RELAY_TEST_K8S_KUBECONFIG, RELAY_TEST_K8S_IMAGE and RELAY_TEST_K8S_KAFKA are required (make test-k8s sets them)")
@@ -147,3 +153,23 @@ func (c *cluster) install(t *testing.T, cfg *action.Configuration, ns, name stri
 }
 
 func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000) }
+
+// topic creates a source topic on the broker, from the host (relay's
+// topics Job creates relay's own topics, never the sources).
+func (c *cluster) topic(t *testing.T, name string, partitions int) {
+	t.Helper()
+	admin, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": c.hostKafka})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := admin.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: name, NumPartitions: partitions, ReplicationFactor: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Error.Code() != kafka.ErrNoError {
+		t.Fatalf("create %s: %v", name, res[0].Error)
+	}
+}

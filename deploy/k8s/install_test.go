@@ -21,6 +21,7 @@ func TestChartInstallsAndPassesHelmTest(t *testing.T) {
 	ns := c.namespace(t, uniq("relay-install"))
 	cfg := c.helm(t, ns)
 	source := uniq("k8s-orders")
+	c.topic(t, source, 6)
 	rel := c.install(t, cfg, ns, "relay", c.values(source, uniq("k8s-group"), 3))
 	if rel.Info.Status != release.StatusDeployed {
 		t.Fatalf("release %s", rel.Info.Status)
