@@ -152,7 +152,9 @@ func (c *cluster) install(t *testing.T, cfg *action.Configuration, ns, name stri
 	return rel
 }
 
-func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000) }
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000)
+}
 
 // topic creates a source topic on the broker, from the host (relay's
 // topics Job creates relay's own topics, never the sources).

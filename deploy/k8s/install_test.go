@@ -27,7 +27,7 @@ func TestChartInstallsAndPassesHelmTest(t *testing.T) {
 		t.Fatalf("release %s", rel.Info.Status)
 	}
 
-	pods := c.readyPods(t, ns, "app.kubernetes.io/instance=relay,controller-revision-hash")
+	pods := c.readyPods(t, ns, relayPods)
 	if len(pods) != 3 {
 		t.Fatalf("%d relay pods ready, want 3", len(pods))
 	}
@@ -87,4 +87,3 @@ func (c *cluster) readyPods(t *testing.T, ns, selector string) []corev1.Pod {
 		time.Sleep(time.Second)
 	}
 }
-

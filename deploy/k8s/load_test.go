@@ -19,14 +19,14 @@ import (
 // second, until stop is called: values "<key>:<seq>", seq counting up per
 // key from 0. It counts what the broker acknowledged.
 type load struct {
-	p     *kafka.Producer
-	topic string
-	keys  int
-	acked atomic.Int64
+	p      *kafka.Producer
+	topic  string
+	keys   int
+	acked  atomic.Int64
 	failed atomic.Int64
-	stop  chan struct{}
-	done  sync.WaitGroup
-	sent  map[string]int // per key, after stop
+	stop   chan struct{}
+	done   sync.WaitGroup
+	sent   map[string]int // per key, after stop
 }
 
 func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {

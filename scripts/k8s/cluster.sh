@@ -14,9 +14,10 @@
 # links, the KUBE-* and CNI-* iptables chains, the kubepods cgroups, and
 # puts back the sysctls start changed.
 #
-# usage: cluster.sh {start|stop|status|import SOURCE [REPOSITORY]|kubeconfig|node-ip}
+# usage: cluster.sh {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip}
 #   import      load an image archive (docker or OCI) or an OCI layout directory
 #               into the node's containerd (cmd_import)
+#   tag         name an image the node has anew
 #   kubeconfig  print the admin kubeconfig's path
 #   node-ip     print the node's address (pods reach the host's services there)
 set -euo pipefail
@@ -180,15 +181,24 @@ cmd_import() {
   [[ "$archive" == "$src" ]] || rm -f "$archive"
 }
 
+# cmd_tag SOURCE TARGET: another name for an image the node has (a
+# rolling update to "another image" with the same bytes).
+cmd_tag() {
+  [[ -n "${1:-}" && -n "${2:-}" ]] || die "usage: ${0##*/} tag SOURCE TARGET"
+  "$STACK_BIN_DIR/ctr" --address "$K8S_CONTAINERD_SOCK" -n k8s.io images tag --force "$1" "$2" >/dev/null 2>&1 ||
+    die "tag $1 $2 failed"
+}
+
 case "${1:-}" in
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
   import) cmd_import "${2:-}" "${3:-}" ;;
+  tag) cmd_tag "${2:-}" "${3:-}" ;;
   kubeconfig) printf '%s\n' "$K8S_ADMIN_KUBECONFIG" ;;
   node-ip) printf '%s\n' "$K8S_NODE_IP" ;;
   *)
-    echo "usage: ${0##*/} {start|stop|status|import SOURCE [REPOSITORY]|kubeconfig|node-ip}" >&2
+    echo "usage: ${0##*/} {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip}" >&2
     exit 2
     ;;
 esac

@@ -25,12 +25,15 @@ scripts/k8s/cluster.sh start
 node="$(scripts/k8s/cluster.sh node-ip)"
 RELAY_STACK_KAFKA_NODE_ADDR="$node" scripts/stack/up.sh
 scripts/k8s/cluster.sh import dist/oci relay.local/relay
+# The same image under a second tag: the upgrade the fault test rolls.
+scripts/k8s/cluster.sh tag "relay.local/relay:$VERSION" "relay.local/relay:$VERSION-next"
 echo "test-k8s: ready in $((SECONDS - start))s"
 
 (
   cd deploy
   RELAY_TEST_K8S=1 RELAY_TEST_K8S_KUBECONFIG="$(../scripts/k8s/cluster.sh kubeconfig)" \
-    RELAY_TEST_K8S_IMAGE="relay.local/relay:$VERSION" \
+    RELAY_TEST_K8S_IMAGE="relay.local/relay:$VERSION" RELAY_TEST_K8S_NEXT_TAG="$VERSION-next" \
+    RELAY_TEST_K8S_RELAY="$PWD/../dist/relay-linux-$arch" RELAY_STACK_KAFKA_NODE_ADDR="$node" \
     RELAY_TEST_K8S_KAFKA="$node:${RELAY_STACK_KAFKA_NODE_PORT:-9099}" \
     go test -count=1 -timeout 40m -v "$@" ./k8s/
 )

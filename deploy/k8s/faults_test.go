@@ -1,0 +1,167 @@
+package k8s
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Under a steady load from the host, what a cluster does to relay's pods
+// in a week: each replica deleted in turn, an eviction through the API
+// (the PodDisruptionBudget's), a helm upgrade that rolls the StatefulSet
+// to another image, a scale 3 → 5 → 2, and a broker restart. At the end
+// every source record is in exactly one end state (relay audit, exit 0),
+// the output holds each record once, every key's in the order produced
+// (a read_committed witness), and no container restarted: the only pods
+// that went away were the ones the test took.
+func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
+	c := newCluster(t)
+	ns := c.namespace(t, uniq("relay-faults"))
+	cfg := c.helm(t, ns)
+	source, group := uniq("k8s-faults"), uniq("k8s-faults-group")
+	c.topic(t, source, 6)
+	values := c.values(source, group, 3)
+	c.install(t, cfg, ns, "relay", values)
+	c.readyPods(t, ns, relayPods)
+
+	l := c.startLoad(t, source, 60, 150)
+	step := func(what string, f func()) {
+		start := time.Now()
+		f()
+		c.readyPods(t, ns, relayPods)
+		t.Logf("%s: %s, %d records acknowledged so far", what, time.Since(start).Round(time.Second), l.acked.Load())
+	}
+	for _, pod := range []string{"relay-0", "relay-1", "relay-2"} {
+		step("kubectl delete pod "+pod, func() { c.deletePod(t, ns, pod) })
+	}
+	step("eviction of relay-1", func() { c.evict(t, ns, "relay-1") })
+	step("helm upgrade to another image", func() {
+		values["image"].(map[string]any)["tag"] = os.Getenv("RELAY_TEST_K8S_NEXT_TAG")
+		c.upgrade(t, cfg, ns, values)
+	})
+	for _, n := range []int{5, 2} {
+		step("scale to "+itoa(n), func() {
+			values["replicas"] = n
+			c.upgrade(t, cfg, ns, values)
+		})
+	}
+	step("broker restart", func() { c.restartBroker(t) })
+	time.Sleep(5 * time.Second) // a little load after the last fault
+
+	acked := l.finish(t)
+	c.drained(t, group, source, 6)
+	c.outputs(t, source+".valid", l.sent)
+	c.audit(t, source, group)
+	for _, p := range c.readyPods(t, ns, relayPods) {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount != 0 {
+				t.Errorf("%s/%s restarted %d times: a restart the test did not cause", p.Name, s.Name, s.RestartCount)
+			}
+		}
+	}
+	t.Logf("%d records produced through the faults", acked)
+}
+
+// relayPods selects the StatefulSet's pods (not the hooks' or the tests').
+const relayPods = "app.kubernetes.io/instance=relay,controller-revision-hash"
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// deletePod deletes a pod (kubectl delete pod: its grace period) and waits
+// until the StatefulSet has replaced it.
+func (c *cluster) deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	old := c.pod(t, ns, name).UID
+	if err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.replaced(t, ns, name, old)
+}
+
+// evict asks the API to evict a pod, as a node drain does (the
+// PodDisruptionBudget may refuse it for a while), and waits for its
+// replacement.
+func (c *cluster) evict(t *testing.T, ns, name string) {
+	t.Helper()
+	old := c.pod(t, ns, name).UID
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := c.client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("evict %s: %v", name, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	c.replaced(t, ns, name, old)
+}
+
+func (c *cluster) pod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// replaced waits (up to three minutes) for a pod of that name with
+// another UID to be Ready.
+func (c *cluster) replaced(t *testing.T, ns, name string, old types.UID) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && p.UID != old {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s not replaced and Ready in three minutes", name)
+}
+
+// upgrade runs helm upgrade with values and waits for the rollout.
+func (c *cluster) upgrade(t *testing.T, cfg *action.Configuration, ns string, values map[string]any) {
+	t.Helper()
+	ch, err := loader.Load("../helm/relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.Wait, up.Timeout = ns, true, 8*time.Minute
+	if _, err := up.Run("relay", ch, values); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+}
+
+// restartBroker stops and starts the project's broker (its listener at
+// the node's address kept: RELAY_STACK_KAFKA_NODE_ADDR).
+func (c *cluster) restartBroker(t *testing.T) {
+	t.Helper()
+	script, err := filepath.Abs("../../scripts/stack/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"stop", "start"} {
+		if out, err := exec.Command(script, verb).CombinedOutput(); err != nil {
+			t.Fatalf("kafka.sh %s: %v\n%s", verb, err, out)
+		}
+	}
+}
