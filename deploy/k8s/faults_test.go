@@ -15,6 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Under a steady load from the host, what a cluster does to relay's pods
@@ -79,14 +80,43 @@ const relayPods = "app.kubernetes.io/instance=relay,controller-revision-hash"
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // deletePod deletes a pod (kubectl delete pod: its grace period) and waits
-// until the StatefulSet has replaced it.
+// until the StatefulSet has replaced it. relay's container must have
+// exited 0 within the grace period (its in-flight transaction committed
+// or aborted, its offsets handed over), not been killed at its end (137).
 func (c *cluster) deletePod(t *testing.T, ns, name string) {
 	t.Helper()
-	old := c.pod(t, ns, name).UID
+	old := c.pod(t, ns, name)
+	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
 	if err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.replaced(t, ns, name, old)
+	exit := int32(-1)
+	for ev := range w.ResultChan() {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.UID != old.UID {
+			continue
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "relay" && s.State.Terminated != nil {
+				exit = s.State.Terminated.ExitCode
+			}
+		}
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
+	stopped := time.Since(start)
+	c.replaced(t, ns, name, old.UID)
+	t.Logf("%s: stopped in %s (exit %d, grace period %ds), replacement Ready %s after the delete",
+		name, stopped.Round(100*time.Millisecond), exit, *old.Spec.TerminationGracePeriodSeconds, time.Since(start).Round(100*time.Millisecond))
+	if exit != 0 {
+		t.Errorf("%s: relay exited %d when deleted, not 0: the grace period did not cover its shutdown", name, exit)
+	}
 }
 
 // evict asks the API to evict a pod, as a node drain does (the
@@ -163,5 +193,39 @@ func (c *cluster) restartBroker(t *testing.T) {
 		if out, err := exec.Command(script, verb).CombinedOutput(); err != nil {
 			t.Fatalf("kafka.sh %s: %v\n%s", verb, err, out)
 		}
+	}
+}
+
+func metav1Patch() metav1.PatchOptions { return metav1.PatchOptions{FieldManager: "relay-k8s-test"} }
+
+// rolled waits (up to five minutes) until the StatefulSet's pods all run
+// its current revision and are Ready.
+func (c *cluster) rolled(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		s, err := c.client.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Status
+		if st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
+			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("statefulset %s not rolled out in five minutes", name)
+}
+
+// waitAcked waits until the load has n acknowledged records.
+func (c *cluster) waitAcked(t *testing.T, l *load, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for l.acked.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records acknowledged in two minutes", l.acked.Load(), n)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -32,7 +32,8 @@ type load struct {
 func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 	t.Helper()
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": c.hostKafka, "enable.idempotence": true,
-		"linger.ms": 5, "message.timeout.ms": 300000})
+		// log_level 2: the broker's restart is on purpose.
+		"linger.ms": 5, "log_level": 2, "message.timeout.ms": 300000})
 	if err != nil {
 		t.Fatal(err)
 	}
