@@ -152,6 +152,25 @@ func (c *cluster) install(t *testing.T, cfg *action.Configuration, ns, name stri
 	return rel
 }
 
+// deployment is one test's release: its namespace, Helm's configuration
+// on it, its source topic (made), its group, and the values to install.
+type deployment struct {
+	ns, source, group string
+	cfg               *action.Configuration
+	values            map[string]any
+}
+
+// deployment makes a namespace and a source topic of partitions for a
+// release of replicas, named after name; install installs it.
+func (c *cluster) deployment(t *testing.T, name string, partitions, replicas int) *deployment {
+	t.Helper()
+	d := &deployment{ns: c.namespace(t, uniq("relay-"+name)), source: uniq("k8s-" + name), group: uniq("k8s-" + name + "-group")}
+	d.cfg = c.helm(t, d.ns)
+	c.topic(t, d.source, partitions)
+	d.values = c.values(d.source, d.group, replicas)
+	return d
+}
+
 func uniq(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000)
 }

@@ -28,11 +28,8 @@ import (
 // that went away were the ones the test took.
 func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
 	c := newCluster(t)
-	ns := c.namespace(t, uniq("relay-faults"))
-	cfg := c.helm(t, ns)
-	source, group := uniq("k8s-faults"), uniq("k8s-faults-group")
-	c.topic(t, source, 6)
-	values := c.values(source, group, 3)
+	d := c.deployment(t, "faults", 6, 3)
+	ns, cfg, source, group, values := d.ns, d.cfg, d.source, d.group, d.values
 	c.install(t, cfg, ns, "relay", values)
 	c.readyPods(t, ns, relayPods)
 

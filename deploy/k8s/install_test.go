@@ -18,11 +18,9 @@ import (
 // through the headless Service's DNS names, then relay audit).
 func TestChartInstallsAndPassesHelmTest(t *testing.T) {
 	c := newCluster(t)
-	ns := c.namespace(t, uniq("relay-install"))
-	cfg := c.helm(t, ns)
-	source := uniq("k8s-orders")
-	c.topic(t, source, 6)
-	rel := c.install(t, cfg, ns, "relay", c.values(source, uniq("k8s-group"), 3))
+	d := c.deployment(t, "install", 6, 3)
+	ns, cfg := d.ns, d.cfg
+	rel := c.install(t, cfg, ns, "relay", d.values)
 	if rel.Info.Status != release.StatusDeployed {
 		t.Fatalf("release %s", rel.Info.Status)
 	}

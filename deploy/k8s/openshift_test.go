@@ -17,13 +17,10 @@ import (
 // one in its end state (relay audit).
 func TestOpenShiftValuesRunWithAnArbitraryUID(t *testing.T) {
 	c := newCluster(t)
-	ns := c.namespace(t, uniq("relay-openshift"))
-	cfg := c.helm(t, ns)
-	source, group := uniq("k8s-openshift"), uniq("k8s-openshift-group")
-	c.topic(t, source, 2)
-	values := c.values(source, group, 2)
+	d := c.deployment(t, "openshift", 2, 2)
+	ns, source, group, values := d.ns, d.source, d.group, d.values
 	values["global"] = map[string]any{"compatibility": map[string]any{"openshift": map[string]any{"adaptSecurityContext": "force"}}}
-	c.install(t, cfg, ns, "relay", values)
+	c.install(t, d.cfg, ns, "relay", values)
 
 	const uid = 1000680000
 	patch, err := yaml.YAMLToJSON([]byte(`
