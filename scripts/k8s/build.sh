@@ -5,8 +5,10 @@
 # kube-scheduler, kube-proxy and kubectl (scripts/tools/kubernetes),
 # containerd with its runc shim and ctr, runc with seccomp, and the CNI
 # plugins bridge, host-local, loopback and portmap
-# (scripts/tools/containerd), CoreDNS (scripts/tools/coredns), into $RELAY_STACK_DIR/bin (the plugins into
-# bin/cni). etcd and iptables are Debian's (scripts/install.sh k8s). A
+# (scripts/tools/containerd), CoreDNS (scripts/tools/coredns), and the
+# Pushgateway the audit CronJob's test pushes to
+# (scripts/tools/pushgateway), into $RELAY_STACK_DIR/bin (the plugins
+# into bin/cni). etcd and iptables are Debian's (scripts/install.sh k8s). A
 # program is rebuilt only when its module's go.mod, go.sum or build flags
 # change. The first build takes 12 to 15 minutes on 2 cores.
 #
@@ -36,6 +38,8 @@ for cmd in containerd containerd-shim-runc-v2 ctr; do
     "containerd, once; about two minutes" -mod=readonly -trimpath -tags no_btrfs,no_devmapper,no_zfs
 done
 go_tool_install coredns "$TOOLS/coredns" . "CoreDNS, once; about a minute" -mod=readonly -trimpath
+go_tool_install pushgateway "$TOOLS/pushgateway" github.com/prometheus/pushgateway \
+  "the Pushgateway, once; about a minute" -mod=readonly -trimpath
 mkdir -p "$STACK_BIN_DIR/cni" "$STACK_LOG_DIR/cni"
 for p in ipam/host-local main/bridge main/loopback meta/portmap; do
   CGO_ENABLED=0 go_tool_install "cni/${p#*/}" "$TOOLS/containerd" "github.com/containernetworking/plugins/plugins/$p" \

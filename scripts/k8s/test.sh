@@ -34,6 +34,7 @@ echo "test-k8s: ready in $((SECONDS - start))s"
   RELAY_TEST_K8S=1 RELAY_TEST_K8S_KUBECONFIG="$(../scripts/k8s/cluster.sh kubeconfig)" \
     RELAY_TEST_K8S_IMAGE="relay.local/relay:$VERSION" RELAY_TEST_K8S_NEXT_TAG="$VERSION-next" \
     RELAY_TEST_K8S_RELAY="$PWD/../dist/relay-linux-$arch" RELAY_STACK_KAFKA_NODE_ADDR="$node" \
+    RELAY_TEST_K8S_NODE_IP="$node" RELAY_TEST_K8S_PUSHGATEWAY="${RELAY_STACK_DIR:-$PWD/../.cache}/bin/pushgateway" \
     RELAY_TEST_K8S_KAFKA="$node:${RELAY_STACK_KAFKA_NODE_PORT:-9099}" \
     go test -count=1 -timeout 40m -v "$@" ./k8s/
 )
