@@ -25,7 +25,7 @@ func TestAuditCronJobRunsAndPushes(t *testing.T) {
 	c := newCluster(t)
 	gateway := c.pushgateway(t)
 	d := c.deployment(t, "audit", 2, 2)
-	d.values["audit"] = map[string]any{"enabled": true, "pushURL": gateway, "window": "1h"}
+	d.values["audit"] = map[string]any{"enabled": true, "source": d.source, "pushURL": gateway, "window": "1h"}
 	c.install(t, d.cfg, d.ns, "relay", d.values)
 	c.readyPods(t, d.ns, relayPods)
 	l := c.startLoad(t, d.source, 10, 100)
