@@ -71,12 +71,6 @@ find_missing() {
   have chromium || missing+=(chromium)
   # axe-core, the browser tests' accessibility check, comes from npm.
   have npm || missing+=(npm)
-  if ((k8s)); then
-    have iptables || bare+=(iptables)
-    have conntrack || bare+=(conntrack)
-    have pkg-config || bare+=(pkg-config)
-    [[ -f /usr/include/seccomp.h ]] || bare+=(libseccomp-dev)
-  fi
   # The release's, installed without recommends (qemu-user's would
   # register binfmt handlers with the kernel).
   bare=()
@@ -91,6 +85,12 @@ find_missing() {
         ;;
     esac
   done
+  if ((k8s)); then
+    have iptables || bare+=(iptables)
+    have conntrack || bare+=(conntrack)
+    have pkg-config || bare+=(pkg-config)
+    [[ -f /usr/include/seccomp.h ]] || bare+=(libseccomp-dev)
+  fi
 }
 
 find_missing

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,12 +31,18 @@ func TestAuditCronJobRunsAndPushes(t *testing.T) {
 	c.readyPods(t, d.ns, relayPods)
 	l := c.startLoad(t, d.source, 10, 100)
 	c.waitAcked(t, l, 300)
-	l.finish(t)
+	acked := l.finish(t)
 	c.drained(t, d.group, d.source, 2)
 
 	ctx := context.Background()
 	cj, err := c.client.BatchV1().CronJobs(d.ns).Get(ctx, "relay-audit", metav1.GetOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The schedule's own run must not move the audit's cursor meanwhile.
+	suspend := true
+	cj.Spec.Suspend = &suspend
+	if cj, err = c.client.BatchV1().CronJobs(d.ns).Update(ctx, cj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "relay-audit-once", Namespace: d.ns,
@@ -58,6 +65,26 @@ func TestAuditCronJobRunsAndPushes(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
+	// The audit's pods are no instance of relay's: the disruption budget
+	// still counts relay's two (a Job's pods in it stop it: "jobs.batch
+	// does not implement the scale subresource").
+	pdb, err := c.client.PolicyV1().PodDisruptionBudgets(d.ns).Get(ctx, "relay", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pdb.Status.ExpectedPods != 2 {
+		t.Errorf("the PodDisruptionBudget expects %d pods, want 2: %+v", pdb.Status.ExpectedPods, pdb.Status.Conditions)
+	}
+	events, err := c.client.CoreV1().Events(d.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PodDisruptionBudget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Type != "Normal" {
+			t.Errorf("the PodDisruptionBudget: %s %s", e.Reason, e.Message)
+		}
+	}
+
 	resp, err := http.Get(gateway + "/metrics") //nolint:gosec,noctx // the test's own gateway
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +94,8 @@ func TestAuditCronJobRunsAndPushes(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf(`relay_audit_clean{instance="",job="relay_audit",source=%q} 1`, d.source),
 		fmt.Sprintf(`relay_audit_outcome{instance="",job="relay_audit",outcome="clean",source=%q} 1`, d.source),
+		fmt.Sprintf(`relay_audit_records{instance="",job="relay_audit",source=%q,state="processed"} %d`, d.source, acked),
+		fmt.Sprintf(`relay_audit_findings{instance="",job="relay_audit",kind="unverifiable",source=%q} 0`, d.source),
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the Pushgateway has no %s; its relay_audit lines:\n%s", want, grep(string(b), "relay_audit"))
@@ -89,6 +118,7 @@ func (c *cluster) pushgateway(t *testing.T) string {
 	addr := l.Addr().String()
 	_ = l.Close()
 	cmd := exec.Command(bin, "--web.listen-address="+addr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not left behind by a test binary that dies
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -152,8 +153,13 @@ func (c *cluster) outputs(t *testing.T, topic string, sent map[string]int) {
 		want += n
 	}
 	next := map[string]int{}
+	part := map[string]int32{}
+	// To the end, not to the count: a duplicate after the last original
+	// (a zombie's transaction, say) must be read too. The group has
+	// committed every record already (drained), so the output is whole
+	// once nothing comes for five seconds after the count is reached.
 	got, idle := 0, 0
-	for got < want && idle < 30 {
+	for idle < 30 && (got < want || idle < 5) {
 		m, err := cons.ReadMessage(time.Second)
 		if err != nil {
 			idle++
@@ -165,9 +171,13 @@ func (c *cluster) outputs(t *testing.T, topic string, sent map[string]int) {
 		if !ok || err != nil || key != string(m.Key) {
 			t.Fatalf("%s: a record that is not the load's: key %q value %q", m.TopicPartition, m.Key, m.Value)
 		}
-		if n != next[key] {
-			t.Fatalf("%s: %s seq %d where %d was next: lost, duplicated or out of order", m.TopicPartition, key, n, next[key])
+		if n != next[key] || n >= sent[key] {
+			t.Fatalf("%s: %s seq %d where %d was next (%d sent): lost, duplicated or out of order", m.TopicPartition, key, n, next[key], sent[key])
 		}
+		if p, ok := part[key]; ok && p != m.TopicPartition.Partition {
+			t.Fatalf("%s: %s also in partition %d", m.TopicPartition, key, p)
+		}
+		part[key] = m.TopicPartition.Partition
 		next[key]++
 		got++
 	}
@@ -181,8 +191,9 @@ func (c *cluster) outputs(t *testing.T, topic string, sent map[string]int) {
 
 // audit runs relay audit from the host (the release binary make image
 // built) over the last hour of source: exit 0, nothing lost, duplicated,
-// misrouted or stuck.
-func (c *cluster) audit(t *testing.T, source, group string) {
+// misrouted or stuck, and every one of the acked records judged
+// processed (an audit that could verify nothing would pass exit 0 too).
+func (c *cluster) audit(t *testing.T, source, group string, acked int64) {
 	t.Helper()
 	bin := os.Getenv("RELAY_TEST_K8S_RELAY")
 	if bin == "" {
@@ -190,11 +201,26 @@ func (c *cluster) audit(t *testing.T, source, group string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "audit", "--source", source, "--from", "1h", "--progress", "none")
+	cmd := exec.CommandContext(ctx, bin, "audit", "--source", source, "--from", "1h", "--progress", "none", "-o", "json")
 	cmd.Env = append(os.Environ(), "RELAY_KAFKA_BOOTSTRAP_SERVERS="+c.hostKafka, "RELAY_SOURCE_TOPICS="+source, "RELAY_GROUP_ID="+group)
-	out, err := cmd.CombinedOutput()
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("relay audit: %v\n%s", err, out)
 	}
-	t.Logf("relay audit:\n%s", out)
+	var rep struct {
+		Partitions []struct {
+			Records, Processed, Unverifiable, Lost, Duplicated int64
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("relay audit -o json: %v\n%s", err, out)
+	}
+	var records, processed, unverifiable int64
+	for _, p := range rep.Partitions {
+		records, processed, unverifiable = records+p.Records, processed+p.Processed, unverifiable+p.Unverifiable
+	}
+	if records != acked || processed != acked || unverifiable != 0 {
+		t.Fatalf("relay audit judged %d records, %d processed, %d unverifiable; %d were acknowledged", records, processed, unverifiable, acked)
+	}
+	t.Logf("relay audit: clean, %d records processed", processed)
 }

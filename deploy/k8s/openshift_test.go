@@ -57,8 +57,8 @@ spec:
 
 	l := c.startLoad(t, source, 10, 100)
 	c.waitAcked(t, l, 500)
-	l.finish(t)
+	acked := l.finish(t)
 	c.drained(t, group, source, 2)
 	c.outputs(t, source+".valid", l.sent)
-	c.audit(t, source, group)
+	c.audit(t, source, group, acked)
 }

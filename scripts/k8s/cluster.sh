@@ -56,9 +56,10 @@ wait_for() {
   done
 }
 
+# api_ready: the API server's /readyz, which anyone may read (no token on
+# a command line, where every user of the machine sees it).
 api_ready() {
-  curl -fsS --cacert "$K8S_PKI/ca.pem" -H "Authorization: Bearer $(awk -F, '$3 == "admin" { print $1 }' "$K8S_PKI/tokens.csv")" \
-    "https://$K8S_NODE_IP:$K8S_API_PORT/readyz"
+  curl -fsS --cacert "$K8S_PKI/ca.pem" "https://$K8S_NODE_IP:$K8S_API_PORT/readyz"
 }
 
 cmd_start() {
@@ -74,6 +75,9 @@ cmd_start() {
   cmd_stop >/dev/null 2>&1 || true
   local start=$SECONDS
   mkdir -p "$K8S_DIR" "$K8S_RUN" "$K8S_LOGS"
+  # Keys, tokens and kubeconfigs live here: the machine's other users
+  # may not read them.
+  chmod 700 "$K8S_DIR"
   node_save_sysctls
   node_network
   k8s_pki
@@ -140,6 +144,7 @@ cmd_stop() {
     rm -f "$K8S_RUN/${K8S_DAEMONS[i]}.pid"
   done
   node_unmount
+  node_leftovers
   node_iptables_clean
   node_network_remove
   node_cgroups_remove

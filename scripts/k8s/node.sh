@@ -103,6 +103,13 @@ state = "$K8S_RUN/containerd/state"
 
   [plugins.'io.containerd.grpc.v1.cri']
     stream_server_address = '127.0.0.1'
+
+  # Nothing outside the cluster's directory: no NRI socket (it would
+  # replace another runtime's), no /opt/containerd.
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+  [plugins.'io.containerd.internal.v1.opt']
+    path = '$K8S_RUN/opt'
 EOF
 }
 
@@ -205,6 +212,10 @@ evictionHard:
   nodefs.inodesFree: 2%
 imageGCHighThresholdPercent: 100
 serializeImagePulls: false
+# The pods' logs and the volume plugins under the cluster's directory, not
+# /var/log/pods and /usr/libexec/kubernetes.
+podLogsDir: $K8S_RUN/pod-logs
+volumePluginDir: $K8S_RUN/volume-plugins
 EOF
 }
 
@@ -258,5 +269,21 @@ node_cgroups_remove() {
   for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice; do
     [[ -d "$d" ]] || continue
     find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+}
+
+# node_leftovers removes what the kubelet and the CNI library write
+# outside the cluster's directory whatever they are told: the
+# /var/log/containers links into this cluster's pod logs, and the CNI
+# result cache of this cluster's network (and of the loopback of the same
+# containers).
+node_leftovers() {
+  find /var/log/containers -maxdepth 1 -lname "$K8S_RUN/*" -delete 2>/dev/null || true
+  local f id
+  for f in /var/lib/cni/results/relay-k8s-*; do
+    [[ -e "$f" ]] || continue
+    id="${f#/var/lib/cni/results/relay-k8s-}"
+    id="${id%-*}"
+    rm -f "$f" "/var/lib/cni/results/cni-loopback-$id-lo"
   done
 }

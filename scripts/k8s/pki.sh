@@ -45,8 +45,7 @@ EOF
   mv "$tmp" "$K8S_PKI"
   local who
   for who in admin kubelet kube-proxy kube-scheduler kube-controller-manager; do
-    k8s_kubeconfig "$who" >"$K8S_DIR/$who.kubeconfig"
-    chmod 600 "$K8S_DIR/$who.kubeconfig"
+    (umask 077 && k8s_kubeconfig "$who" >"$K8S_DIR/$who.kubeconfig")
   done
 }
 

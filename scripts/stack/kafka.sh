@@ -164,7 +164,7 @@ cmd_start() {
   ensure_dirs
   local pid
   if pid="$(our_pid kafka "$KAFKA_MARKER_ARG")" && [[ -n "$RELAY_STACK_KAFKA_NODE_ADDR" ]] &&
-    ! grep -q "NODE://$RELAY_STACK_KAFKA_NODE_ADDR:$RELAY_STACK_KAFKA_NODE_PORT" "$KAFKA_PROPS"; then
+    ! grep -qF "NODE://$RELAY_STACK_KAFKA_NODE_ADDR:$RELAY_STACK_KAFKA_NODE_PORT" "$KAFKA_PROPS"; then
     log "restarting kafka (pid $pid) with a listener on $RELAY_STACK_KAFKA_NODE_ADDR:$RELAY_STACK_KAFKA_NODE_PORT"
     stop_pid kafka "$KAFKA_MARKER_ARG" "$KAFKA_STOP_TIMEOUT"
   fi
@@ -217,11 +217,6 @@ cmd_wait() {
 
 cmd_status() {
   local pid
-  if pid="$(our_pid kafka "$KAFKA_MARKER_ARG")" && [[ -n "$RELAY_STACK_KAFKA_NODE_ADDR" ]] &&
-    ! grep -q "NODE://$RELAY_STACK_KAFKA_NODE_ADDR:$RELAY_STACK_KAFKA_NODE_PORT" "$KAFKA_PROPS"; then
-    log "restarting kafka (pid $pid) with a listener on $RELAY_STACK_KAFKA_NODE_ADDR:$RELAY_STACK_KAFKA_NODE_PORT"
-    stop_pid kafka "$KAFKA_MARKER_ARG" "$KAFKA_STOP_TIMEOUT"
-  fi
   if pid="$(our_pid kafka "$KAFKA_MARKER_ARG")"; then
     if port_in_use "$RELAY_STACK_KAFKA_PORT"; then
       echo "kafka: running (pid $pid, bootstrap 127.0.0.1:$RELAY_STACK_KAFKA_PORT)"
