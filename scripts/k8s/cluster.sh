@@ -41,7 +41,8 @@ daemon() {
   local name="$1"
   shift
   mkdir -p "$K8S_LOGS" "$K8S_RUN"
-  PATH="$STACK_BIN_DIR:$PATH" setsid "$@" >>"$K8S_LOGS/$name.log" 2>&1 </dev/null &
+  # 9>&-: the daemon does not hold the lock (lock) after this script ends.
+  PATH="$STACK_BIN_DIR:$PATH" setsid "$@" >>"$K8S_LOGS/$name.log" 2>&1 </dev/null 9>&- &
   printf '%s\n' "$!" >"$K8S_RUN/$name.pid"
 }
 
@@ -71,8 +72,17 @@ cmd_start() {
   command -v etcd >/dev/null || die "etcd is missing; scripts/install.sh k8s installs it"
   command -v iptables >/dev/null || die "iptables is missing; scripts/install.sh k8s installs it"
   "$STACK_REPO_DIR/scripts/k8s/build.sh"
+  # What stop removes by name must be this cluster's: a start on a
+  # machine where another Kubernetes or CNI user left KUBE-*/CNI-* chains
+  # or kubepods cgroups is refused (the mark says the last start here
+  # made them).
+  if [[ ! -f "$K8S_DIR/started" ]] && node_foreign_state; then
+    die "this machine has KUBE-*/CNI-* iptables chains or kubepods cgroups that this cluster did not make; stop would remove them: refusing to start"
+  fi
   # A start after a crash clears what the last run left first.
   cmd_stop >/dev/null 2>&1 || true
+  mkdir -p "$K8S_DIR"
+  : >"$K8S_DIR/started"
   local start=$SECONDS
   mkdir -p "$K8S_DIR" "$K8S_RUN" "$K8S_LOGS"
   # Keys, tokens and kubeconfigs live here: the machine's other users
@@ -138,8 +148,10 @@ cmd_stop() {
     [[ "${K8S_DAEMONS[i]}" == containerd ]] && node_containers_stop
     if pid="$(k8s_pid "${K8S_DAEMONS[i]}")"; then
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do k8s_pid "${K8S_DAEMONS[i]}" >/dev/null || break; sleep 0.2; done
+      if k8s_pid "${K8S_DAEMONS[i]}" >/dev/null; then
+        kill -9 "$pid" 2>/dev/null || true
+      fi
     fi
     rm -f "$K8S_RUN/${K8S_DAEMONS[i]}.pid"
   done
@@ -149,7 +161,8 @@ cmd_stop() {
   node_network_remove
   node_cgroups_remove
   node_restore_sysctls
-  rm -rf "$K8S_RUN"
+  rm -rf --one-file-system "$K8S_RUN"
+  rm -f "$K8S_DIR/started"
   log "the cluster is stopped"
 }
 
@@ -194,9 +207,17 @@ cmd_tag() {
     die "tag $1 $2 failed"
 }
 
+# One cluster per machine at a time: start and stop hold a lock (another
+# checkout's start would stop this one and save its sysctls as the
+# machine's).
+lock() {
+  exec 9>/run/relay-k8s.lock
+  flock -n 9 || die "another cluster.sh start or stop runs on this machine"
+}
+
 case "${1:-}" in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
+  start) lock && cmd_start ;;
+  stop) lock && cmd_stop ;;
   status) cmd_status ;;
   import) cmd_import "${2:-}" "${3:-}" ;;
   tag) cmd_tag "${2:-}" "${3:-}" ;;

@@ -25,7 +25,7 @@ K8S_BRIDGE=relay-k8s-br
 # The image of each pod's sandbox, built here (deploy/k8s/pause).
 K8S_PAUSE_IMAGE=relay.local/pause:1
 
-K8S_DIR="$RELAY_STACK_DIR/k8s"
+K8S_DIR="$(realpath -m "$RELAY_STACK_DIR")/k8s"
 K8S_PKI="$K8S_DIR/pki"
 K8S_LOGS="$STACK_LOG_DIR/k8s"
 # What lives only while the cluster runs: pids, sockets, the containers'
@@ -49,11 +49,28 @@ K8S_SYSCTL_NAMES=(
 # The daemons, in the order they start (stop goes the other way).
 K8S_DAEMONS=(etcd kube-apiserver coredns containerd kube-controller-manager kube-scheduler kube-proxy kubelet)
 
+# k8s_bin NAME: the program the daemon NAME runs.
+k8s_bin() {
+  case "$1" in
+    etcd) command -v etcd ;;
+    *) printf '%s\n' "$STACK_BIN_DIR/$1" ;;
+  esac
+}
+
+# k8s_pid NAME: the pid of the daemon NAME when it runs, by its pid file
+# and only if that process runs NAME's program (a pid file that outlived
+# a reboot or a crash may name a pid another process has since: stop
+# never signals that one).
 k8s_pid() {
-  local f="$K8S_RUN/$1.pid" pid
+  local f="$K8S_RUN/$1.pid" pid exe want
   [[ -f "$f" ]] || return 1
   pid="$(<"$f")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && printf '%s\n' "$pid"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null)" || return 1
+  exe="${exe% (deleted)}" # rebuilt while it ran
+  want="$(k8s_bin "$1")" || return 1
+  [[ "$(realpath -m "$exe")" == "$(realpath -m "$want")" ]] || return 1
+  printf '%s\n' "$pid"
 }
 
 kubectl_admin() {

@@ -238,7 +238,7 @@ node_unmount() {
   local m
   while IFS= read -r m; do
     umount -l "$m" 2>/dev/null || true
-  done < <(findmnt -rn -o TARGET | grep -F "$K8S_DIR/" | sort -r)
+  done < <(findmnt -rn -o TARGET | awk -v p="$K8S_DIR/" 'index($0, p) == 1' | sort -r)
 }
 
 # node_iptables_clean removes the chains kube-proxy, the kubelet and the
@@ -266,7 +266,7 @@ node_iptables_clean() {
 # controller, deepest first, once its processes are gone.
 node_cgroups_remove() {
   local d
-  for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice; do
+  for d in /sys/fs/cgroup/*/kubepods; do
     [[ -d "$d" ]] || continue
     find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
@@ -286,4 +286,17 @@ node_leftovers() {
     id="${id%-*}"
     rm -f "$f" "/var/lib/cni/results/cni-loopback-$id-lo"
   done
+}
+
+# node_foreign_state: this machine has KUBE-*/CNI-* chains or a kubepods
+# cgroup (before this cluster has started: someone else's).
+node_foreign_state() {
+  local ipt table
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for table in filter nat mangle; do
+      "$ipt" -t "$table" -S 2>/dev/null | grep -qE '^-N (KUBE|CNI)-' && return 0
+    done
+  done
+  compgen -G '/sys/fs/cgroup/*/kubepods' >/dev/null
 }
