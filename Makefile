@@ -9,7 +9,7 @@ GOLANGCI      := $(BIN)/golangci-lint
 # Builds promtool from source into .cache/bin once, and prints its path.
 PROMTOOL_PATH := scripts/tools/promtool.sh path
 
-.PHONY: signed demo test test-cluster test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
+.PHONY: signed demo test test-cluster test-k8s test-matrix test-upgrade unit integration bench up down cluster lint rules build release image fuzz deps
 
 ## demo: bring up Kafka + registry, run relay on a demo stream, show the outcome
 demo: deps
@@ -28,6 +28,11 @@ test: deps up lint rules image signed
 signed:
 	cosign="$$(scripts/tools/cosign.sh path)" && cd deploy && RELAY_COSIGN="$$cosign" RELAY_TEST_REQUIRE_COSIGN=1 \
 	  RELAY_TEST_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestCosignVerifiesTheRelease$$' ./sign/
+
+## test-k8s: the chart on a real single-node Kubernetes built here from Go modules (scripts/k8s):
+## relay's image as StatefulSet pods through install, helm test and faults; its own target (not in make test)
+test-k8s:
+	scripts/k8s/test.sh
 
 ## test-cluster: the integration tests named TestCluster*, against the three-broker cluster (RF 3)
 test-cluster: cluster

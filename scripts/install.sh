@@ -16,7 +16,11 @@
 # aarch64 cross compiler, the arm64 musl (a foreign architecture for dpkg)
 # and qemu-user to run the result (arm64).
 #
-# usage: install.sh [release [amd64] [arm64]]
+# With `k8s`, also what `make test-k8s` needs: the release's tools for
+# this machine's architecture, iptables and conntrack (kube-proxy), and
+# libseccomp-dev with pkg-config (runc is built with seccomp).
+#
+# usage: install.sh [release [amd64] [arm64] | k8s]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -41,9 +45,15 @@ fi
 # Kafka 4 and Apicurio 3.0 both run on Java 17; the stack scripts use the
 # java on PATH for the broker.
 release=()
+k8s=0
 if [[ "${1:-}" == release ]]; then
   shift
   release=("$@")
+elif [[ "${1:-}" == k8s ]]; then
+  # make test-k8s: relay's image for this machine's architecture, and
+  # what the cluster's programs are built with and run on.
+  k8s=1
+  release=("$(go env GOARCH)")
 fi
 
 find_missing() {
@@ -75,6 +85,12 @@ find_missing() {
         ;;
     esac
   done
+  if ((k8s)); then
+    have iptables || bare+=(iptables)
+    have conntrack || bare+=(conntrack)
+    have pkg-config || bare+=(pkg-config)
+    [[ -f /usr/include/seccomp.h ]] || bare+=(libseccomp-dev)
+  fi
 }
 
 find_missing

@@ -255,6 +255,25 @@ func TestChartRenders(t *testing.T) {
 					assertRelayConfigLoads(t, what, pod)
 				}
 				assertSecretFiles(t, what, pod)
+				// Only relay's instances are taken for relay's: a CronJob's
+				// pods in the PodDisruptionBudget stop it (a Job has no
+				// scale subresource), and the console would count as one.
+				if what == "StatefulSet" {
+					continue
+				}
+				if selects(t, r.statefulSet.Spec.Selector, pod.Labels) && what != "Deployment "+r.statefulSet.Name+"-console" {
+					t.Errorf("%s: its pods' labels %v are taken by the StatefulSet's selector", what, pod.Labels)
+				}
+				for _, pdb := range r.pdbs {
+					if selects(t, pdb.Spec.Selector, pod.Labels) {
+						t.Errorf("%s: the PodDisruptionBudget counts its pods (%v)", what, pod.Labels)
+					}
+				}
+			}
+			for _, pdb := range r.pdbs {
+				if !selects(t, pdb.Spec.Selector, r.statefulSet.Spec.Template.Labels) {
+					t.Errorf("the PodDisruptionBudget does not count relay's pods")
+				}
 			}
 			assertStatefulSet(t, r.statefulSet)
 		})

@@ -54,6 +54,19 @@ func TestGroupThatCommittedNothing(t *testing.T) {
 	if err := s.groupCommitted(); err == nil || !strings.Contains(err.Error(), "RELAY_GROUP_ID") {
 		t.Fatalf("nothing committed: %v", err)
 	}
+	// A window without records (a source written to by nobody yet, as
+	// helm test right after an install) has nothing to judge; one record
+	// in it makes the group's silence no verdict again.
+	for _, pt := range s.parts {
+		pt.lo, pt.hi = 7, 7
+	}
+	if err := s.groupCommitted(); err != nil {
+		t.Fatalf("empty window: %v", err)
+	}
+	s.parts[0].hi = 8
+	if err := s.groupCommitted(); err == nil {
+		t.Fatal("a record in the window and nothing committed: a verdict")
+	}
 	s.parts[1] = &part{p: 1, committed: 4}
 	if err := s.groupCommitted(); err != nil {
 		t.Fatalf("one partition committed: %v", err)

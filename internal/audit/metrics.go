@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,11 +54,31 @@ func (r *RunResult) Outcome() string {
 // audit last completed, and its outcome; only a completed run says what it
 // counted, and only a clean one sets relay_audit_clean to 1, so a run that
 // failed never leaves an earlier clean in place.
-func (r *RunResult) Registry() *prometheus.Registry {
+func (r *RunResult) Registry() *prometheus.Registry { return r.registry(true) }
+
+// registry is Registry, each series labelled with the source or not: a
+// Pushgateway refuses a pushed series that carries a grouping label
+// (source is one) and adds it itself.
+func (r *RunResult) registry(withSource bool) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	src := prometheus.Labels{"source": r.Source}
+	var names []string
+	if withSource {
+		names = []string{"source"}
+	}
+	// lbl is the labels of a series: the source (when it is a label) and kv.
+	lbl := func(kv ...string) prometheus.Labels {
+		l := prometheus.Labels{}
+		if withSource {
+			l["source"] = r.Source
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			l[kv[i]] = kv[i+1]
+		}
+		return l
+	}
+	src := lbl()
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append([]string{"source"}, labels...))
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, append(slices.Clone(names), labels...))
 		reg.MustRegister(g)
 		return g
 	}
@@ -79,7 +100,7 @@ func (r *RunResult) Registry() *prometheus.Registry {
 		if o == r.Outcome() {
 			v = 1
 		}
-		outcome.With(prometheus.Labels{"source": r.Source, "outcome": o}).Set(v)
+		outcome.With(lbl("outcome", o)).Set(v)
 	}
 	clean := gauge("relay_audit_clean", "1 when the last audit completed and found nothing lost, duplicated, misrouted or stuck; 0 otherwise, an incomplete audit included.")
 	clean.With(src).Set(0)
@@ -116,11 +137,11 @@ func (r *RunResult) Registry() *prometheus.Registry {
 		{"quarantined_replaying", sum.Quarantined[ledger.Replaying]},
 		{"not_consumed", sum.Behind}, {"in_tier", sum.InTier}, {"replaying", sum.InReplay}, {"parked", sum.Parked},
 	} {
-		records.With(prometheus.Labels{"source": r.Source, "state": c.state}).Set(float64(c.n))
+		records.With(lbl("state", c.state)).Set(float64(c.n))
 	}
 	findings := gauge("relay_audit_findings", "Findings of the last completed audit, by kind: lost, duplicated, misrouted and stuck fail it; unverifiable does not.", "kind")
 	for _, k := range []Kind{KindLost, KindDuplicated, KindMisrouted, KindStuck, KindUnverifiable} {
-		findings.With(prometheus.Labels{"source": r.Source, "kind": string(k)}).Set(float64(rep.Totals[k]))
+		findings.With(lbl("kind", string(k))).Set(float64(rep.Totals[k]))
 	}
 	return reg
 }
@@ -172,7 +193,7 @@ func (r *RunResult) WriteMetrics(path string) error {
 // the one given (a Pushgateway keeps what the previous push left, which
 // Push replaces).
 func (r *RunResult) Push(url string) error {
-	return push.New(url, "relay_audit").Grouping("source", r.Source).Gatherer(r.Registry()).Push()
+	return push.New(url, "relay_audit").Grouping("source", r.Source).Gatherer(r.registry(false)).Push()
 }
 
 // LastSuccessIn reads relay_audit_last_success_timestamp_seconds of source

@@ -2,11 +2,16 @@ package audit
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // A run that could not complete replaces a clean run's file: clean is 0,
@@ -122,5 +127,50 @@ func TestPublishNamesTheFlagThatFailed(t *testing.T) {
 	err := r.Publish(filepath.Join(t.TempDir(), "no-such-dir", "relay_audit.prom"), "")
 	if err == nil || !strings.Contains(err.Error(), "--metrics-file") {
 		t.Fatalf("Publish to a directory that is not there: %v; want an error naming --metrics-file", err)
+	}
+}
+
+// A Pushgateway refuses a pushed series that carries one of the grouping
+// labels ("already contains grouping label source": relay audit --push-url
+// exited 3 against a real one, in make test-k8s): the pushed series carry
+// no source label, the URL's grouping gives it, and the values are the
+// file's.
+func TestPushedSeriesLeaveTheGroupingLabelToTheGateway(t *testing.T) {
+	var families []*dto.MetricFamily
+	var path string
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path = r.URL.Path
+		dec := expfmt.NewDecoder(r.Body, expfmt.ResponseFormat(r.Header))
+		for {
+			mf := &dto.MetricFamily{}
+			if err := dec.Decode(mf); err != nil {
+				break
+			}
+			families = append(families, mf)
+		}
+	}))
+	defer gw.Close()
+	rep := &Report{Clean: true, Totals: map[Kind]int64{}}
+	if err := (&RunResult{Source: "orders", At: time.Unix(1700000000, 0), Report: rep}).Push(gw.URL); err != nil {
+		t.Fatal(err)
+	}
+	if path != "/metrics/job/relay_audit/source/orders" {
+		t.Errorf("pushed to %s", path)
+	}
+	clean := false
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" {
+					t.Errorf("%s carries the grouping label source", mf.GetName())
+				}
+			}
+			if mf.GetName() == "relay_audit_clean" && m.GetGauge().GetValue() == 1 {
+				clean = true
+			}
+		}
+	}
+	if len(families) == 0 || !clean {
+		t.Fatalf("relay_audit_clean 1 not pushed (%d families)", len(families))
 	}
 }

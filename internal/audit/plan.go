@@ -282,14 +282,21 @@ func missingTopics(cfg *config.Config, source string, md *kafka.Metadata) []stri
 }
 
 // groupCommitted is an error when the group has committed no offset of
-// any partition of the window: every record would count as not consumed,
-// which says nothing (a wrong RELAY_GROUP_ID, or a group that has not
-// committed yet).
+// any partition of the window while the window holds records: every
+// record would count as not consumed, which says nothing (a wrong
+// RELAY_GROUP_ID, or a group that has not committed yet). An empty window
+// (a source nothing was written to yet, as right after an install) has
+// nothing to judge, whatever the group.
 func (s *scan) groupCommitted() error {
+	empty := true
 	for _, pt := range s.parts {
 		if pt.committed >= 0 {
 			return nil
 		}
+		empty = empty && pt.hi <= pt.lo
+	}
+	if empty {
+		return nil
 	}
 	return fmt.Errorf("group %s has committed no offset of %s: is RELAY_GROUP_ID relay's, and has relay committed since it started? no verdict", s.cfg.GroupID, s.source)
 }

@@ -25,6 +25,12 @@ RELAY_STACK_KAFKA_PROXY_PORT="${RELAY_STACK_KAFKA_PROXY_PORT:-9096}"
 # the broker's and a client's certificates live in $RELAY_STACK_DIR/kafka/tls.
 RELAY_STACK_KAFKA_SASL_SSL_PORT="${RELAY_STACK_KAFKA_SASL_SSL_PORT:-9097}"
 RELAY_STACK_KAFKA_SSL_PORT="${RELAY_STACK_KAFKA_SSL_PORT:-9098}"
+# A plain listener on another address, for clients that cannot reach
+# loopback: the pods of the Kubernetes of `make test-k8s` reach the
+# broker at the node's address (scripts/k8s/cluster.sh node-ip). Off
+# unless the address is set; kafka.sh restarts a running broker without it.
+RELAY_STACK_KAFKA_NODE_ADDR="${RELAY_STACK_KAFKA_NODE_ADDR:-}"
+RELAY_STACK_KAFKA_NODE_PORT="${RELAY_STACK_KAFKA_NODE_PORT:-9099}"
 # The three-node cluster (cluster.sh): node N listens on BASE+N-1, so the
 # defaults are brokers 9192-9194 and controllers 9292-9294. Both ranges are
 # below the ephemeral range, so a restarted node always gets its port back.
@@ -265,14 +271,25 @@ go_tool_version() {
   sed -n "s|^[[:space:]]*$2 \(v[^ ]*\).*|\1|p" "$1/go.mod" | head -n 1
 }
 
+# k8s_version_ldflags VERSION: the -ldflags that stamp a Kubernetes
+# program built from the module with its version (it would say
+# v0.0.0-master, which a chart's kubeVersion refuses).
+k8s_version_ldflags() {
+  local minor="${1#v1.}" v
+  minor="${minor%%.*}"
+  for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    printf -- '-X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean ' "$v" "$1" "$v" "$v" "$minor" "$v"
+  done
+}
+
 # go_tool_install NAME DIR PKG WHAT [BUILD_ARGS...]: builds PKG from the
 # tools module in DIR (its go.mod and go.sum pin the program and every
 # dependency) into $STACK_BIN_DIR/NAME, once. A stamp written only after a
-# successful build holds the hash of go.mod, go.sum and BUILD_ARGS, so a
-# version bump rebuilds. WHAT says how long the first build takes, for
-# the log line. GOWORK=off: a go.work above the repo must not pull the
-# tools module in; nice: it may build beside the stack's JVMs and the
-# tests. Only the finished binary is moved into place.
+# successful build holds the hash of go.mod, go.sum, the module's own Go
+# files and BUILD_ARGS, so a version bump or an edit rebuilds. WHAT says
+# how long the first build takes, for the log line. GOWORK=off: a go.work
+# above the repo must not pull the tools module in; nice: it may build
+# beside the stack's JVMs and the tests. Only the finished binary is moved into place.
 go_tool_install() {
   local name="$1" dir="$2" pkg="$3" what="$4"
   shift 4
@@ -280,6 +297,7 @@ go_tool_install() {
   local build_log="$STACK_LOG_DIR/$name-build.log" stamp
   stamp="$({
     cat "$dir/go.mod" "$dir/go.sum"
+    cat "$dir"/*.go 2>/dev/null || true
     printf '%s\0' "$@"
   } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$bin" && -f "$stamp_file" && "$(<"$stamp_file")" == "$stamp" ]]; then

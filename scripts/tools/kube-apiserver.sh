@@ -22,7 +22,7 @@ KUBE_BIN="$STACK_BIN_DIR/kube-apiserver"
 cmd_install() {
   go_tool_install kube-apiserver "$KUBE_MODULE_DIR" . \
     "Kubernetes $(go_tool_version "$KUBE_MODULE_DIR" k8s.io/kubernetes), once; the first build takes about five minutes on 2 cores" \
-    -mod=readonly -trimpath
+    -mod=readonly -trimpath -ldflags "$(k8s_version_ldflags "$(go_tool_version "$KUBE_MODULE_DIR" k8s.io/kubernetes)")"
 }
 
 case "${1:-}" in

@@ -1,0 +1,245 @@
+package k8s
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Under a steady load from the host, what a cluster does to relay's pods
+// in a week: each replica deleted in turn, an eviction through the API
+// (the PodDisruptionBudget's), a helm upgrade that rolls the StatefulSet
+// to another image, a scale 3 → 5 → 2, and a broker restart. At the end
+// every source record is in exactly one end state (relay audit, exit 0),
+// the output holds each record once, every key's in the order produced
+// (a read_committed witness), and no container restarted: the only pods
+// that went away were the ones the test took.
+func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
+	c := newCluster(t)
+	d := c.deployment(t, "faults", 6, 3)
+	ns, cfg, source, group, values := d.ns, d.cfg, d.source, d.group, d.values
+	c.install(t, cfg, ns, "relay", values)
+	c.readyPods(t, ns, relayPods)
+
+	l := c.startLoad(t, source, 60, 150)
+	step := func(what string, f func()) {
+		start := time.Now()
+		f()
+		c.noRestarts(t, ns, c.readyPods(t, ns, relayPods))
+		t.Logf("%s: %s, %d records acknowledged so far", what, time.Since(start).Round(time.Second), l.acked.Load())
+	}
+	for _, pod := range []string{"relay-0", "relay-1", "relay-2"} {
+		step("kubectl delete pod "+pod, func() { c.deletePod(t, ns, pod) })
+	}
+	step("eviction of relay-1", func() { c.evict(t, ns, "relay-1") })
+	step("helm upgrade to another image", func() {
+		values["image"].(map[string]any)["tag"] = os.Getenv("RELAY_TEST_K8S_NEXT_TAG")
+		c.upgrade(t, cfg, ns, values)
+	})
+	for _, n := range []int{5, 2} {
+		step("scale to "+itoa(n), func() {
+			values["replicas"] = n
+			c.upgrade(t, cfg, ns, values)
+		})
+	}
+	step("broker restart", func() { c.restartBroker(t) })
+	time.Sleep(5 * time.Second) // a little load after the last fault
+
+	acked := l.finish(t)
+	c.drained(t, group, source, 6)
+	c.outputs(t, source+".valid", l.sent)
+	c.audit(t, source, group, acked)
+	c.noRestarts(t, ns, c.readyPods(t, ns, relayPods))
+	t.Logf("%d records produced through the faults", acked)
+}
+
+// noRestarts fails the test for any container of pods that restarted: a
+// restart the test did not cause (checked after every step: a pod the next
+// step replaces takes its count with it).
+func (c *cluster) noRestarts(t *testing.T, ns string, pods []corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.RestartCount != 0 {
+				t.Errorf("%s/%s restarted %d times: a restart the test did not cause", p.Name, s.Name, s.RestartCount)
+			}
+		}
+	}
+}
+
+// relayPods selects the StatefulSet's pods (not the hooks' or the tests').
+const relayPods = "app.kubernetes.io/instance=relay,controller-revision-hash"
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// deletePod deletes a pod (kubectl delete pod: its grace period) and waits
+// until the StatefulSet has replaced it. relay's container must have
+// exited 0 within the grace period (its in-flight transaction committed
+// or aborted, its offsets handed over), not been killed at its end (137).
+func (c *cluster) deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	old := c.pod(t, ns, name)
+	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	if err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	exit := int32(-1)
+	timeout := time.After(time.Duration(*old.Spec.TerminationGracePeriodSeconds)*time.Second + time.Minute)
+	for gone := false; !gone; {
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-timeout:
+			t.Fatalf("%s still there a minute past its grace period", name)
+		}
+		if ev.Type == "" {
+			break // the watch closed: exit stays -1, and the test fails below
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.UID != old.UID {
+			continue
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "relay" && s.State.Terminated != nil {
+				exit = s.State.Terminated.ExitCode
+			}
+		}
+		gone = ev.Type == watch.Deleted
+	}
+	stopped := time.Since(start)
+	c.replaced(t, ns, name, old.UID)
+	t.Logf("%s: stopped in %s (exit %d, grace period %ds), replacement Ready %s after the delete",
+		name, stopped.Round(100*time.Millisecond), exit, *old.Spec.TerminationGracePeriodSeconds, time.Since(start).Round(100*time.Millisecond))
+	if exit != 0 {
+		t.Errorf("%s: relay exited %d when deleted, not 0: the grace period did not cover its shutdown", name, exit)
+	}
+}
+
+// evict asks the API to evict a pod, as a node drain does (the
+// PodDisruptionBudget may refuse it for a while), and waits for its
+// replacement.
+func (c *cluster) evict(t *testing.T, ns, name string) {
+	t.Helper()
+	old := c.pod(t, ns, name).UID
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := c.client.PolicyV1().Evictions(ns).Evict(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("evict %s: %v", name, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	c.replaced(t, ns, name, old)
+}
+
+func (c *cluster) pod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// replaced waits (up to three minutes) for a pod of that name with
+// another UID to be Ready.
+func (c *cluster) replaced(t *testing.T, ns, name string, old types.UID) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		p, err := c.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && p.UID != old {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("%s not replaced and Ready in three minutes", name)
+}
+
+// upgrade runs helm upgrade with values and waits for the rollout.
+func (c *cluster) upgrade(t *testing.T, cfg *action.Configuration, ns string, values map[string]any) {
+	t.Helper()
+	ch, err := loader.Load("../helm/relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.Wait, up.Timeout = ns, true, 8*time.Minute
+	if _, err := up.Run("relay", ch, values); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
+	}
+}
+
+// restartBroker stops and starts the project's broker (its listener at
+// the node's address kept: RELAY_STACK_KAFKA_NODE_ADDR).
+func (c *cluster) restartBroker(t *testing.T) {
+	t.Helper()
+	script, err := filepath.Abs("../../scripts/stack/kafka.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("RELAY_STACK_KAFKA_NODE_ADDR") == "" {
+		t.Fatal("RELAY_STACK_KAFKA_NODE_ADDR: without it the broker would come back without the pods' listener (make test-k8s sets it)")
+	}
+	if out, err := exec.Command(script, "restart").CombinedOutput(); err != nil {
+		t.Fatalf("kafka.sh restart: %v\n%s", err, out)
+	}
+}
+
+func metav1Patch() metav1.PatchOptions { return metav1.PatchOptions{FieldManager: "relay-k8s-test"} }
+
+// rolled waits (up to five minutes) until the StatefulSet's pods all run
+// its current revision and are Ready.
+func (c *cluster) rolled(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		s, err := c.client.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Status
+		if st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
+			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("statefulset %s not rolled out in five minutes", name)
+}
+
+// waitAcked waits until the load has n acknowledged records.
+func (c *cluster) waitAcked(t *testing.T, l *load, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for l.acked.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records acknowledged in two minutes", l.acked.Load(), n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make test-k8s: relay's chart on the real single-node Kubernetes of
+# cluster.sh. Builds relay's image for this machine (make image's
+# scripts/image.sh, one architecture), starts the cluster and the
+# project's stack with a broker listener at the node's address, imports
+# the image into the node, and runs the tests of deploy/k8s through
+# client-go and Helm's SDK. The cluster is stopped at the end, whatever
+# happened (RELAY_K8S_KEEP=1 leaves it up to look at); the stack stays up.
+#
+# usage: test.sh [go test flags, e.g. -run TestChart]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+start=$SECONDS
+scripts/install.sh k8s
+arch="$(go env GOARCH)"
+scripts/image.sh "$arch"
+# shellcheck source=../version.sh
+. scripts/version.sh
+
+if [[ "${RELAY_K8S_KEEP:-}" != 1 ]]; then
+  trap 'scripts/k8s/cluster.sh stop' EXIT
+fi
+scripts/k8s/cluster.sh start
+node="$(scripts/k8s/cluster.sh node-ip)"
+RELAY_STACK_KAFKA_NODE_ADDR="$node" scripts/stack/up.sh
+scripts/k8s/cluster.sh import dist/oci relay.local/relay
+# The same image under a second tag: the upgrade the fault test rolls.
+scripts/k8s/cluster.sh tag "relay.local/relay:$VERSION" "relay.local/relay:$VERSION-next"
+echo "test-k8s: ready in $((SECONDS - start))s"
+
+(
+  cd deploy
+  RELAY_TEST_K8S=1 RELAY_TEST_K8S_KUBECONFIG="$(../scripts/k8s/cluster.sh kubeconfig)" \
+    RELAY_TEST_K8S_IMAGE="relay.local/relay:$VERSION" RELAY_TEST_K8S_NEXT_TAG="$VERSION-next" \
+    RELAY_TEST_K8S_RELAY="$PWD/../dist/relay-linux-$arch" RELAY_STACK_KAFKA_NODE_ADDR="$node" \
+    RELAY_TEST_K8S_NODE_IP="$node" RELAY_TEST_K8S_PUSHGATEWAY="${RELAY_STACK_DIR:-$PWD/../.cache}/bin/pushgateway" \
+    RELAY_TEST_K8S_KAFKA="$node:${RELAY_STACK_KAFKA_NODE_PORT:-9099}" \
+    go test -count=1 -timeout 40m -v "$@" ./k8s/
+)
+echo "test-k8s: passed in $((SECONDS - start))s"
