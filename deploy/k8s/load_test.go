@@ -32,6 +32,24 @@ type load struct {
 
 func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 	t.Helper()
+	return c.loadFrom(t, topic, rate, make([]int, keys))
+}
+
+// resume starts a load on prev's topic and keys that goes on where prev
+// (finished) stopped: its sent counts all the records of both.
+func (c *cluster) resume(t *testing.T, prev *load, rate int) *load {
+	t.Helper()
+	seq := make([]int, prev.keys)
+	for k := range seq {
+		seq[k] = prev.sent[fmt.Sprintf("key-%d", k)]
+	}
+	return c.loadFrom(t, prev.topic, rate, seq)
+}
+
+// loadFrom starts a load whose key k's next value is seq[k].
+func (c *cluster) loadFrom(t *testing.T, topic string, rate int, seq []int) *load {
+	t.Helper()
+	keys := len(seq)
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": c.hostKafka, "enable.idempotence": true,
 		// log_level 2: the broker's restart is on purpose.
 		"linger.ms": 5, "log_level": 2, "message.timeout.ms": 300000})
@@ -56,7 +74,6 @@ func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 		defer l.done.Done()
 		tick := time.NewTicker(time.Second / time.Duration(rate))
 		defer tick.Stop()
-		seq := make([]int, keys)
 		for i := 0; ; i++ {
 			select {
 			case <-l.stop:

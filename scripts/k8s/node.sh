@@ -62,7 +62,7 @@ node_pause_image() {
   (
     cd "$STACK_REPO_DIR/deploy"
     CGO_ENABLED=0 go build -trimpath -o "$K8S_RUN/pause" ./k8s/pause
-    go run ./k8s/pauseimage -bin "$K8S_RUN/pause" -name "$K8S_PAUSE_IMAGE" -out "$K8S_RUN/pause.tar"
+    go run ./k8s/binimage -bin "$K8S_RUN/pause" -path /pause -name "$K8S_PAUSE_IMAGE" -out "$K8S_RUN/pause.tar"
   ) || die "could not build the pause image"
 }
 
@@ -184,7 +184,9 @@ EOF
 # node_kubelet_config: cgroup v1 with cgroupfs (this machine has no
 # cgroup v2), no OOM score change (no CAP_SYS_RESOURCE), the node's
 # address for logs and exec, low eviction thresholds so that a shared
-# disk does not evict the tests' pods (the eviction test asks for its own).
+# disk does not evict the tests' pods (the eviction test asks for its own),
+# and pods synced every 10 s (a minute by default), so that an updated
+# Secret reaches the mounted files within seconds (the rotation test).
 node_kubelet_config() {
   cat >"$K8S_RUN/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -212,6 +214,7 @@ evictionHard:
   nodefs.inodesFree: 2%
 imageGCHighThresholdPercent: 100
 serializeImagePulls: false
+syncFrequency: 10s
 # The pods' logs and the volume plugins under the cluster's directory, not
 # /var/log/pods and /usr/libexec/kubernetes.
 podLogsDir: $K8S_RUN/pod-logs

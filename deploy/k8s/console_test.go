@@ -1,0 +1,179 @@
+package k8s
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oauth2-proxy/mockoidc"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The console with its oauth2-proxy sidecar (the image scripts/k8s/test.sh
+// builds from oauth2-proxy's module), signing people in at an OpenID
+// Connect issuer (oauth2-proxy's own mockoidc, served by the test on the
+// node's address), through the console's Service from the host:
+//   - without a session every page is a redirect to the issuer, forged
+//     X-Forwarded-User or not;
+//   - the sign-in (issuer, callback, session cookie) leads to the
+//     console's page, which names the issuer's user, and a forged
+//     X-Forwarded-User on a signed-in request changes nothing;
+//   - the console's page port is not open on the pod's address (only the
+//     sidecar reaches it, over the socket), its metrics port serves no page;
+//   - the NetworkPolicy the chart renders is accepted and selects the
+//     console's pod. The bridge plugin enforces no policy, so what it
+//     refuses is not tried here.
+func TestConsoleSignsInThroughTheProxy(t *testing.T) {
+	c := newCluster(t)
+	image := os.Getenv("RELAY_TEST_K8S_OAUTH2_PROXY_IMAGE")
+	if image == "" {
+		t.Fatal("RELAY_TEST_K8S_OAUTH2_PROXY_IMAGE: oauth2-proxy's image, imported into the node (make test-k8s sets it)")
+	}
+	d := c.deployment(t, "console", 2, 1)
+	ns, values := d.ns, d.values
+	ctx := context.Background()
+
+	idp := c.issuer(t)
+	cookieSecret := make([]byte, 16)
+	if _, err := rand.Read(cookieSecret); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "relay-console-oauth2"}, StringData: map[string]string{
+		"OAUTH2_PROXY_CLIENT_ID":     idp.ClientID,
+		"OAUTH2_PROXY_CLIENT_SECRET": idp.ClientSecret,
+		"OAUTH2_PROXY_COOKIE_SECRET": hex.EncodeToString(cookieSecret),
+	}}
+	if _, err := c.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	repo, tag, _ := strings.Cut(image, ":")
+	values["console"] = map[string]any{
+		"enabled": true,
+		"oauth2Proxy": map[string]any{
+			"enabled":    true,
+			"image":      map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
+			"secretName": secret.Name,
+			// Plain HTTP on the test's network: the cookie without Secure.
+			"args": []any{"--provider=oidc", "--oidc-issuer-url=" + idp.Issuer(), "--email-domain=*", "--cookie-secure=false"},
+		},
+	}
+	c.install(t, d.cfg, ns, "relay", values)
+	const consolePods = "app.kubernetes.io/instance=relay,app.kubernetes.io/component=console"
+	pod := c.readyPods(t, ns, consolePods)[0]
+	for _, ctr := range pod.Spec.Containers {
+		if sc := ctr.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("%s/%s: root filesystem not read-only", pod.Name, ctr.Name)
+		}
+	}
+	svc, err := c.client.CoreV1().Services(ns).Get(ctx, "relay-console", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "9465")
+
+	// No session: the issuer, whatever the request claims.
+	bare := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, forged := range []string{"", "mallory"} {
+		resp := get(t, bare, base+"/", forged)
+		if resp.status != http.StatusFound || !strings.HasPrefix(resp.location, idp.AuthorizationEndpoint()) {
+			t.Fatalf("GET / without a session (X-Forwarded-User %q): %d to %q, want a redirect to the issuer\n%s", forged, resp.status, resp.location, resp.body)
+		}
+	}
+
+	// The sign-in, as a browser follows it.
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Timeout: 20 * time.Second, Jar: jar}
+	user := mockoidc.DefaultUser()
+	page := get(t, browser, base+"/", "")
+	if page.status != http.StatusOK || !strings.Contains(page.body, user.Email) {
+		t.Fatalf("after the sign-in: %d, want the console's page naming %s\n%s", page.status, user.Email, page.body)
+	}
+	if page := get(t, browser, base+"/", "mallory"); page.status != http.StatusOK || strings.Contains(page.body, "mallory") || !strings.Contains(page.body, user.Email) {
+		t.Fatalf("a signed-in request with a forged X-Forwarded-User: %d\n%s", page.status, page.body)
+	}
+
+	// Only the sidecar reaches the console's pages.
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(pod.Status.PodIP, "9465"), 5*time.Second); err == nil {
+		_ = conn.Close()
+		t.Errorf("the console's page port is open on the pod's address %s", pod.Status.PodIP)
+	}
+	metrics := "http://" + net.JoinHostPort(pod.Status.PodIP, "9466")
+	if r := get(t, bare, metrics+"/healthz", ""); r.status != http.StatusOK {
+		t.Errorf("the metrics port's /healthz: %d", r.status)
+	}
+	if r := get(t, bare, metrics+"/", ""); r.status == http.StatusOK {
+		t.Errorf("the metrics port serves a page at /:\n%s", r.body)
+	}
+
+	np, err := c.client.NetworkingV1().NetworkPolicies(ns).Get(ctx, "relay-console", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the console's NetworkPolicy: %v", err)
+	}
+	for k, v := range np.Spec.PodSelector.MatchLabels {
+		if pod.Labels[k] != v {
+			t.Errorf("the NetworkPolicy's selector %s=%s misses the console's pod", k, v)
+		}
+	}
+	if len(np.Spec.Ingress) == 0 || len(np.Spec.Ingress[0].Ports) == 0 || np.Spec.Ingress[0].Ports[0].Port.String() != "proxy" {
+		t.Errorf("the NetworkPolicy admits %+v, want the sidecar's port only", np.Spec.Ingress)
+	}
+	c.noRestarts(t, ns, c.readyPods(t, ns, consolePods))
+}
+
+// issuer serves an OpenID Connect provider (oauth2-proxy's mockoidc) on
+// the node's address, where the sidecar reaches it; it signs in its
+// default user at once.
+func (c *cluster) issuer(t *testing.T) *mockoidc.MockOIDC {
+	t.Helper()
+	m, err := mockoidc.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.nodeIP(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ln, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	return m
+}
+
+type response struct {
+	status         int
+	location, body string
+}
+
+// get asks for url as a browser would, with X-Forwarded-User set to
+// forged when there is one.
+func get(t *testing.T, client *http.Client, url, forged string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html")
+	if forged != "" {
+		req.Header.Set("X-Forwarded-User", forged)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return response{status: resp.StatusCode, location: resp.Header.Get("Location"), body: string(b)}
+}
