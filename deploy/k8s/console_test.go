@@ -96,11 +96,13 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 	}
 	browser := &http.Client{Timeout: 20 * time.Second, Jar: jar}
 	user := mockoidc.DefaultUser()
+	// The proxy names the user by the ID token's subject.
+	actor := `Signed in as <strong id="actor">` + user.Subject + `</strong>`
 	page := get(t, browser, base+"/", "")
-	if page.status != http.StatusOK || !strings.Contains(page.body, user.Email) {
-		t.Fatalf("after the sign-in: %d, want the console's page naming %s\n%s", page.status, user.Email, page.body)
+	if page.status != http.StatusOK || !strings.Contains(page.body, actor) {
+		t.Fatalf("after the sign-in: %d, want the console's page with %s\n%s", page.status, actor, page.body)
 	}
-	if page := get(t, browser, base+"/", "mallory"); page.status != http.StatusOK || strings.Contains(page.body, "mallory") || !strings.Contains(page.body, user.Email) {
+	if page := get(t, browser, base+"/", "mallory"); page.status != http.StatusOK || strings.Contains(page.body, "mallory") || !strings.Contains(page.body, actor) {
 		t.Fatalf("a signed-in request with a forged X-Forwarded-User: %d\n%s", page.status, page.body)
 	}
 

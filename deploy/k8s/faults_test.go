@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
 	c.outputs(t, source+".valid", l.sent)
 	c.audit(t, source, group, acked)
 	c.noRestarts(t, ns, c.readyPods(t, ns, relayPods))
+	c.noLivenessFailures(t, ns)
 	t.Logf("%d records produced through the faults", acked)
 }
 
@@ -75,6 +77,24 @@ func (c *cluster) noRestarts(t *testing.T, ns string, pods []corev1.Pod) {
 			if s.RestartCount != 0 {
 				t.Errorf("%s/%s restarted %d times: a restart the test did not cause", p.Name, s.Name, s.RestartCount)
 			}
+		}
+	}
+}
+
+// noLivenessFailures fails the test for any failed liveness probe in ns:
+// relay's /livez fails only when its loop is stuck, and a pod cut off
+// from the kubelet fails it too (as every pod did for most of a minute
+// after a neighbour's delete, when the pods' bridge changed its MAC). A
+// restart needs six in a row; one is already wrong.
+func (c *cluster) noLivenessFailures(t *testing.T, ns string) {
+	t.Helper()
+	events, err := c.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Unhealthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.HasPrefix(e.Message, "Liveness probe failed") {
+			t.Errorf("%s/%s: %s (%d times)", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count)
 		}
 	}
 }

@@ -37,8 +37,14 @@ func TestSecretRotationAndAStopWithCallsInFlight(t *testing.T) {
 	if _, err := c.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	frame := loadSchema(t, source)
 	values["relay"].(map[string]any)["env"] = map[string]any{
-		"RELAY_HOOK_URL": h.url,
+		// The hook reads the decoded record: the registry, reached
+		// through the node's address.
+		"RELAY_SCHEMA_REGISTRY_URL": c.registryForPods(t),
+		"RELAY_SCHEMA_SUBJECT":      source + "-value",
+		"RELAY_SCHEMA_ACCEPT":       "1",
+		"RELAY_HOOK_URL":            h.url,
 		// The hook holds calls 6 s below; a graceful stop must fit
 		// RELAY_SHUTDOWN_TIMEOUT (30 s in the chart): 2 × 8 s in place
 		// and two Kafka calls.
@@ -54,7 +60,7 @@ func TestSecretRotationAndAStopWithCallsInFlight(t *testing.T) {
 	}
 
 	// The old token.
-	l := c.startLoad(t, source, 20, 100)
+	l := c.startSchemaLoad(t, source, 20, 100, frame)
 	c.waitAcked(t, l, 1000)
 	before := l.finish(t)
 	c.drained(t, group, source, 4)
@@ -101,13 +107,14 @@ func TestSecretRotationAndAStopWithCallsInFlight(t *testing.T) {
 	c.firstCommit(t, ns, "relay-0", deleted)
 
 	time.Sleep(5 * time.Second) // load after the replacement
-	acked := l.finish(t)
+	acked := before + l.finish(t)
 	c.drained(t, group, source, 4)
 	c.outputs(t, source+".valid", l.sent)
 	c.audit(t, source, group, acked)
 	if n := h.refused.Load(); n != 0 {
 		t.Fatalf("the hook refused %d calls: %s", n, h.seen())
 	}
+	c.noLivenessFailures(t, ns)
 	t.Logf("%d records before the rotation, %d in all", before, acked)
 }
 

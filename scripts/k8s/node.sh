@@ -28,9 +28,14 @@ node_restore_sysctls() {
 # plugin (which is told not to address it) so that it holds the node's
 # address beside the pods' gateway (this machine's kernel has no dummy
 # links), forwarding on, bridged traffic through iptables
-# (Services between pods).
+# (Services between pods). Its MAC address is set, not left to the
+# kernel: a bridge without one takes its lowest port's, and changes it
+# when that pod goes; every other pod then sends to the gateway's old
+# address until its ARP entry expires, cut off for most of a minute
+# (found when a deleted relay pod's neighbour failed its probes and lost
+# its group session).
 node_network() {
-  ip link add "$K8S_BRIDGE" type bridge
+  ip link add "$K8S_BRIDGE" address "$K8S_BRIDGE_MAC" type bridge
   ip addr add "$K8S_NODE_IP/32" dev "$K8S_BRIDGE"
   ip addr add "$K8S_POD_GATEWAY/${K8S_POD_CIDR#*/}" dev "$K8S_BRIDGE"
   ip link set "$K8S_BRIDGE" up
