@@ -35,7 +35,8 @@ node_restore_sysctls() {
 # (found when a deleted relay pod's neighbour failed its probes and lost
 # its group session).
 node_network() {
-  ip link add "$K8S_BRIDGE" address "$K8S_BRIDGE_MAC" type bridge
+  ip link add "$K8S_BRIDGE" type bridge
+  ip link set "$K8S_BRIDGE" address "$K8S_BRIDGE_MAC"
   ip addr add "$K8S_NODE_IP/32" dev "$K8S_BRIDGE"
   ip addr add "$K8S_POD_GATEWAY/${K8S_POD_CIDR#*/}" dev "$K8S_BRIDGE"
   ip link set "$K8S_BRIDGE" up
