@@ -25,7 +25,7 @@ import (
 //   - without a session every page is a redirect to the issuer, forged
 //     X-Forwarded-User or not;
 //   - the sign-in (issuer, callback, session cookie) leads to the
-//     console's page, which names the issuer's user, and a forged
+//     console's page, which names the issuer's user by email, and a forged
 //     X-Forwarded-User on a signed-in request changes nothing;
 //   - the console's page port is not open on the pod's address (only the
 //     sidecar reaches it, over the socket), its metrics port serves no page;
@@ -63,7 +63,9 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 			"image":      map[string]any{"repository": repo, "tag": tag, "pullPolicy": "Never"},
 			"secretName": secret.Name,
 			// Plain HTTP on the test's network: the cookie without Secure.
-			"args": []any{"--provider=oidc", "--oidc-issuer-url=" + idp.Issuer(), "--email-domain=*", "--cookie-secure=false"},
+			// The user named by email, as the chart's README advises.
+			"args": []any{"--provider=oidc", "--oidc-issuer-url=" + idp.Issuer(), "--email-domain=*", "--cookie-secure=false",
+				"--prefer-email-to-user=true"},
 		},
 	}
 	c.install(t, d.cfg, ns, "relay", values)
@@ -96,8 +98,7 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 	}
 	browser := &http.Client{Timeout: 20 * time.Second, Jar: jar}
 	user := mockoidc.DefaultUser()
-	// The proxy names the user by the ID token's subject.
-	actor := `Signed in as <strong id="actor">` + user.Subject + `</strong>`
+	actor := `Signed in as <strong id="actor">` + user.Email + `</strong>`
 	page := get(t, browser, base+"/", "")
 	if page.status != http.StatusOK || !strings.Contains(page.body, actor) {
 		t.Fatalf("after the sign-in: %d, want the console's page with %s\n%s", page.status, actor, page.body)
