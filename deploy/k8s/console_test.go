@@ -4,34 +4,39 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/oauth2-proxy/mockoidc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // The console with its oauth2-proxy sidecar (the image scripts/k8s/test.sh
 // builds from oauth2-proxy's module), signing people in at an OpenID
 // Connect issuer (oauth2-proxy's own mockoidc, served by the test on the
 // node's address), through the console's Service from the host:
-//   - without a session every page is a redirect to the issuer, forged
-//     X-Forwarded-User or not;
+//   - without a session every route of the console (GET and POST) is a
+//     redirect to the issuer or a refusal, forged X-Forwarded-User or not;
 //   - the sign-in (issuer, callback, session cookie) leads to the
 //     console's page, which names the issuer's user by email, and a forged
 //     X-Forwarded-User on a signed-in request changes nothing;
-//   - the console's page port is not open on the pod's address (only the
-//     sidecar reaches it, over the socket), its metrics port serves no page;
-//   - the NetworkPolicy the chart renders is accepted and selects the
-//     console's pod. The bridge plugin enforces no policy, so what it
-//     refuses is not tried here.
+//   - the console's page port refuses connections on the pod's address
+//     (only the sidecar reaches it, over the socket), its metrics port
+//     serves no page;
+//   - the NetworkPolicy the chart renders is accepted, selects the
+//     console's pod and no relay pod, and admits its peers on the
+//     sidecar's port only. The bridge plugin enforces no policy, so what
+//     it refuses is not tried here.
 func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 	c := newCluster(t)
 	image := os.Getenv("RELAY_TEST_K8S_OAUTH2_PROXY_IMAGE")
@@ -82,13 +87,34 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 	}
 	base := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "9465")
 
-	// No session: the issuer, whatever the request claims.
+	// No session: the issuer, whatever the request claims, on every one
+	// of the console's routes. (The first request waits for kube-proxy
+	// to have the Service's endpoint.)
 	bare := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, forged := range []string{"", "mallory"} {
-		resp := get(t, bare, base+"/", forged)
-		if resp.status != http.StatusFound || !strings.HasPrefix(resp.location, idp.AuthorizationEndpoint()) {
-			t.Fatalf("GET / without a session (X-Forwarded-User %q): %d to %q, want a redirect to the issuer\n%s", forged, resp.status, resp.location, resp.body)
+	eventually(t, 30*time.Second, "the console's Service answers", func() bool {
+		resp, err := bare.Get(base + "/ping") //nolint:noctx // the test's own Service
+		if err != nil {
+			return false
 		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	for _, route := range []string{"GET /", "GET /failures", "GET /failure?id=x", "GET /replay", "GET /replays/x",
+		"GET /replays/x/events", "GET /login", "GET /static/console.css", "GET /healthz", "GET /metrics", "POST /login",
+		"POST /logout", "POST /discard", "POST /replay/choose", "POST /replay/dry-run", "POST /replay/start", "POST /replays/x/stop"} {
+		method, path, _ := strings.Cut(route, " ")
+		for _, forged := range []string{"", "mallory"} {
+			resp := request(t, bare, method, base+path, forged)
+			refused := resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden ||
+				resp.status == http.StatusFound && strings.HasPrefix(resp.location, idp.AuthorizationEndpoint())
+			if !refused {
+				t.Errorf("%s without a session (X-Forwarded-User %q): %d to %q, want a redirect to the issuer or a refusal\n%s",
+					route, forged, resp.status, resp.location, resp.body)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// The sign-in, as a browser follows it.
@@ -107,10 +133,14 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 		t.Fatalf("a signed-in request with a forged X-Forwarded-User: %d\n%s", page.status, page.body)
 	}
 
-	// Only the sidecar reaches the console's pages.
-	if conn, err := net.DialTimeout("tcp", net.JoinHostPort(pod.Status.PodIP, "9465"), 5*time.Second); err == nil {
+	// Only the sidecar reaches the console's pages: nothing listens on
+	// the pod's address at the page port (refused, not merely silent).
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(pod.Status.PodIP, "9465"), 5*time.Second)
+	if err == nil {
 		_ = conn.Close()
-		t.Errorf("the console's page port is open on the pod's address %s", pod.Status.PodIP)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("the console's page port on the pod's address %s: %v, want the connection refused", pod.Status.PodIP, err)
 	}
 	metrics := "http://" + net.JoinHostPort(pod.Status.PodIP, "9466")
 	if r := get(t, bare, metrics+"/healthz", ""); r.status != http.StatusOK {
@@ -124,13 +154,21 @@ func TestConsoleSignsInThroughTheProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the console's NetworkPolicy: %v", err)
 	}
-	for k, v := range np.Spec.PodSelector.MatchLabels {
-		if pod.Labels[k] != v {
-			t.Errorf("the NetworkPolicy's selector %s=%s misses the console's pod", k, v)
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the NetworkPolicy's selector %s misses the console's pod", sel)
+	}
+	for _, p := range c.readyPods(t, ns, relayPods) {
+		if sel.Matches(labels.Set(p.Labels)) {
+			t.Errorf("the NetworkPolicy's selector %s takes relay's pod %s too", sel, p.Name)
 		}
 	}
-	if len(np.Spec.Ingress) == 0 || len(np.Spec.Ingress[0].Ports) == 0 || np.Spec.Ingress[0].Ports[0].Port.String() != "proxy" {
-		t.Errorf("the NetworkPolicy admits %+v, want the sidecar's port only", np.Spec.Ingress)
+	in := np.Spec.Ingress
+	if len(in) != 1 || len(in[0].From) == 0 || len(in[0].Ports) != 1 || in[0].Ports[0].Port.String() != "proxy" {
+		t.Errorf("the NetworkPolicy admits %+v, want some peers on the sidecar's port only", in)
 	}
 	c.noRestarts(t, ns, c.readyPods(t, ns, consolePods))
 }
@@ -164,7 +202,12 @@ type response struct {
 // forged when there is one.
 func get(t *testing.T, client *http.Client, url, forged string) response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	return request(t, client, http.MethodGet, url, forged)
+}
+
+func request(t *testing.T, client *http.Client, method, url, forged string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +219,7 @@ func get(t *testing.T, client *http.Client, url, forged string) response {
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return response{status: resp.StatusCode, location: resp.Header.Get("Location"), body: string(b)}
 }

@@ -93,7 +93,7 @@ func (c *cluster) noLivenessFailures(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if strings.HasPrefix(e.Message, "Liveness probe failed") {
+		if strings.HasPrefix(e.Message, "Liveness probe ") { // failed, errored
 			t.Errorf("%s/%s: %s (%d times)", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count)
 		}
 	}

@@ -29,6 +29,8 @@ type load struct {
 	done   sync.WaitGroup
 	sent   map[string]int // per key, after stop
 	frame  []byte         // the registry's framing, or none
+
+	finished bool
 }
 
 func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
@@ -66,6 +68,15 @@ func (c *cluster) loadFrom(t *testing.T, topic string, rate int, seq []int, fram
 		t.Fatal(err)
 	}
 	l := &load{p: p, topic: topic, keys: keys, frame: frame, stop: make(chan struct{}), sent: map[string]int{}}
+	// A test that fails before finish leaves no producer behind.
+	t.Cleanup(func() {
+		if !l.finished {
+			close(l.stop)
+			l.p.Flush(5000)
+			l.p.Close()
+			l.done.Wait()
+		}
+	})
 	l.done.Add(2)
 	go func() {
 		defer l.done.Done()
@@ -134,6 +145,7 @@ func unframed(b []byte) string {
 // many records were acknowledged.
 func (l *load) finish(t *testing.T) int64 {
 	t.Helper()
+	l.finished = true
 	close(l.stop)
 	for l.p.Flush(1000) > 0 {
 	}

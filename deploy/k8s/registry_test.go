@@ -33,8 +33,29 @@ func (c *cluster) registryForPods(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); conns.Wait() })
+	var (
+		conns sync.WaitGroup
+		mu    sync.Mutex
+		open  = map[net.Conn]bool{}
+	)
+	track := func(c net.Conn, on bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			open[c] = true
+		} else {
+			delete(open, c)
+		}
+	}
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for c := range open {
+			_ = c.Close() // idle keep-alive connections would outlive the test
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
 	target := hostRegistryAddr(t)
 	go func() {
 		for {
@@ -43,14 +64,18 @@ func (c *cluster) registryForPods(t *testing.T) string {
 				return // closed at the end of the test
 			}
 			conns.Add(1)
+			track(in, true)
 			go func() {
 				defer conns.Done()
-				defer in.Close()
+				defer track(in, false)
+				defer func() { _ = in.Close() }()
 				out, err := net.DialTimeout("tcp", target, 5*time.Second)
 				if err != nil {
 					return
 				}
-				defer out.Close()
+				track(out, true)
+				defer track(out, false)
+				defer func() { _ = out.Close() }()
 				done := make(chan struct{})
 				go func() { _, _ = io.Copy(out, in); _ = out.(*net.TCPConn).CloseWrite(); close(done) }()
 				_, _ = io.Copy(in, out)
@@ -89,7 +114,7 @@ func loadSchema(t *testing.T, topic string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var got struct {
 		ID uint32 `json:"id"`

@@ -42,9 +42,11 @@ go_tool_install coredns "$TOOLS/coredns" . "CoreDNS, once; about a minute" -mod=
 go_tool_install pushgateway "$TOOLS/pushgateway" github.com/prometheus/pushgateway \
   "the Pushgateway, once; about a minute" -mod=readonly -trimpath
 # Static: test.sh puts it alone in the console sidecar's image.
+PROXY_VERSION="$(go_tool_version "$TOOLS/oauth2-proxy" github.com/oauth2-proxy/oauth2-proxy/v7)"
+[[ -n "$PROXY_VERSION" ]] || die "no oauth2-proxy version in $TOOLS/oauth2-proxy/go.mod"
 CGO_ENABLED=0 go_tool_install oauth2-proxy "$TOOLS/oauth2-proxy" github.com/oauth2-proxy/oauth2-proxy/v7 \
   "oauth2-proxy, once; about a minute and a half" -mod=readonly -trimpath -ldflags \
-  "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$(go_tool_version "$TOOLS/oauth2-proxy" github.com/oauth2-proxy/oauth2-proxy/v7)"
+  "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$PROXY_VERSION"
 mkdir -p "$STACK_BIN_DIR/cni" "$STACK_LOG_DIR/cni"
 for p in ipam/host-local main/bridge main/loopback meta/portmap; do
   CGO_ENABLED=0 go_tool_install "cni/${p#*/}" "$TOOLS/containerd" "github.com/containernetworking/plugins/plugins/$p" \

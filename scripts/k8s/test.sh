@@ -29,14 +29,15 @@ scripts/k8s/cluster.sh import dist/oci relay.local/relay
 scripts/k8s/cluster.sh tag "relay.local/relay:$VERSION" "relay.local/relay:$VERSION-next"
 # The console's sidecar: oauth2-proxy, built by build.sh from its module,
 # as an image of its one static program.
-bin_dir="${RELAY_STACK_DIR:-$PWD/.cache}/bin"
-proxy_version="$(sed -n 's|^[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7 \(v[^ ]*\).*|\1|p' scripts/tools/oauth2-proxy/go.mod)"
+stack_dir="$(realpath -m "${RELAY_STACK_DIR:-.cache}")"
+bin_dir="$stack_dir/bin"
+proxy_version="$(sed -n 's|^[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7 \(v[^ ]*\).*|\1|p' scripts/tools/oauth2-proxy/go.mod | head -n 1)"
+[[ -n "$proxy_version" ]] || { echo "test-k8s: no oauth2-proxy version in scripts/tools/oauth2-proxy/go.mod" >&2; exit 1; }
 proxy_image="relay.local/oauth2-proxy:$proxy_version"
-proxy_tar="$(mktemp --suffix=.tar)"
+proxy_tar="$stack_dir/oauth2-proxy-image.tar" # overwritten by the next run
 (cd deploy && go run ./k8s/binimage -bin "$bin_dir/oauth2-proxy" -path /bin/oauth2-proxy -user 65532:65532 \
   -name "$proxy_image" -out "$proxy_tar")
 scripts/k8s/cluster.sh import "$proxy_tar"
-rm -f "$proxy_tar"
 echo "test-k8s: ready in $((SECONDS - start))s"
 
 (
