@@ -107,11 +107,13 @@ func TestAuditCronJobRunsAndPushes(t *testing.T) {
 // pods reach it there), stopped when the test ends, and returns its URL.
 func (c *cluster) pushgateway(t *testing.T) string {
 	t.Helper()
-	bin, node := os.Getenv("RELAY_TEST_K8S_PUSHGATEWAY"), os.Getenv("RELAY_TEST_K8S_NODE_IP")
-	if bin == "" || node == "" {
-		t.Fatal("RELAY_TEST_K8S_PUSHGATEWAY and RELAY_TEST_K8S_NODE_IP (make test-k8s sets them)")
+	bin := os.Getenv("RELAY_TEST_K8S_PUSHGATEWAY")
+	if bin == "" {
+		t.Fatal("RELAY_TEST_K8S_PUSHGATEWAY (make test-k8s sets it)")
 	}
-	l, err := net.Listen("tcp", node+":0")
+	// The port is chosen here and given to the gateway, which binds it
+	// again: a port taken in between fails its start, and the test says so.
+	l, err := net.Listen("tcp", net.JoinHostPort(c.nodeIP(t), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +124,17 @@ func (c *cluster) pushgateway(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	url := "http://" + addr
 	for i := 0; ; i++ {
+		select {
+		case <-exited:
+			t.Fatalf("the Pushgateway on %s exited: %v", addr, waitErr)
+		default:
+		}
 		if resp, err := http.Get(url + "/-/ready"); err == nil { //nolint:gosec,noctx // the test's own gateway
 			_ = resp.Body.Close()
 			return url

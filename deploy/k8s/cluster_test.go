@@ -30,6 +30,7 @@ type cluster struct {
 	image      string // registry/repository:tag, imported into the node
 	kafka      string // the broker's listener at the node's address
 	hostKafka  string // the same broker from the host
+	node       string // the node's address, where the pods reach the host
 	client     *kubernetes.Clientset
 }
 
@@ -43,6 +44,7 @@ func newCluster(t *testing.T) *cluster {
 		image:      os.Getenv("RELAY_TEST_K8S_IMAGE"),
 		kafka:      os.Getenv("RELAY_TEST_K8S_KAFKA"),
 		hostKafka:  os.Getenv("RELAY_TEST_BOOTSTRAP"),
+		node:       os.Getenv("RELAY_TEST_K8S_NODE_IP"),
 	}
 	if c.hostKafka == "" {
 		c.hostKafka = "127.0.0.1:9092"
@@ -192,5 +194,37 @@ func (c *cluster) topic(t *testing.T, name string, partitions int) {
 	}
 	if res[0].Error.Code() != kafka.ErrNoError {
 		t.Fatalf("create %s: %v", name, res[0].Error)
+	}
+}
+
+// rolled waits (up to five minutes) until the StatefulSet's pods all run
+// its current revision and are Ready.
+func (c *cluster) rolled(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		s, err := c.client.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Status
+		if st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
+			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("statefulset %s not rolled out in five minutes", name)
+}
+
+// waitAcked waits until the load has n acknowledged records.
+func (c *cluster) waitAcked(t *testing.T, l *load, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for l.acked.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records acknowledged in two minutes", l.acked.Load(), n)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -28,17 +28,55 @@ type load struct {
 	stop   chan struct{}
 	done   sync.WaitGroup
 	sent   map[string]int // per key, after stop
+	frame  []byte         // the registry's framing, or none
+
+	finished bool
 }
 
 func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 	t.Helper()
+	return c.loadFrom(t, topic, rate, make([]int, keys), nil)
+}
+
+// startSchemaLoad is startLoad with each value a JSON string in the
+// registry's wire format: frame (magic byte and the schema's id) before
+// it, as relay decodes it for its hook.
+func (c *cluster) startSchemaLoad(t *testing.T, topic string, keys, rate int, frame []byte) *load {
+	t.Helper()
+	return c.loadFrom(t, topic, rate, make([]int, keys), frame)
+}
+
+// resume starts a load on prev's topic and keys that goes on where prev
+// (finished) stopped: its sent counts all the records of both.
+func (c *cluster) resume(t *testing.T, prev *load, rate int) *load {
+	t.Helper()
+	seq := make([]int, prev.keys)
+	for k := range seq {
+		seq[k] = prev.sent[fmt.Sprintf("key-%d", k)]
+	}
+	return c.loadFrom(t, prev.topic, rate, seq, prev.frame)
+}
+
+// loadFrom starts a load whose key k's next value is seq[k], after frame.
+func (c *cluster) loadFrom(t *testing.T, topic string, rate int, seq []int, frame []byte) *load {
+	t.Helper()
+	keys := len(seq)
 	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": c.hostKafka, "enable.idempotence": true,
 		// log_level 2: the broker's restart is on purpose.
 		"linger.ms": 5, "log_level": 2, "message.timeout.ms": 300000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &load{p: p, topic: topic, keys: keys, stop: make(chan struct{}), sent: map[string]int{}}
+	l := &load{p: p, topic: topic, keys: keys, frame: frame, stop: make(chan struct{}), sent: map[string]int{}}
+	// A test that fails before finish leaves no producer behind.
+	t.Cleanup(func() {
+		if !l.finished {
+			close(l.stop)
+			l.p.Flush(5000)
+			l.p.Close()
+			l.done.Wait()
+		}
+	})
 	l.done.Add(2)
 	go func() {
 		defer l.done.Done()
@@ -56,7 +94,6 @@ func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 		defer l.done.Done()
 		tick := time.NewTicker(time.Second / time.Duration(rate))
 		defer tick.Stop()
-		seq := make([]int, keys)
 		for i := 0; ; i++ {
 			select {
 			case <-l.stop:
@@ -70,7 +107,7 @@ func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 			key := fmt.Sprintf("key-%d", k)
 			for {
 				err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &l.topic, Partition: kafka.PartitionAny},
-					Key: []byte(key), Value: []byte(fmt.Sprintf("%s:%d", key, seq[k]))}, nil)
+					Key: []byte(key), Value: l.value(fmt.Sprintf("%s:%d", key, seq[k]))}, nil)
 				if err == nil {
 					break
 				}
@@ -82,10 +119,33 @@ func (c *cluster) startLoad(t *testing.T, topic string, keys, rate int) *load {
 	return l
 }
 
+// value is v as the load writes it: with a frame, {"v": v} after it
+// (loadSchema).
+func (l *load) value(v string) []byte {
+	if l.frame == nil {
+		return []byte(v)
+	}
+	b, _ := json.Marshal(map[string]string{"v": v})
+	return append(append([]byte{}, l.frame...), b...)
+}
+
+// unframed is what a load wrote in b: b itself, or v after the registry's
+// framing (magic byte 0 and a 4-byte schema id).
+func unframed(b []byte) string {
+	if len(b) > 5 && b[0] == 0 {
+		var v struct{ V string }
+		if json.Unmarshal(b[5:], &v) == nil {
+			return v.V
+		}
+	}
+	return string(b)
+}
+
 // finish stops producing, waits for every acknowledgement, and returns how
 // many records were acknowledged.
 func (l *load) finish(t *testing.T) int64 {
 	t.Helper()
+	l.finished = true
 	close(l.stop)
 	for l.p.Flush(1000) > 0 {
 	}
@@ -166,7 +226,7 @@ func (c *cluster) outputs(t *testing.T, topic string, sent map[string]int) {
 			continue
 		}
 		idle = 0
-		key, seq, ok := strings.Cut(string(m.Value), ":")
+		key, seq, ok := strings.Cut(unframed(m.Value), ":")
 		n, err := strconv.Atoi(seq)
 		if !ok || err != nil || key != string(m.Key) {
 			t.Fatalf("%s: a record that is not the load's: key %q value %q", m.TopicPartition, m.Key, m.Value)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
@@ -36,7 +37,7 @@ spec:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := c.client.AppsV1().StatefulSets(ns).Patch(ctx, "relay", types.StrategicMergePatchType, patch, metav1Patch()); err != nil {
+	if _, err := c.client.AppsV1().StatefulSets(ns).Patch(ctx, "relay", types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "relay-k8s-test"}); err != nil {
 		t.Fatal(err)
 	}
 	c.rolled(t, ns, "relay")

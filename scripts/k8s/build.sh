@@ -5,9 +5,10 @@
 # kube-scheduler, kube-proxy and kubectl (scripts/tools/kubernetes),
 # containerd with its runc shim and ctr, runc with seccomp, and the CNI
 # plugins bridge, host-local, loopback and portmap
-# (scripts/tools/containerd), CoreDNS (scripts/tools/coredns), and the
+# (scripts/tools/containerd), CoreDNS (scripts/tools/coredns), the
 # Pushgateway the audit CronJob's test pushes to
-# (scripts/tools/pushgateway), into $RELAY_STACK_DIR/bin (the plugins
+# (scripts/tools/pushgateway), and oauth2-proxy, the console's sidecar
+# (scripts/tools/oauth2-proxy), into $RELAY_STACK_DIR/bin (the plugins
 # into bin/cni). etcd and iptables are Debian's (scripts/install.sh k8s). A
 # program is rebuilt only when its module's go.mod, go.sum or build flags
 # change. The first build takes 12 to 15 minutes on 2 cores.
@@ -40,6 +41,12 @@ done
 go_tool_install coredns "$TOOLS/coredns" . "CoreDNS, once; about a minute" -mod=readonly -trimpath
 go_tool_install pushgateway "$TOOLS/pushgateway" github.com/prometheus/pushgateway \
   "the Pushgateway, once; about a minute" -mod=readonly -trimpath
+# Static: test.sh puts it alone in the console sidecar's image.
+PROXY_VERSION="$(go_tool_version "$TOOLS/oauth2-proxy" github.com/oauth2-proxy/oauth2-proxy/v7)"
+[[ -n "$PROXY_VERSION" ]] || die "no oauth2-proxy version in $TOOLS/oauth2-proxy/go.mod"
+CGO_ENABLED=0 go_tool_install oauth2-proxy "$TOOLS/oauth2-proxy" github.com/oauth2-proxy/oauth2-proxy/v7 \
+  "oauth2-proxy, once; about a minute and a half" -mod=readonly -trimpath -ldflags \
+  "-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$PROXY_VERSION"
 mkdir -p "$STACK_BIN_DIR/cni" "$STACK_LOG_DIR/cni"
 for p in ipam/host-local main/bridge main/loopback meta/portmap; do
   CGO_ENABLED=0 go_tool_install "cni/${p#*/}" "$TOOLS/containerd" "github.com/containernetworking/plugins/plugins/$p" \

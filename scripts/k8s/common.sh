@@ -22,6 +22,8 @@ K8S_ETCD_PEER_PORT="${RELAY_K8S_ETCD_PEER_PORT:-2480}"
 # The pods' bridge, which holds the node's address too (15 characters at
 # most).
 K8S_BRIDGE=relay-k8s-br
+# Locally administered (02:…), fixed: see node_network.
+K8S_BRIDGE_MAC=02:52:4c:6b:38:01
 # The image of each pod's sandbox, built here (deploy/k8s/pause).
 K8S_PAUSE_IMAGE=relay.local/pause:1
 

@@ -28,9 +28,15 @@ node_restore_sysctls() {
 # plugin (which is told not to address it) so that it holds the node's
 # address beside the pods' gateway (this machine's kernel has no dummy
 # links), forwarding on, bridged traffic through iptables
-# (Services between pods).
+# (Services between pods). Its MAC address is set, not left to the
+# kernel: a bridge without one takes its lowest port's, and changes it
+# when that pod goes; every other pod then sends to the gateway's old
+# address until its ARP entry expires, cut off for most of a minute
+# (found when a deleted relay pod's neighbour failed its probes and lost
+# its group session).
 node_network() {
   ip link add "$K8S_BRIDGE" type bridge
+  ip link set "$K8S_BRIDGE" address "$K8S_BRIDGE_MAC"
   ip addr add "$K8S_NODE_IP/32" dev "$K8S_BRIDGE"
   ip addr add "$K8S_POD_GATEWAY/${K8S_POD_CIDR#*/}" dev "$K8S_BRIDGE"
   ip link set "$K8S_BRIDGE" up
@@ -62,7 +68,7 @@ node_pause_image() {
   (
     cd "$STACK_REPO_DIR/deploy"
     CGO_ENABLED=0 go build -trimpath -o "$K8S_RUN/pause" ./k8s/pause
-    go run ./k8s/pauseimage -bin "$K8S_RUN/pause" -name "$K8S_PAUSE_IMAGE" -out "$K8S_RUN/pause.tar"
+    go run ./k8s/binimage -bin "$K8S_RUN/pause" -path /pause -name "$K8S_PAUSE_IMAGE" -out "$K8S_RUN/pause.tar"
   ) || die "could not build the pause image"
 }
 
@@ -184,7 +190,9 @@ EOF
 # node_kubelet_config: cgroup v1 with cgroupfs (this machine has no
 # cgroup v2), no OOM score change (no CAP_SYS_RESOURCE), the node's
 # address for logs and exec, low eviction thresholds so that a shared
-# disk does not evict the tests' pods (the eviction test asks for its own).
+# disk does not evict the tests' pods (the eviction test asks for its own),
+# and pods synced every 10 s (a minute by default), so that an updated
+# Secret reaches the mounted files within seconds (the rotation test).
 node_kubelet_config() {
   cat >"$K8S_RUN/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -212,6 +220,7 @@ evictionHard:
   nodefs.inodesFree: 2%
 imageGCHighThresholdPercent: 100
 serializeImagePulls: false
+syncFrequency: 10s
 # The pods' logs and the volume plugins under the cluster's directory, not
 # /var/log/pods and /usr/libexec/kubernetes.
 podLogsDir: $K8S_RUN/pod-logs
