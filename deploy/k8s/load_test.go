@@ -26,7 +26,8 @@ type load struct {
 	acked  atomic.Int64
 	failed atomic.Int64
 	stop   chan struct{}
-	done   sync.WaitGroup
+	events sync.WaitGroup // the delivery reports' reader
+	sender sync.WaitGroup // the producing loop
 	sent   map[string]int // per key, after stop
 	frame  []byte         // the registry's framing, or none
 
@@ -72,14 +73,16 @@ func (c *cluster) loadFrom(t *testing.T, topic string, rate int, seq []int, fram
 	t.Cleanup(func() {
 		if !l.finished {
 			close(l.stop)
+			l.sender.Wait()
 			l.p.Flush(5000)
 			l.p.Close()
-			l.done.Wait()
+			l.events.Wait()
 		}
 	})
-	l.done.Add(2)
+	l.events.Add(1)
+	l.sender.Add(1)
 	go func() {
-		defer l.done.Done()
+		defer l.events.Done()
 		for e := range p.Events() {
 			if m, ok := e.(*kafka.Message); ok {
 				if m.TopicPartition.Error != nil {
@@ -91,7 +94,7 @@ func (c *cluster) loadFrom(t *testing.T, topic string, rate int, seq []int, fram
 		}
 	}()
 	go func() {
-		defer l.done.Done()
+		defer l.sender.Done()
 		tick := time.NewTicker(time.Second / time.Duration(rate))
 		defer tick.Stop()
 		for i := 0; ; i++ {
@@ -146,11 +149,15 @@ func unframed(b []byte) string {
 func (l *load) finish(t *testing.T) int64 {
 	t.Helper()
 	l.finished = true
+	// The producing loop ends before the producer closes: a record it
+	// was producing as stop came would be refused by a closed producer
+	// forever (a run hung here for ten minutes).
 	close(l.stop)
+	l.sender.Wait()
 	for l.p.Flush(1000) > 0 {
 	}
 	l.p.Close()
-	l.done.Wait()
+	l.events.Wait()
 	if n := l.failed.Load(); n != 0 {
 		t.Fatalf("%d records were not acknowledged (the idempotent producer's order per key would not hold)", n)
 	}
