@@ -201,20 +201,15 @@ func (c *cluster) topic(t *testing.T, name string, partitions int) {
 // its current revision and are Ready.
 func (c *cluster) rolled(t *testing.T, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
+	eventually(t, 5*time.Minute, "statefulset "+name+" rolled out", func() bool {
 		s, err := c.client.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st := s.Status
-		if st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
-			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas {
-			return
-		}
-		time.Sleep(2 * time.Second)
-	}
-	t.Fatalf("statefulset %s not rolled out in five minutes", name)
+		return st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
+			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas
+	})
 }
 
 // waitAcked waits until the load has n acknowledged records.

@@ -11,6 +11,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
+# shellcheck source-path=SCRIPTDIR source=../stack/common.sh
+source scripts/stack/common.sh
+
 start=$SECONDS
 scripts/install.sh k8s
 arch="$(go env GOARCH)"
@@ -29,9 +32,9 @@ scripts/k8s/cluster.sh import dist/oci relay.local/relay
 scripts/k8s/cluster.sh tag "relay.local/relay:$VERSION" "relay.local/relay:$VERSION-next"
 # The console's sidecar: oauth2-proxy, built by build.sh from its module,
 # as an image of its one static program.
-stack_dir="$(realpath -m "${RELAY_STACK_DIR:-.cache}")"
+stack_dir="$(realpath -m "$RELAY_STACK_DIR")"
 bin_dir="$stack_dir/bin"
-proxy_version="$(sed -n 's|^[[:space:]]*github.com/oauth2-proxy/oauth2-proxy/v7 \(v[^ ]*\).*|\1|p' scripts/tools/oauth2-proxy/go.mod | head -n 1)"
+proxy_version="$(go_tool_version scripts/tools/oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7)"
 [[ -n "$proxy_version" ]] || { echo "test-k8s: no oauth2-proxy version in scripts/tools/oauth2-proxy/go.mod" >&2; exit 1; }
 proxy_image="relay.local/oauth2-proxy:$proxy_version"
 proxy_tar="$stack_dir/oauth2-proxy-image.tar" # overwritten by the next run
