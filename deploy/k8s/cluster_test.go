@@ -31,6 +31,7 @@ type cluster struct {
 	kafka      string // the broker's listener at the node's address
 	hostKafka  string // the same broker from the host
 	node       string // the node's address, where the pods reach the host
+	kubeletDir string // the kubelet's root directory, on this machine
 	client     *kubernetes.Clientset
 }
 
@@ -45,6 +46,7 @@ func newCluster(t *testing.T) *cluster {
 		kafka:      os.Getenv("RELAY_TEST_K8S_KAFKA"),
 		hostKafka:  os.Getenv("RELAY_TEST_BOOTSTRAP"),
 		node:       os.Getenv("RELAY_TEST_K8S_NODE_IP"),
+		kubeletDir: os.Getenv("RELAY_TEST_K8S_KUBELET_DIR"),
 	}
 	if c.hostKafka == "" {
 		c.hostKafka = "127.0.0.1:9092"

@@ -21,7 +21,8 @@ import (
 
 // Under a steady load from the host, what a cluster does to relay's pods
 // in a week: each replica deleted in turn, an eviction through the API
-// (the PodDisruptionBudget's), a helm upgrade that rolls the StatefulSet
+// (the PodDisruptionBudget's), an eviction by the kubelet (a pod over its
+// local storage, with a one-second grace), a helm upgrade that rolls the StatefulSet
 // to another image, a scale 3 → 5 → 2, and a broker restart. At the end
 // every source record is in exactly one end state (relay audit, exit 0),
 // the output holds each record once, every key's in the order produced
@@ -45,6 +46,7 @@ func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
 		step("kubectl delete pod "+pod, func() { c.deletePod(t, ns, pod) })
 	}
 	step("eviction of relay-1", func() { c.evict(t, ns, "relay-1") })
+	step("the kubelet evicts relay-2", func() { c.kubeletEvicts(t, ns, "relay-2") })
 	step("helm upgrade to another image", func() {
 		values["image"].(map[string]any)["tag"] = os.Getenv("RELAY_TEST_K8S_NEXT_TAG")
 		c.upgrade(t, cfg, ns, values)
@@ -169,6 +171,65 @@ func (c *cluster) evict(t *testing.T, ns, name string) {
 		time.Sleep(2 * time.Second)
 	}
 	c.replaced(t, ns, name, old)
+}
+
+// kubeletEvicts fills a pod's tmp emptyDir past its sizeLimit (16Mi)
+// from the node, as the pod's own writes would. The kubelet's eviction
+// manager then evicts the pod as it does under node pressure: no
+// PodDisruptionBudget asked, one second of grace, the pod Failed with
+// reason Evicted. The StatefulSet replaces it.
+func (c *cluster) kubeletEvicts(t *testing.T, ns, name string) {
+	t.Helper()
+	if c.kubeletDir == "" {
+		t.Fatal("RELAY_TEST_K8S_KUBELET_DIR: the kubelet's root directory (make test-k8s sets it)")
+	}
+	old := c.pod(t, ns, name)
+	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	dir := filepath.Join(c.kubeletDir, "pods", string(old.UID), "volumes", "kubernetes.io~empty-dir", "tmp")
+	if err := os.WriteFile(filepath.Join(dir, "fill"), make([]byte, 17<<20), 0o600); err != nil {
+		t.Fatalf("fill %s's tmp volume on the node: %v", name, err)
+	}
+	start := time.Now()
+	timeout := time.After(3 * time.Minute)
+	exit := int32(-1)
+	var evicted string
+	var evictedIn time.Duration
+	for evicted == "" {
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-timeout:
+			t.Fatalf("%s: not evicted by the kubelet in three minutes with its tmp volume over its limit", name)
+		}
+		if ev.Type == "" {
+			t.Fatalf("%s: the watch closed before the kubelet evicted it", name)
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.UID != old.UID {
+			continue
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "relay" && s.State.Terminated != nil {
+				exit = s.State.Terminated.ExitCode
+			}
+		}
+		switch {
+		case p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted":
+			evicted, evictedIn = p.Status.Message, time.Since(start)
+		case ev.Type == watch.Deleted:
+			t.Fatalf("%s deleted, not evicted by the kubelet (phase %s, reason %q)", name, p.Status.Phase, p.Status.Reason)
+		}
+	}
+	if !strings.Contains(evicted, `EmptyDir volume "tmp"`) {
+		t.Errorf("%s evicted for another reason: %s", name, evicted)
+	}
+	c.replaced(t, ns, name, old.UID)
+	t.Logf("%s: evicted by the kubelet %s after its volume filled (%q, relay's exit %d), replacement Ready %s after",
+		name, evictedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), exit, time.Since(start).Round(100*time.Millisecond))
 }
 
 func (c *cluster) pod(t *testing.T, ns, name string) *corev1.Pod {
