@@ -111,38 +111,17 @@ const relayPods = "app.kubernetes.io/instance=relay,controller-revision-hash"
 func (c *cluster) deletePod(t *testing.T, ns, name string) (deleted time.Time) {
 	t.Helper()
 	old := c.pod(t, ns, name)
-	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	pw := c.watchPod(t, ns, old)
+	defer pw.w.Stop()
 	start := time.Now()
 	if err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	exit := int32(-1)
-	timeout := time.After(time.Duration(*old.Spec.TerminationGracePeriodSeconds)*time.Second + time.Minute)
-	for gone := false; !gone; {
-		var ev watch.Event
-		select {
-		case ev = <-w.ResultChan():
-		case <-timeout:
-			t.Fatalf("%s still there a minute past its grace period", name)
-		}
-		if ev.Type == "" {
-			break // the watch closed: exit stays -1, and the test fails below
-		}
-		p, ok := ev.Object.(*corev1.Pod)
-		if !ok || p.UID != old.UID {
-			continue
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == "relay" && s.State.Terminated != nil {
-				exit = s.State.Terminated.ExitCode
-			}
-		}
-		gone = ev.Type == watch.Deleted
-	}
+	limit := time.Duration(*old.Spec.TerminationGracePeriodSeconds)*time.Second + time.Minute
+	pw.until(t, limit, name+" gone (a minute past its grace period)", func(ev watch.EventType, _ *corev1.Pod) bool {
+		return ev == watch.Deleted
+	})
+	exit := pw.exit
 	stopped := time.Since(start)
 	c.replaced(t, ns, name, old.UID)
 	t.Logf("%s: stopped in %s (exit %d, grace period %ds), replacement Ready %s after the delete",
@@ -184,52 +163,78 @@ func (c *cluster) kubeletEvicts(t *testing.T, ns, name string) {
 		t.Fatal("RELAY_TEST_K8S_KUBELET_DIR: the kubelet's root directory (make test-k8s sets it)")
 	}
 	old := c.pod(t, ns, name)
-	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	pw := c.watchPod(t, ns, old)
+	defer pw.w.Stop()
 	dir := filepath.Join(c.kubeletDir, "pods", string(old.UID), "volumes", "kubernetes.io~empty-dir", "tmp")
 	if err := os.WriteFile(filepath.Join(dir, "fill"), make([]byte, 17<<20), 0o600); err != nil {
 		t.Fatalf("fill %s's tmp volume on the node: %v", name, err)
 	}
 	start := time.Now()
-	timeout := time.After(3 * time.Minute)
-	exit := int32(-1)
 	var evicted string
-	var evictedIn time.Duration
-	for evicted == "" {
-		var ev watch.Event
-		select {
-		case ev = <-w.ResultChan():
-		case <-timeout:
-			t.Fatalf("%s: not evicted by the kubelet in three minutes with its tmp volume over its limit", name)
+	pw.until(t, 3*time.Minute, name+" evicted by the kubelet, its tmp volume over its limit", func(ev watch.EventType, p *corev1.Pod) bool {
+		if p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" {
+			evicted = p.Status.Message
+			return true
 		}
-		if ev.Type == "" {
-			t.Fatalf("%s: the watch closed before the kubelet evicted it", name)
-		}
-		p, ok := ev.Object.(*corev1.Pod)
-		if !ok || p.UID != old.UID {
-			continue
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == "relay" && s.State.Terminated != nil {
-				exit = s.State.Terminated.ExitCode
-			}
-		}
-		switch {
-		case p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted":
-			evicted, evictedIn = p.Status.Message, time.Since(start)
-		case ev.Type == watch.Deleted:
+		if ev == watch.Deleted {
 			t.Fatalf("%s deleted, not evicted by the kubelet (phase %s, reason %q)", name, p.Status.Phase, p.Status.Reason)
 		}
-	}
+		return false
+	})
+	evictedIn := time.Since(start)
 	if !strings.Contains(evicted, `EmptyDir volume "tmp"`) {
 		t.Errorf("%s evicted for another reason: %s", name, evicted)
 	}
 	c.replaced(t, ns, name, old.UID)
 	t.Logf("%s: evicted by the kubelet %s after its volume filled (%q, relay's exit %d), replacement Ready %s after",
-		name, evictedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), exit, time.Since(start).Round(100*time.Millisecond))
+		name, evictedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), pw.exit, time.Since(start).Round(100*time.Millisecond))
+}
+
+// podWatch follows one pod, by its UID, from the version the test read;
+// its caller stops it.
+type podWatch struct {
+	w    watch.Interface
+	uid  types.UID
+	exit int32 // relay's exit code as last seen, -1 before it exits
+}
+
+func (c *cluster) watchPod(t *testing.T, ns string, old *corev1.Pod) *podWatch {
+	t.Helper()
+	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + old.Name, ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &podWatch{w: w, uid: old.UID, exit: -1}
+}
+
+// until reads the pod's events until done holds for one, and fails the
+// test with what when limit passes first or the watch closes.
+func (pw *podWatch) until(t *testing.T, limit time.Duration, what string, done func(watch.EventType, *corev1.Pod) bool) {
+	t.Helper()
+	timeout := time.After(limit)
+	for {
+		var ev watch.Event
+		select {
+		case ev = <-pw.w.ResultChan():
+		case <-timeout:
+			t.Fatalf("%s: not after %s", what, limit)
+		}
+		if ev.Type == "" {
+			t.Fatalf("%s: the watch closed first", what)
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.UID != pw.uid {
+			continue
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "relay" && s.State.Terminated != nil {
+				pw.exit = s.State.Terminated.ExitCode
+			}
+		}
+		if done(ev.Type, p) {
+			return
+		}
+	}
 }
 
 func (c *cluster) pod(t *testing.T, ns, name string) *corev1.Pod {
