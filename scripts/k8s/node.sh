@@ -193,9 +193,9 @@ EOF
 # disk does not evict the tests' pods (the eviction test asks for its own),
 # pods synced every 10 s (a minute by default), so that an updated
 # Secret reaches the mounted files within seconds (the rotation test),
-# and the volumes' usage measured every 10 s (a minute by default), so
-# that the kubelet evicts a pod whose emptyDir outgrew its sizeLimit
-# within seconds (the fault test).
+# and the volumes' usage measured every 10–20 s (1–2 minutes by default),
+# so that the kubelet evicts a pod whose emptyDir outgrew its sizeLimit
+# within half a minute (the fault test).
 node_kubelet_config() {
   cat >"$K8S_RUN/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1

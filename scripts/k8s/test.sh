@@ -43,13 +43,15 @@ proxy_tar="$stack_dir/oauth2-proxy-image.tar" # overwritten by the next run
 scripts/k8s/cluster.sh import "$proxy_tar"
 echo "test-k8s: ready in $((SECONDS - start))s"
 
+kubeconfig="$(scripts/k8s/cluster.sh kubeconfig)"
+kubelet_dir="$(scripts/k8s/cluster.sh kubelet-dir)"
 (
   cd deploy
-  RELAY_TEST_K8S=1 RELAY_TEST_K8S_KUBECONFIG="$(../scripts/k8s/cluster.sh kubeconfig)" \
+  RELAY_TEST_K8S=1 RELAY_TEST_K8S_KUBECONFIG="$kubeconfig" \
     RELAY_TEST_K8S_IMAGE="relay.local/relay:$VERSION" RELAY_TEST_K8S_NEXT_TAG="$VERSION-next" \
     RELAY_TEST_K8S_OAUTH2_PROXY_IMAGE="$proxy_image" \
     RELAY_TEST_K8S_RELAY="$PWD/../dist/relay-linux-$arch" RELAY_STACK_KAFKA_NODE_ADDR="$node" \
-    RELAY_TEST_K8S_NODE_IP="$node" RELAY_TEST_K8S_KUBELET_DIR="$(../scripts/k8s/cluster.sh kubelet-dir)" \
+    RELAY_TEST_K8S_NODE_IP="$node" RELAY_TEST_K8S_KUBELET_DIR="$kubelet_dir" \
     RELAY_TEST_K8S_PUSHGATEWAY="$bin_dir/pushgateway" \
     RELAY_TEST_K8S_KAFKA="$node:${RELAY_STACK_KAFKA_NODE_PORT:-9099}" \
     go test -count=1 -timeout 40m -v "$@" ./k8s/
