@@ -194,8 +194,12 @@ func (c *cluster) kubeletEvicts(t *testing.T, ns, name string) {
 		t.Errorf("%s evicted for another reason: %s", name, evicted)
 	}
 	c.replaced(t, ns, name, old.UID)
-	t.Logf("%s: stopped by the kubelet %s after its volume filled (%q; phase %s, relay's exit %d), replacement Ready %s after",
-		name, stoppedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), phase, pw.exit, time.Since(start).Round(100*time.Millisecond))
+	exit := "not reported before the pod went"
+	if pw.exit >= 0 {
+		exit = strconv.Itoa(int(pw.exit))
+	}
+	t.Logf("%s: stopped by the kubelet %s after its volume filled (%q; phase %s, relay's exit %s), replacement Ready %s after",
+		name, stoppedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), phase, exit, time.Since(start).Round(100*time.Millisecond))
 }
 
 // fill writes a file of n random bytes (no filesystem compresses them
