@@ -31,6 +31,7 @@ type cluster struct {
 	kafka      string // the broker's listener at the node's address
 	hostKafka  string // the same broker from the host
 	node       string // the node's address, where the pods reach the host
+	kubeletDir string // the kubelet's root directory, on this machine
 	client     *kubernetes.Clientset
 }
 
@@ -45,6 +46,7 @@ func newCluster(t *testing.T) *cluster {
 		kafka:      os.Getenv("RELAY_TEST_K8S_KAFKA"),
 		hostKafka:  os.Getenv("RELAY_TEST_BOOTSTRAP"),
 		node:       os.Getenv("RELAY_TEST_K8S_NODE_IP"),
+		kubeletDir: os.Getenv("RELAY_TEST_K8S_KUBELET_DIR"),
 	}
 	if c.hostKafka == "" {
 		c.hostKafka = "127.0.0.1:9092"
@@ -201,20 +203,15 @@ func (c *cluster) topic(t *testing.T, name string, partitions int) {
 // its current revision and are Ready.
 func (c *cluster) rolled(t *testing.T, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for time.Now().Before(deadline) {
+	eventually(t, 5*time.Minute, "statefulset "+name+" rolled out", func() bool {
 		s, err := c.client.AppsV1().StatefulSets(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st := s.Status
-		if st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
-			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas {
-			return
-		}
-		time.Sleep(2 * time.Second)
-	}
-	t.Fatalf("statefulset %s not rolled out in five minutes", name)
+		return st.ObservedGeneration >= s.Generation && st.UpdateRevision == st.CurrentRevision &&
+			st.UpdatedReplicas == *s.Spec.Replicas && st.ReadyReplicas == *s.Spec.Replicas
+	})
 }
 
 // waitAcked waits until the load has n acknowledged records.

@@ -2,11 +2,13 @@ package k8s
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,8 +24,9 @@ import (
 
 // Under a steady load from the host, what a cluster does to relay's pods
 // in a week: each replica deleted in turn, an eviction through the API
-// (the PodDisruptionBudget's), a helm upgrade that rolls the StatefulSet
-// to another image, a scale 3 → 5 → 2, and a broker restart. At the end
+// (the PodDisruptionBudget's), an eviction by the kubelet (a pod over its
+// local storage: two seconds from SIGTERM to SIGKILL), a helm upgrade that
+// rolls the StatefulSet to another image, a scale 3 → 5 → 2, and a broker restart. At the end
 // every source record is in exactly one end state (relay audit, exit 0),
 // the output holds each record once, every key's in the order produced
 // (a read_committed witness), and no container restarted: the only pods
@@ -45,6 +49,7 @@ func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
 		step("kubectl delete pod "+pod, func() { c.deletePod(t, ns, pod) })
 	}
 	step("eviction of relay-1", func() { c.evict(t, ns, "relay-1") })
+	step("the kubelet evicts relay-2", func() { c.kubeletEvicts(t, ns, "relay-2") })
 	step("helm upgrade to another image", func() {
 		values["image"].(map[string]any)["tag"] = os.Getenv("RELAY_TEST_K8S_NEXT_TAG")
 		c.upgrade(t, cfg, ns, values)
@@ -109,38 +114,17 @@ const relayPods = "app.kubernetes.io/instance=relay,controller-revision-hash"
 func (c *cluster) deletePod(t *testing.T, ns, name string) (deleted time.Time) {
 	t.Helper()
 	old := c.pod(t, ns, name)
-	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: old.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	pw := c.watchPod(t, ns, old)
+	defer pw.w.Stop()
 	start := time.Now()
 	if err := c.client.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	exit := int32(-1)
-	timeout := time.After(time.Duration(*old.Spec.TerminationGracePeriodSeconds)*time.Second + time.Minute)
-	for gone := false; !gone; {
-		var ev watch.Event
-		select {
-		case ev = <-w.ResultChan():
-		case <-timeout:
-			t.Fatalf("%s still there a minute past its grace period", name)
-		}
-		if ev.Type == "" {
-			break // the watch closed: exit stays -1, and the test fails below
-		}
-		p, ok := ev.Object.(*corev1.Pod)
-		if !ok || p.UID != old.UID {
-			continue
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == "relay" && s.State.Terminated != nil {
-				exit = s.State.Terminated.ExitCode
-			}
-		}
-		gone = ev.Type == watch.Deleted
-	}
+	limit := time.Duration(*old.Spec.TerminationGracePeriodSeconds)*time.Second + time.Minute
+	pw.until(t, limit, name+" gone (a minute past its grace period)", func(ev watch.EventType, _ *corev1.Pod) bool {
+		return ev == watch.Deleted
+	})
+	exit := pw.exit
 	stopped := time.Since(start)
 	c.replaced(t, ns, name, old.UID)
 	t.Logf("%s: stopped in %s (exit %d, grace period %ds), replacement Ready %s after the delete",
@@ -169,6 +153,132 @@ func (c *cluster) evict(t *testing.T, ns, name string) {
 		time.Sleep(2 * time.Second)
 	}
 	c.replaced(t, ns, name, old)
+}
+
+// kubeletEvicts fills a pod's tmp emptyDir past its sizeLimit (16Mi)
+// from the node, as the pod's own writes would. The kubelet's eviction
+// manager then evicts the pod for its local storage: no
+// PodDisruptionBudget asked, a grace of one second (the runtime makes it
+// the two it allows at least), an Evicted event saying why. The
+// StatefulSet replaces it. relay may exit 0 or be killed in those two
+// seconds; both are logged, neither is a failure.
+func (c *cluster) kubeletEvicts(t *testing.T, ns, name string) {
+	t.Helper()
+	if c.kubeletDir == "" {
+		t.Fatal("RELAY_TEST_K8S_KUBELET_DIR: the kubelet's root directory (make test-k8s sets it)")
+	}
+	old := c.pod(t, ns, name)
+	pw := c.watchPod(t, ns, old)
+	defer pw.w.Stop()
+	fill(t, filepath.Join(c.kubeletDir, "pods", string(old.UID), "volumes", "kubernetes.io~empty-dir", "tmp", "fill"), 17<<20)
+	start := time.Now()
+	var phase corev1.PodPhase
+	pw.until(t, 3*time.Minute, name+" stopped by the kubelet, its tmp volume over its limit", func(ev watch.EventType, p *corev1.Pod) bool {
+		phase = p.Status.Phase
+		return phase == corev1.PodFailed || phase == corev1.PodSucceeded || ev == watch.Deleted
+	})
+	stoppedIn := time.Since(start)
+	// The eviction manager records why before it kills. The phase it sets,
+	// Failed, holds only when a container failed: when relay exits 0 in its
+	// two seconds, the kubelet reports the pod Succeeded.
+	var evicted string
+	eventually(t, time.Minute, name+"'s eviction event", func() bool {
+		events, err := c.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Evicted,involvedObject.uid=" + string(old.UID)})
+		if err != nil || len(events.Items) == 0 {
+			return false
+		}
+		evicted = events.Items[0].Message
+		return true
+	})
+	if !strings.Contains(evicted, `EmptyDir volume "tmp"`) {
+		t.Errorf("%s evicted for another reason: %s", name, evicted)
+	}
+	c.replaced(t, ns, name, old.UID)
+	exit := "not reported before the pod went"
+	if pw.exit >= 0 {
+		exit = strconv.Itoa(int(pw.exit))
+	}
+	t.Logf("%s: stopped by the kubelet %s after its volume filled (%q; phase %s, relay's exit %s), replacement Ready %s after",
+		name, stoppedIn.Round(100*time.Millisecond), strings.TrimSpace(evicted), phase, exit, time.Since(start).Round(100*time.Millisecond))
+}
+
+// fill writes a file of n random bytes (no filesystem compresses them
+// away) and checks that the disk holds them: the kubelet measures a
+// volume by the blocks its files take, as du does.
+func fill(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatalf("fill a pod's volume on the node: %v", err)
+	}
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 < int64(n) {
+		t.Fatalf("%s takes %d bytes on disk, not the %d written", path, st.Blocks*512, n)
+	}
+}
+
+// podWatch follows one pod, by its UID, from the version the test read;
+// its caller stops it.
+type podWatch struct {
+	w    watch.Interface
+	uid  types.UID
+	exit int32 // relay's exit code as last seen, -1 before it exits
+}
+
+func (c *cluster) watchPod(t *testing.T, ns string, old *corev1.Pod) *podWatch {
+	t.Helper()
+	w, err := c.client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + old.Name, ResourceVersion: old.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &podWatch{w: w, uid: old.UID, exit: -1}
+}
+
+// until reads the pod's events until done holds for one, and fails the
+// test with what when limit passes first or the watch closes.
+func (pw *podWatch) until(t *testing.T, limit time.Duration, what string, done func(watch.EventType, *corev1.Pod) bool) {
+	t.Helper()
+	timeout := time.After(limit)
+	for {
+		var ev watch.Event
+		select {
+		case ev = <-pw.w.ResultChan():
+		case <-timeout:
+			t.Fatalf("%s: not after %s", what, limit)
+		}
+		if ev.Type == "" {
+			t.Fatalf("%s: the watch closed first", what)
+		}
+		if ev.Type == watch.Error {
+			t.Fatalf("%s: the watch failed: %v", what, apierrors.FromObject(ev.Object))
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.UID != pw.uid {
+			continue
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == "relay" && s.State.Terminated != nil {
+				pw.exit = s.State.Terminated.ExitCode
+			}
+		}
+		if done(ev.Type, p) {
+			return
+		}
+	}
 }
 
 func (c *cluster) pod(t *testing.T, ns, name string) *corev1.Pod {

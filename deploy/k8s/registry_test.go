@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -89,11 +90,11 @@ func (c *cluster) registryForPods(t *testing.T) string {
 
 func hostRegistryAddr(t *testing.T) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, hostRegistry(), nil)
+	u, err := url.Parse(hostRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return req.URL.Host
+	return u.Host
 }
 
 // loadSchema registers the JSON Schema of a load's framed values, an
@@ -104,8 +105,8 @@ func loadSchema(t *testing.T, topic string) []byte {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"schemaType": "JSON",
 		"schema": `{"type":"object","properties":{"v":{"type":"string"}},"required":["v"]}`})
-	url := fmt.Sprintf("%s/subjects/%s-value/versions", hostRegistry(), topic)
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
+	subjectURL := fmt.Sprintf("%s/subjects/%s-value/versions", hostRegistry(), topic)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, subjectURL, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

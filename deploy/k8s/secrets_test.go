@@ -190,9 +190,10 @@ func (c *cluster) firstCommit(t *testing.T, ns, name string, deleted time.Time) 
 	t.Helper()
 	p := c.pod(t, ns, name)
 	url := "http://" + p.Status.PodIP + ":9464/metrics"
+	client := &http.Client{Timeout: 5 * time.Second}
 	var at time.Time
 	eventually(t, 3*time.Minute, name+"'s replacement commits", func() bool {
-		if committed(url) > 0 {
+		if committed(client, url) > 0 {
 			at = time.Now()
 			return true
 		}
@@ -213,8 +214,7 @@ func readySince(p *corev1.Pod) time.Time {
 
 // committed reads relay_transactions_committed_total from a pod's
 // metrics, 0 when it cannot.
-func committed(url string) float64 {
-	client := &http.Client{Timeout: 5 * time.Second}
+func committed(client *http.Client, url string) float64 {
 	resp, err := client.Get(url) //nolint:noctx // the test's own pod
 	if err != nil {
 		return 0

@@ -14,12 +14,13 @@
 # links, the KUBE-* and CNI-* iptables chains, the kubepods cgroups, and
 # puts back the sysctls start changed.
 #
-# usage: cluster.sh {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip}
+# usage: cluster.sh {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip|kubelet-dir}
 #   import      load an image archive (docker or OCI) or an OCI layout directory
 #               into the node's containerd (cmd_import)
 #   tag         name an image the node has anew
 #   kubeconfig  print the admin kubeconfig's path
 #   node-ip     print the node's address (pods reach the host's services there)
+#   kubelet-dir print the kubelet's root directory (the pods' volumes are under it)
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=../stack/common.sh
@@ -223,8 +224,9 @@ case "${1:-}" in
   tag) cmd_tag "${2:-}" "${3:-}" ;;
   kubeconfig) printf '%s\n' "$K8S_ADMIN_KUBECONFIG" ;;
   node-ip) printf '%s\n' "$K8S_NODE_IP" ;;
+  kubelet-dir) printf '%s\n' "$K8S_RUN/kubelet" ;;
   *)
-    echo "usage: ${0##*/} {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip}" >&2
+    echo "usage: ${0##*/} {start|stop|status|import SOURCE [REPOSITORY]|tag SOURCE TARGET|kubeconfig|node-ip|kubelet-dir}" >&2
     exit 2
     ;;
 esac

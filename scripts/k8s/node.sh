@@ -191,8 +191,11 @@ EOF
 # cgroup v2), no OOM score change (no CAP_SYS_RESOURCE), the node's
 # address for logs and exec, low eviction thresholds so that a shared
 # disk does not evict the tests' pods (the eviction test asks for its own),
-# and pods synced every 10 s (a minute by default), so that an updated
-# Secret reaches the mounted files within seconds (the rotation test).
+# pods synced every 10 s (a minute by default), so that an updated
+# Secret reaches the mounted files within seconds (the rotation test),
+# and the volumes' usage measured every 10–20 s (1–2 minutes by default),
+# so that the kubelet evicts a pod whose emptyDir outgrew its sizeLimit
+# within half a minute (the fault test).
 node_kubelet_config() {
   cat >"$K8S_RUN/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -221,6 +224,7 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 serializeImagePulls: false
 syncFrequency: 10s
+volumeStatsAggPeriod: 10s
 # The pods' logs and the volume plugins under the cluster's directory, not
 # /var/log/pods and /usr/libexec/kubernetes.
 podLogsDir: $K8S_RUN/pod-logs
