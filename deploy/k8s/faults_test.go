@@ -26,11 +26,12 @@ import (
 // in a week: each replica deleted in turn, an eviction through the API
 // (the PodDisruptionBudget's), an eviction by the kubelet (a pod over its
 // local storage: two seconds from SIGTERM to SIGKILL), a helm upgrade that
-// rolls the StatefulSet to another image, a scale 3 → 5 → 2, and a broker restart. At the end
-// every source record is in exactly one end state (relay audit, exit 0),
-// the output holds each record once, every key's in the order produced
-// (a read_committed witness), and no container restarted: the only pods
-// that went away were the ones the test took.
+// rolls the StatefulSet to another image, a scale 3 → 5 → 2, and a
+// broker restart. At the end every source record is in exactly one end
+// state (relay audit, exit 0), the output holds each record once, every
+// key's in the order produced (a read_committed witness), and no
+// container restarted: the only pods that went away were the ones the
+// test took.
 func TestEveryRecordOnceThroughPodFaults(t *testing.T) {
 	c := newCluster(t)
 	d := c.deployment(t, "faults", 6, 3)
